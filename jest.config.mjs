@@ -1,0 +1,16 @@
+/** Jest runs in ESM mode: Nest 12 ships ES modules only, and Jest on Node 20 cannot require() them. */
+export default {
+  testEnvironment: 'node',
+  extensionsToTreatAsEsm: ['.ts'],
+  roots: ['<rootDir>/packages', '<rootDir>/test', '<rootDir>/examples'],
+  testMatch: ['**/*.spec.ts'],
+  testPathIgnorePatterns: ['/node_modules/', '/dist/'],
+  moduleNameMapper: {
+    '^nestjs-deferred-work$': '<rootDir>/packages/nestjs-deferred-work/src/index.ts',
+    '^nestjs-deferred-work/(.*)$': '<rootDir>/packages/nestjs-deferred-work/src/$1/index.ts',
+  },
+  transform: {
+    '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: '<rootDir>/tsconfig.json' }],
+  },
+  testTimeout: 30000,
+};

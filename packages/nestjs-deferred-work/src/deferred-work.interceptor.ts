@@ -1,0 +1,81 @@
+import { type CallHandler, type ExecutionContext, Inject, Injectable, type NestInterceptor, Optional } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import { Observable } from 'rxjs';
+import { AFTER_RESPONSE_METADATA, type AfterResponseOptions } from './after-response.decorator';
+import { Dispatcher } from './dispatch/dispatcher';
+import { DeferredAsyncContext } from './request-scope/async-context';
+import { DirectScope } from './request-scope/direct-scope';
+import { RequestCollector } from './request-scope/request-collector';
+import { DEFERRED_SCOPE } from './request-scope/request-scope.constants';
+import type { RouteSettings } from './request-scope/scope-base';
+
+interface CachedRoute {
+  cls: unknown;
+  settings: RouteSettings | null;
+}
+
+/** The part of Node's `ServerResponse` the interceptor uses (Fastify's `reply.raw` is one). */
+interface RawResponse {
+  once(event: 'close', listener: () => void): unknown;
+  readonly writableFinished: boolean;
+  readonly closed?: boolean;
+  readonly statusCode: number;
+}
+
+/**
+ * Opens a collector for each `@AfterResponse()` request and settles it when the response has
+ * finished (or the connection closed first). Undecorated routes pass straight through; the
+ * metadata lookup is cached per handler.
+ */
+@Injectable()
+export class DeferredWorkInterceptor implements NestInterceptor {
+  private readonly routes = new WeakMap<object, CachedRoute>();
+
+  constructor(
+    @Inject(Reflector) private readonly reflector: Reflector,
+    @Inject(Dispatcher) private readonly dispatcher: Dispatcher,
+    @Inject(DirectScope) private readonly direct: DirectScope,
+    @Optional() @Inject(DeferredAsyncContext) private readonly asyncContext?: DeferredAsyncContext,
+  ) {}
+
+  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    if (context.getType() !== 'http') return next.handle();
+    const settings = this.routeSettings(context);
+    const http = context.switchToHttp();
+    const request = http.getRequest<Record<symbol, unknown>>();
+    if (settings === null) {
+      request[DEFERRED_SCOPE] = this.direct;
+      return next.handle();
+    }
+    const collector = new RequestCollector(settings, this.dispatcher);
+    request[DEFERRED_SCOPE] = collector;
+    const reply = http.getResponse<RawResponse & { raw?: RawResponse }>();
+    const response = reply.raw ?? reply;
+    if (response.closed) collector.settle(response.writableFinished, response.statusCode);
+    else response.once('close', () => collector.settle(response.writableFinished, response.statusCode));
+    const asyncContext = this.asyncContext;
+    if (!asyncContext) return next.handle();
+    return new Observable((subscriber) => asyncContext.run(collector, () => next.handle().subscribe(subscriber)));
+  }
+
+  private routeSettings(context: ExecutionContext): RouteSettings | null {
+    const handler = context.getHandler();
+    const cls = context.getClass();
+    const cached = this.routes.get(handler);
+    if (cached && cached.cls === cls) return cached.settings;
+    const settings = this.resolveRoute(handler, cls);
+    this.routes.set(handler, { cls, settings });
+    return settings;
+  }
+
+  /** The route's settings, or `null` when neither the handler nor its class is decorated. */
+  resolveRoute(handler: object, cls: object): RouteSettings | null {
+    const onClass = this.reflector.get<AfterResponseOptions | undefined>(AFTER_RESPONSE_METADATA, cls as never);
+    const onHandler = this.reflector.get<AfterResponseOptions | undefined>(AFTER_RESPONSE_METADATA, handler as never);
+    if (!onClass && !onHandler) return null;
+    return {
+      when: { ...this.dispatcher.options.when, ...onClass?.when, ...onHandler?.when },
+      sinks: { ...onClass?.sinks, ...onHandler?.sinks },
+    };
+  }
+}

@@ -1,0 +1,120 @@
+import { Inject, Injectable, type OnApplicationShutdown, type OnModuleInit, Optional } from '@nestjs/common';
+import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
+import { AFTER_RESPONSE_METADATA, type AfterResponseOptions } from './after-response.decorator';
+import type { DeadLetter } from './dispatch/dead-letter.interface';
+import { Dispatcher, type ShutdownReport } from './dispatch/dispatcher';
+import type { DeferredStats } from './dispatch/stats.interface';
+import { DeferredWorkConfigError } from './errors/deferred-work-config.error';
+import type { DeferredItemOptions, DeferredJobOptions, DeferredLogLevel, RunWhen } from './items/deferred-item.interface';
+import { DeferredAsyncContext } from './request-scope/async-context';
+import type { DeferredScope } from './request-scope/deferred-scope.interface';
+import { DirectScope } from './request-scope/direct-scope';
+import { DEFERRED_SCOPE } from './request-scope/request-scope.constants';
+
+const WHENS: readonly RunWhen[] = ['always', 'success', 'failure'];
+
+/**
+ * The injectable face of the library. Its `job`/`log`/`metric`/`run` go to the current request's
+ * collector when `asyncContext` is on and a decorated request is running; otherwise straight to the
+ * dispatcher (use `@Deferred()` in a handler to defer until the response has finished).
+ */
+@Injectable()
+export class DeferredWork implements DeferredScope, OnModuleInit, OnApplicationShutdown {
+  constructor(
+    @Inject(Dispatcher) private readonly dispatcher: Dispatcher,
+    @Inject(DirectScope) private readonly direct: DirectScope,
+    @Inject(DiscoveryService) private readonly discovery: DiscoveryService,
+    @Inject(MetadataScanner) private readonly scanner: MetadataScanner,
+    @Inject(Reflector) private readonly reflector: Reflector,
+    @Optional() @Inject(DeferredAsyncContext) private readonly asyncContext?: DeferredAsyncContext,
+  ) {}
+
+  /** The scope calls go to right now: the request's (async context mode) or the direct one. */
+  current(): DeferredScope {
+    return this.asyncContext?.current() ?? this.direct;
+  }
+
+  /** The scope of a request object (`@Req()`), or the direct scope if it has none. */
+  forRequest(request: object): DeferredScope {
+    return (request as Record<symbol, DeferredScope | undefined>)[DEFERRED_SCOPE] ?? this.direct;
+  }
+
+  job(queue: string, name: string, data: unknown, opts?: DeferredJobOptions): void {
+    this.current().job(queue, name, data, opts);
+  }
+
+  log(level: DeferredLogLevel, message: string, fields?: Record<string, unknown>, opts?: DeferredItemOptions): void {
+    this.current().log(level, message, fields, opts);
+  }
+
+  metric(name: string, value: number, tags?: Record<string, string>, opts?: DeferredItemOptions): void {
+    this.current().metric(name, value, tags, opts);
+  }
+
+  run(fn: (signal: AbortSignal) => unknown, opts?: Omit<DeferredItemOptions, 'sink'>): void {
+    this.current().run(fn, opts);
+  }
+
+  /** Counters; `accepted = delivered + pending + dropped + deadLettered` holds at every moment. */
+  stats(): DeferredStats {
+    return this.dispatcher.stats();
+  }
+
+  /** Recent dead letters (at most `deadLetterCapacity`), oldest first. */
+  deadLetters(): readonly DeadLetter[] {
+    return this.dispatcher.deadLetters();
+  }
+
+  /**
+   * Send everything pending now; resolves `true` once all items accepted before the call are
+   * delivered, dropped or dead-lettered, `false` if `timeoutMs` (default `shutdownTimeoutMs`) passes first.
+   */
+  flush(timeoutMs?: number): Promise<boolean> {
+    return this.dispatcher.flush(timeoutMs);
+  }
+
+  /** Checks every `@AfterResponse()` at bootstrap, so a typo fails the start, not a request. */
+  onModuleInit(): void {
+    const sinks = this.dispatcher.options.sinks;
+    for (const wrapper of this.discovery.getControllers()) {
+      const cls = wrapper.metatype as (new (...args: never[]) => object) | undefined;
+      if (!cls?.prototype) continue;
+      const targets: Array<[string, object]> = [[cls.name, cls]];
+      for (const method of this.scanner.getAllMethodNames(cls.prototype)) {
+        targets.push([`${cls.name}.${method}()`, (cls.prototype as Record<string, object>)[method]]);
+      }
+      for (const [where, target] of targets) {
+        const options = this.reflector.get<AfterResponseOptions | undefined>(AFTER_RESPONSE_METADATA, target as never);
+        if (!options) continue;
+        for (const [kind, sink] of Object.entries(options.sinks ?? {})) {
+          if (sink !== undefined && !sinks.has(sink)) {
+            throw new DeferredWorkConfigError(
+              `@AfterResponse({ sinks: { ${kind} } }) on ${where}`,
+              `no sink is named "${sink}"`,
+              `Configure a sink named "${sink}" in DeferredWorkModule.forRoot({ sinks }), or name a configured one.`,
+            );
+          }
+        }
+        for (const [kind, when] of Object.entries(options.when ?? {})) {
+          if (!WHENS.includes(when as RunWhen)) {
+            throw new DeferredWorkConfigError(
+              `@AfterResponse({ when: { ${kind} } }) on ${where}`,
+              `"${String(when)}" is not a condition`,
+              `Use one of ${WHENS.join(', ')}.`,
+            );
+          }
+        }
+      }
+    }
+  }
+
+  /** Drains pending work within `shutdownTimeoutMs` (needs `app.enableShutdownHooks()` for signals). */
+  async onApplicationShutdown(): Promise<void> {
+    await this.shutdown();
+  }
+
+  /** Drain and stop; what `onApplicationShutdown` calls. Idempotent. */
+  shutdown(): Promise<ShutdownReport> {
+    return this.dispatcher.shutdown();
+  }
+}

@@ -1,0 +1,183 @@
+import { Logger } from '@nestjs/common';
+import { DeferredItemRejectedError } from '../errors/deferred-item-rejected.error';
+import type { DeferredItem } from '../items/deferred-item.interface';
+import type { ResolvedDeferredWorkOptions } from '../options/module-options.interface';
+import { CALLBACK_SINK_NAME } from '../sinks/callback.sink';
+import type { DeadLetter } from './dead-letter.interface';
+import { describeItem, validateItem } from './item-validator';
+import { RateLimitedLogger } from './rate-limited-logger';
+import { SinkProcessor } from './sink-processor';
+import type { DeferredStats, SinkStats } from './stats.interface';
+
+/** What `shutdown()` reports. */
+export interface ShutdownReport {
+  /** Whether everything pending was delivered (or dead-lettered for cause) before the deadline. */
+  drained: boolean;
+  /** Items given up on at the deadline, per sink. */
+  undelivered: Record<string, number>;
+}
+
+/**
+ * Takes accepted items, validates and routes them to one `SinkProcessor` per sink, keeps the
+ * dead-letter ring and the request counters, and drains everything on shutdown.
+ */
+export class Dispatcher {
+  private readonly processors = new Map<string, SinkProcessor>();
+  private readonly warnings: RateLimitedLogger;
+  private readonly ring: DeadLetter[] = [];
+  private rejected = 0;
+  private skipped = 0;
+  private finished = 0;
+  private aborted = 0;
+  private shutdownPromise: Promise<ShutdownReport> | undefined;
+
+  constructor(
+    readonly options: ResolvedDeferredWorkOptions,
+    private readonly logger = new Logger('DeferredWork'),
+  ) {
+    this.warnings = new RateLimitedLogger(logger);
+    for (const [name, sink] of options.sinks) {
+      const hooks = {
+        deadLetter: (letters: DeadLetter[]) => this.onDeadLetters(letters),
+        writeFailed: (sinkName: string, message: string) =>
+          this.warnings.warn(`write:${sinkName}`, `Sink "${sinkName}" write failed: ${message}`),
+      };
+      this.processors.set(name, new SinkProcessor(sink, options.processorOptions.get(name)!, hooks));
+    }
+  }
+
+  /** Validates, routes and enqueues one item. Never throws: a bad item is counted and logged. */
+  dispatch(item: DeferredItem): void {
+    try {
+      validateItem(item, this.options.maxItemBytes);
+      const name = item.kind === 'callback' ? CALLBACK_SINK_NAME : (item.sink ?? this.options.routing[item.kind]);
+      const processor = this.processors.get(name);
+      if (!processor) {
+        throw new DeferredItemRejectedError(
+          describeItem(item),
+          `no sink is named "${name}"`,
+          'Use the name of a sink configured in DeferredWorkModule.forRoot({ sinks })',
+        );
+      }
+      if (!processor.enqueue(item)) {
+        this.warnings.warn(
+          `full:${name}`,
+          `Sink "${name}" queue is full (maxQueueSize ${processor.options.maxQueueSize}); dropping items. ` +
+            'The sink is slower than the load or unreachable; see stats().sinks for details.',
+        );
+      }
+    } catch (error) {
+      this.rejected++;
+      const message = error instanceof Error ? error.message : String(error);
+      this.warnings.warn(`rejected:${message}`, message);
+    }
+  }
+
+  /** Counts an item that did not run because the request's outcome did not match its `when`. */
+  skip(count: number): void {
+    this.skipped += count;
+  }
+
+  /** Counts a decorated request's outcome. */
+  recordOutcome(outcome: 'finished' | 'aborted'): void {
+    if (outcome === 'finished') this.finished++;
+    else this.aborted++;
+  }
+
+  stats(): DeferredStats {
+    const sinks: Record<string, SinkStats> = {};
+    const totals = { accepted: 0, delivered: 0, pending: 0, dropped: 0, deadLettered: 0, retried: 0 };
+    for (const [name, processor] of this.processors) {
+      const s = processor.stats();
+      sinks[name] = s;
+      for (const key of Object.keys(totals) as (keyof typeof totals)[]) totals[key] += s[key];
+    }
+    return {
+      ...totals,
+      rejected: this.rejected,
+      skipped: this.skipped,
+      requests: { finished: this.finished, aborted: this.aborted },
+      sinks,
+    };
+  }
+
+  /** Recent dead letters, oldest first (at most `deadLetterCapacity`). */
+  deadLetters(): readonly DeadLetter[] {
+    return [...this.ring];
+  }
+
+  /**
+   * Sends everything pending now and resolves once every item accepted before the call has been
+   * delivered, dropped or dead-lettered — `true` — or after `timeoutMs` — `false`.
+   */
+  async flush(timeoutMs = this.options.shutdownTimeoutMs): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    const results = await Promise.all([...this.processors.values()].map((p) => p.flush(deadline)));
+    return results.every(Boolean);
+  }
+
+  /** Drains within `shutdownTimeoutMs`, then gives up on the rest and reports it. Idempotent. */
+  shutdown(): Promise<ShutdownReport> {
+    this.shutdownPromise ??= this.runShutdown();
+    return this.shutdownPromise;
+  }
+
+  private async runShutdown(): Promise<ShutdownReport> {
+    const deadline = Date.now() + this.options.shutdownTimeoutMs;
+    const undelivered: Record<string, number> = {};
+    await Promise.all(
+      [...this.processors].map(async ([name, processor]) => {
+        const lost = await processor.shutdown(deadline);
+        if (lost > 0) undelivered[name] = lost;
+        try {
+          await processor.sink.shutdown?.();
+        } catch (error) {
+          this.logger.warn(`Sink "${name}" shutdown failed: ${error instanceof Error ? error.message : String(error)}`);
+        }
+      }),
+    );
+    const lostTotal = Object.values(undelivered).reduce((a, b) => a + b, 0);
+    if (lostTotal > 0) {
+      const per = Object.entries(undelivered).map(([n, c]) => `${n}: ${c}`).join(', ');
+      this.logger.error(
+        `Shutdown deadline (${this.options.shutdownTimeoutMs} ms) passed with ${lostTotal} items undelivered ` +
+          `(${per}); they were dead-lettered. Raise shutdownTimeoutMs or check the sinks.`,
+      );
+    }
+    return { drained: lostTotal === 0, undelivered };
+  }
+
+  private onDeadLetters(letters: DeadLetter[]): void {
+    const capacity = this.options.deadLetterCapacity;
+    if (capacity > 0) {
+      this.ring.push(...letters);
+      if (this.ring.length > capacity) this.ring.splice(0, this.ring.length - capacity);
+    }
+    const first = letters[0];
+    this.warnings.warn(
+      `dead:${first.sink}`,
+      `${letters.length} item(s) for sink "${first.sink}" dead-lettered (${first.reason}` +
+        `${first.error ? `: ${first.error}` : ''}). See DeferredWork.deadLetters() and stats().`,
+    );
+    const target = this.options.deadLetter;
+    if (target === undefined) return;
+    const forward =
+      typeof target === 'function'
+        ? () => target(letters)
+        : () => {
+            const controller = new AbortController();
+            const timer = setTimeout(() => controller.abort(), this.options.processorOptions.get(target)!.writeTimeoutMs);
+            const items = letters.map((l) => l.item).filter((i) => i.kind !== 'callback');
+            return Promise.resolve(this.options.sinks.get(target)!.write(items as never, { signal: controller.signal, attempt: 1 }))
+              .finally(() => clearTimeout(timer));
+          };
+    Promise.resolve()
+      .then(forward)
+      .catch((error: unknown) =>
+        this.warnings.warn(
+          'dead-letter-handler',
+          `Dead-letter handler failed: ${error instanceof Error ? error.message : String(error)}; the letters stay in DeferredWork.deadLetters().`,
+        ),
+      );
+  }
+}

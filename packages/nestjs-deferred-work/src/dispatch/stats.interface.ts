@@ -1,0 +1,42 @@
+/** Counters of one sink. accepted = delivered + pending + dropped + deadLettered, always. */
+export interface SinkStats {
+  /** Items handed to this sink's queue (after validation), dropped ones included. */
+  accepted: number;
+  delivered: number;
+  /** Queued, in flight or waiting for a retry. */
+  pending: number;
+  /** Refused because the queue held `maxQueueSize` items. */
+  dropped: number;
+  deadLettered: number;
+  /** Item retries made (an item retried twice counts twice). */
+  retried: number;
+  /** Items waiting in the queue (not in flight). */
+  queueDepth: number;
+  /** Items in the write in flight or waiting for its retry. */
+  inFlight: number;
+  /** Writes started, and those that failed in whole or part. */
+  writes: number;
+  failedWrites: number;
+  /** The last write error's message, and when (epoch ms). */
+  lastError?: string;
+  lastErrorAt?: number;
+  /** Duration of the last write, in ms. */
+  lastWriteMs?: number;
+}
+
+/** What `DeferredWork.stats()` returns. The totals are the sums over `sinks`. */
+export interface DeferredStats {
+  accepted: number;
+  delivered: number;
+  pending: number;
+  dropped: number;
+  deadLettered: number;
+  retried: number;
+  /** Items refused before acceptance (invalid, unserialisable, too large, unknown sink); not in `accepted`. */
+  rejected: number;
+  /** Items not run because the request's outcome did not match their `when`; not in `accepted`. */
+  skipped: number;
+  /** Outcomes of decorated requests. */
+  requests: { finished: number; aborted: number };
+  sinks: Record<string, SinkStats>;
+}

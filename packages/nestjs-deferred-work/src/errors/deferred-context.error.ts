@@ -1,0 +1,12 @@
+/** Thrown when `@Deferred()` is used on a route that `DeferredWorkInterceptor` does not cover. */
+export class DeferredContextError extends Error {
+  override readonly name = 'DeferredContextError';
+
+  constructor(where: string) {
+    super(
+      `@Deferred() was used in ${where}, but DeferredWorkInterceptor did not run for this request. ` +
+        'Keep DeferredWorkModule.forRoot({ registerInterceptor: true }) (the default), or bind it with ' +
+        '@UseInterceptors(DeferredWorkInterceptor) on the controller.',
+    );
+  }
+}

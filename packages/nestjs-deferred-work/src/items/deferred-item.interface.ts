@@ -1,0 +1,91 @@
+/** The kinds of work a handler can defer. */
+export type DeferredKind = 'job' | 'log' | 'metric' | 'callback';
+
+/** Kinds that are delivered to a sink (callbacks run in-process). */
+export type SinkKind = Exclude<DeferredKind, 'callback'>;
+
+/**
+ * When an item runs, judged by the request's outcome once the response has finished.
+ * - `success`: the response status is below 400 (and the client did not abort).
+ * - `failure`: the status is 400 or above, or the client aborted.
+ * - `always`: in every case.
+ */
+export type RunWhen = 'always' | 'success' | 'failure';
+
+/** Log levels accepted by {@link DeferredScope.log}; the same names as Nest's `LogLevel`. */
+export type DeferredLogLevel = 'fatal' | 'error' | 'warn' | 'log' | 'info' | 'debug' | 'verbose';
+
+/** Options every item accepts. */
+export interface DeferredItemOptions {
+  /** When the item runs. Default per kind: jobs and callbacks `success`; logs and metrics `always`. */
+  when?: RunWhen;
+  /** Name of the sink this item goes to, overriding the route and module routing. */
+  sink?: string;
+}
+
+/** Options passed through to the queue with a job (Bull's `JobOptions` are a superset). */
+export interface DeferredJobOptions extends DeferredItemOptions {
+  /** Attempts the queue itself makes to process the job (Bull `attempts`). */
+  attempts?: number;
+  /** Backoff between the queue's own attempts (Bull `backoff`). */
+  backoff?: number | { type: string; delay?: number };
+  /** Delay before the job may be processed, in ms (Bull `delay`). */
+  delay?: number;
+  /** Idempotency key: a second job with the same id is not added (Bull `jobId`). */
+  jobId?: string | number;
+  /** Remove the job once completed (Bull `removeOnComplete`). */
+  removeOnComplete?: boolean | number;
+  /** Remove the job once it failed for good (Bull `removeOnFail`). */
+  removeOnFail?: boolean | number;
+  /** Job priority (Bull `priority`, 1 is highest). */
+  priority?: number;
+  /** Anything else the queue understands, passed through unchanged. */
+  [option: string]: unknown;
+}
+
+interface ItemBase {
+  /** When the item runs (resolved: never undefined once collected). */
+  when: RunWhen;
+  /** Sink override, if any. */
+  sink?: string;
+  /** Epoch milliseconds when the handler created the item. */
+  createdAt: number;
+}
+
+/** A job for a queue (delivered by the Bull sink, or any sink that takes jobs). */
+export interface JobItem extends ItemBase {
+  kind: 'job';
+  queue: string;
+  name: string;
+  data: unknown;
+  opts?: Omit<DeferredJobOptions, 'when' | 'sink'>;
+}
+
+/** A structured log record. */
+export interface LogItem extends ItemBase {
+  kind: 'log';
+  level: DeferredLogLevel;
+  message: string;
+  fields?: Record<string, unknown>;
+}
+
+/** A metric point. */
+export interface MetricItem extends ItemBase {
+  kind: 'metric';
+  name: string;
+  value: number;
+  tags?: Record<string, string>;
+}
+
+/** An arbitrary async callback, run in-process after the response. */
+export interface CallbackItem extends ItemBase {
+  kind: 'callback';
+  /** Receives an `AbortSignal` that fires when the callback's timeout expires or on shutdown. */
+  fn: (signal: AbortSignal) => unknown;
+}
+
+/** Anything that can be deferred. */
+export type DeferredItem = JobItem | LogItem | MetricItem | CallbackItem;
+
+/** What a sink receives: never callbacks. */
+export type SinkItem = JobItem | LogItem | MetricItem;

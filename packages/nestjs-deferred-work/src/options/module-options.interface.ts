@@ -1,0 +1,70 @@
+import type { DeadLetterHandler } from '../dispatch/dead-letter.interface';
+import type { DeferredKind, RunWhen, SinkKind } from '../items/deferred-item.interface';
+import type { DeferredSink, SinkProcessorOptions } from '../sinks/deferred-sink.interface';
+
+/** Which sink each kind of item goes to, by sink name. */
+export interface DeferredRouting {
+  job?: string;
+  log?: string;
+  metric?: string;
+  /** Sink for kinds not named above. Default: the first of `sinks`. */
+  default?: string;
+}
+
+/**
+ * Options of `DeferredWorkModule.forRoot()` / `forRootAsync()`. Every field is optional; the
+ * defaults are listed on each and applied in one place (`resolveOptions`).
+ */
+export interface DeferredWorkModuleOptions extends Partial<SinkProcessorOptions> {
+  /** Where items go. Default: one `MemorySink` named `memory`. Names must be unique; `callbacks` is reserved. */
+  sinks?: DeferredSink[];
+  /** Which sink takes each kind. Default: every kind to `routing.default`, itself the first sink. */
+  routing?: DeferredRouting;
+  /** Dispatcher settings for one sink, by name, over the globals and the sink's own `defaults`. */
+  sinkOptions?: Record<string, Partial<SinkProcessorOptions>>;
+  /** Default `when` per kind. Default: `{ job: 'success', callback: 'success', log: 'always', metric: 'always' }`. */
+  when?: Partial<Record<DeferredKind, RunWhen>>;
+  /**
+   * Make the injectable `DeferredWork` find the current request anywhere in its call chain, through
+   * `AsyncLocalStorage`. Default `false`. On Node 20 the first `AsyncLocalStorage.run` enables
+   * promise hooks for the whole process, which measured 10–25% more CPU per request on every route;
+   * without it, use `@Deferred()` in the handler (no cost).
+   */
+  asyncContext?: boolean;
+  /** How long application shutdown waits for pending items, in ms. Default `5000`. */
+  shutdownTimeoutMs?: number;
+  /** Largest serialised size of one item's payload (job data, log fields, metric tags), in bytes. Default `1048576` (1 MiB). */
+  maxItemBytes?: number;
+  /**
+   * Where dead letters go: a function, or the name of a sink that receives their items (one try).
+   * Default: none; they are kept in an in-memory ring (see `deadLetterCapacity`) and one warning
+   * per 30 s is logged.
+   */
+  deadLetter?: DeadLetterHandler | string;
+  /** How many recent dead letters `DeferredWork.deadLetters()` keeps. Default `100`. */
+  deadLetterCapacity?: number;
+}
+
+/** Options fixed when the module is imported (they decide which providers exist). */
+export interface DeferredWorkModuleExtras {
+  /** Make the module global. Default `true`. */
+  isGlobal?: boolean;
+  /**
+   * Register `DeferredWorkInterceptor` as an `APP_INTERCEPTOR` for every route. Default `true`.
+   * Set `false` and bind it with `@UseInterceptors(DeferredWorkInterceptor)` where you need it.
+   */
+  registerInterceptor?: boolean;
+}
+
+/** Options with every default applied, as the library uses them. */
+export interface ResolvedDeferredWorkOptions {
+  sinks: ReadonlyMap<string, DeferredSink>;
+  routing: Readonly<Record<SinkKind, string>>;
+  processorOptions: ReadonlyMap<string, SinkProcessorOptions>;
+  when: Readonly<Record<DeferredKind, RunWhen>>;
+  asyncContext: boolean;
+  shutdownTimeoutMs: number;
+  maxItemBytes: number;
+  deadLetter?: DeadLetterHandler | string;
+  deadLetterCapacity: number;
+}

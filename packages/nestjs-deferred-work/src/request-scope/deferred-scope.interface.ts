@@ -1,0 +1,19 @@
+import type { DeferredItemOptions, DeferredJobOptions, DeferredLogLevel } from '../items/deferred-item.interface';
+
+/**
+ * What a handler uses to defer work. `@Deferred()` injects one bound to the current request;
+ * the injectable `DeferredWork` service implements it too.
+ */
+export interface DeferredScope {
+  /** Queue a job (`queue` is the Bull queue name when the Bull sink takes it). Default `when`: `success`. */
+  job(queue: string, name: string, data: unknown, opts?: DeferredJobOptions): void;
+  /** Record a log line. Default `when`: `always`. */
+  log(level: DeferredLogLevel, message: string, fields?: Record<string, unknown>, opts?: DeferredItemOptions): void;
+  /** Record a metric point. Default `when`: `always`. */
+  metric(name: string, value: number, tags?: Record<string, string>, opts?: DeferredItemOptions): void;
+  /**
+   * Run a callback in-process after the response has finished. It gets an `AbortSignal` that fires
+   * when its timeout (`writeTimeoutMs`) expires. Default `when`: `success`. Not retried by default.
+   */
+  run(fn: (signal: AbortSignal) => unknown, opts?: Omit<DeferredItemOptions, 'sink'>): void;
+}

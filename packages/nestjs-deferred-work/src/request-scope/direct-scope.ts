@@ -1,0 +1,20 @@
+import type { DeferredItem } from '../items/deferred-item.interface';
+import type { Dispatcher } from '../dispatch/dispatcher';
+import { type RouteSettings, ScopeBase } from './scope-base';
+
+/**
+ * Used outside a decorated request (bootstrap, cron, queue consumers, undecorated routes): items go
+ * straight to the dispatcher. There is no response to judge, so `when` does not filter here.
+ */
+export class DirectScope extends ScopeBase {
+  constructor(
+    route: RouteSettings,
+    private readonly dispatcher: Dispatcher,
+  ) {
+    super(route);
+  }
+
+  protected add(item: DeferredItem): void {
+    this.dispatcher.dispatch(item);
+  }
+}

@@ -1,0 +1,70 @@
+import type { DeferredItem } from '../items/deferred-item.interface';
+
+/** Passed to every {@link DeferredSink.write}. */
+export interface SinkWriteContext {
+  /** Aborted when the write exceeds `writeTimeoutMs` or shutdown's deadline passes. Honour it. */
+  signal: AbortSignal;
+  /** 1 for a first try, 2 for the first retry, and so on. */
+  attempt: number;
+}
+
+/** One item of a batch that did not go through. */
+export interface SinkItemFailure {
+  /** Index of the item in the batch passed to `write`. */
+  index: number;
+  /** Why; logged (message only) and kept on the dead letter. */
+  error: unknown;
+  /** `false` when retrying cannot help (e.g. the item was refused as invalid). Default `true`. */
+  retryable?: boolean;
+}
+
+/**
+ * What `write` may resolve with to report a partial failure. Resolving with nothing means every
+ * item of the batch was delivered; throwing or rejecting means none was (see `SinkWriteError`).
+ */
+export interface SinkWriteResult {
+  /** The items that failed; only these are retried or dead-lettered. */
+  failed?: SinkItemFailure[];
+  /** The receiver asked to wait this long before the next try (e.g. `Retry-After`). */
+  retryAfterMs?: number;
+}
+
+/**
+ * A destination for deferred items. The dispatcher calls `write` with one batch at a time
+ * (never two writes in flight on one sink), with a timeout, and retries what failed.
+ *
+ * A sink must not keep a reference to the batch array after `write` settles.
+ */
+export interface DeferredSink<T extends DeferredItem = DeferredItem> {
+  /** Unique name, used by routing (`routing`, `@AfterResponse({ sinks })`, item `sink`). */
+  readonly name: string;
+  /** Deliver a batch. Called only after the responses that produced the items finished. */
+  write(batch: readonly T[], context: SinkWriteContext): Promise<void | SinkWriteResult>;
+  /**
+   * Dispatcher settings this sink wants by default (e.g. a callback runner does not retry).
+   * The module's `sinkOptions[name]` wins over these, and these over the module's globals.
+   */
+  readonly defaults?: Partial<SinkProcessorOptions>;
+  /** Release resources; called once, after the last write, on application shutdown. */
+  shutdown?(): Promise<void> | void;
+}
+
+/** Dispatcher settings that can be set globally, per sink (`sinkOptions`) or by a sink (`defaults`). */
+export interface SinkProcessorOptions {
+  /** Most items held for this sink (queued, in flight or waiting for a retry); beyond it new items are dropped and counted. Default `2048`. */
+  maxQueueSize: number;
+  /** Most items in one `write`. Default `512`. */
+  maxBatchSize: number;
+  /** Longest an item waits for more to batch with, in ms (the linger). Default `5`. */
+  flushIntervalMs: number;
+  /** Timeout of one `write`, in ms; its `signal` is aborted then. Default `5000`. */
+  writeTimeoutMs: number;
+  /** Tries per item, the first included, before it is dead-lettered. Default `5`. */
+  maxAttempts: number;
+  /** First retry delay in ms; doubles each retry, with full jitter. Default `100`. */
+  initialBackoffMs: number;
+  /** Ceiling of the retry delay in ms (a `retryAfterMs` from the sink may exceed it, up to `maxRetryAfterMs`). Default `5000`. */
+  maxBackoffMs: number;
+  /** Ceiling on a sink-requested `retryAfterMs`, in ms. Default `60000`. */
+  maxRetryAfterMs: number;
+}

@@ -1,0 +1,1 @@
+export { MemorySink, type MemorySinkOptions } from '../sinks/memory.sink';

@@ -1,0 +1,42 @@
+import type { INestApplication, ModuleMetadata } from '@nestjs/common';
+import { ExpressAdapter } from '@nestjs/platform-express';
+import { FastifyAdapter } from '@nestjs/platform-fastify';
+import { Test } from '@nestjs/testing';
+
+/** Every e2e spec runs once per HTTP adapter (the nestjs-pino convention). */
+export const platforms = [
+  { name: 'express', adapter: () => new ExpressAdapter() },
+  { name: 'fastify', adapter: () => new FastifyAdapter() },
+] as const;
+
+export type Platform = (typeof platforms)[number];
+
+/** A started app on 127.0.0.1 with a random port, and its base URL. */
+export interface StartedApp {
+  app: INestApplication;
+  url: string;
+  close(): Promise<void>;
+}
+
+export async function startApp(platform: Platform, metadata: ModuleMetadata): Promise<StartedApp> {
+  const moduleRef = await Test.createTestingModule(metadata).compile();
+  const app = moduleRef.createNestApplication(platform.adapter() as never, { logger: false });
+  await app.listen(0, '127.0.0.1');
+  const address = app.getHttpServer().address() as { port: number };
+  const url = `http://127.0.0.1:${address.port}`;
+  return { app, url, close: () => app.close() };
+}
+
+/** Fails the current test file if an unhandled rejection happens while it runs. */
+export function failOnUnhandledRejection(): { seen: unknown[] } {
+  const seen: unknown[] = [];
+  const listener = (reason: unknown) => seen.push(reason);
+  beforeAll(() => process.on('unhandledRejection', listener));
+  afterAll(() => {
+    process.off('unhandledRejection', listener);
+  });
+  afterEach(() => {
+    expect(seen).toEqual([]);
+  });
+  return { seen };
+}
