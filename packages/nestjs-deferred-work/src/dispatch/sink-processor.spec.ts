@@ -1,0 +1,185 @@
+import type { DeferredItem } from '../items/deferred-item.interface';
+import { SinkWriteError } from '../errors/sink-write.error';
+import type { DeferredSink, SinkProcessorOptions, SinkWriteContext, SinkWriteResult } from '../sinks/deferred-sink.interface';
+import { PROCESSOR_DEFAULTS } from '../options/defaults';
+import type { DeadLetter } from './dead-letter.interface';
+import { SinkProcessor } from './sink-processor';
+
+const item = (n: number): DeferredItem => ({ kind: 'metric', name: `m${n}`, value: n, when: 'always', createdAt: 0 });
+
+type WriteFn = (batch: readonly DeferredItem[], ctx: SinkWriteContext) => Promise<void | SinkWriteResult>;
+
+function setup(write: WriteFn, options: Partial<SinkProcessorOptions> = {}) {
+  const batches: DeferredItem[][] = [];
+  const letters: DeadLetter[] = [];
+  const failures: string[] = [];
+  const sink: DeferredSink = {
+    name: 'test',
+    write: (batch, ctx) => {
+      batches.push([...batch]);
+      return write(batch, ctx);
+    },
+  };
+  const processor = new SinkProcessor(
+    sink,
+    { ...PROCESSOR_DEFAULTS, flushIntervalMs: 1, initialBackoffMs: 1, maxBackoffMs: 5, ...options },
+    { deadLetter: (l) => letters.push(...l), writeFailed: (_s, m) => failures.push(m) },
+  );
+  const identity = () => {
+    const s = processor.stats();
+    expect(s.accepted).toBe(s.delivered + s.pending + s.dropped + s.deadLettered);
+    return s;
+  };
+  return { processor, batches, letters, failures, identity };
+}
+
+const ok: WriteFn = async () => undefined;
+const later = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('SinkProcessor', () => {
+  it('batches by size: a full batch goes out without waiting for the linger timer', async () => {
+    const { processor, batches, identity } = setup(ok, { maxBatchSize: 3, flushIntervalMs: 60_000 });
+    for (let i = 0; i < 7; i++) processor.enqueue(item(i));
+    await later(30);
+    expect(batches.map((b) => b.length)).toEqual([3, 3]);
+    expect(processor.stats().queueDepth).toBe(1); // the remainder lingers for more
+    await processor.flush(Date.now() + 1000);
+    expect(batches.map((b) => b.length)).toEqual([3, 3, 1]);
+    expect(identity()).toMatchObject({ accepted: 7, delivered: 7, pending: 0 });
+  });
+
+  it('batches by time: items below a batch go out after flushIntervalMs', async () => {
+    const { processor, batches, identity } = setup(ok, { maxBatchSize: 100, flushIntervalMs: 20 });
+    processor.enqueue(item(1));
+    processor.enqueue(item(2));
+    expect(batches).toHaveLength(0);
+    await later(80);
+    expect(batches).toEqual([[item(1), item(2)]]);
+    expect(identity().delivered).toBe(2);
+  });
+
+  it('keeps one write in flight per sink', async () => {
+    let inFlight = 0;
+    let most = 0;
+    const { processor, identity } = setup(
+      async () => {
+        inFlight++;
+        most = Math.max(most, inFlight);
+        await later(5);
+        inFlight--;
+      },
+      { maxBatchSize: 2 },
+    );
+    for (let i = 0; i < 20; i++) processor.enqueue(item(i));
+    expect(await processor.flush(Date.now() + 2000)).toBe(true);
+    expect(most).toBe(1);
+    expect(identity().delivered).toBe(20);
+  });
+
+  it('drops beyond maxQueueSize and counts the drops, keeping the identity', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const { processor, identity } = setup(() => gate, { maxQueueSize: 5, maxBatchSize: 5 });
+    const queued = Array.from({ length: 8 }, (_, i) => processor.enqueue(item(i)));
+    expect(queued).toEqual([true, true, true, true, true, false, false, false]);
+    expect(identity()).toMatchObject({ accepted: 8, dropped: 3, pending: 5 });
+    release();
+    await processor.flush(Date.now() + 1000);
+    expect(identity()).toMatchObject({ accepted: 8, delivered: 5, dropped: 3, pending: 0 });
+  });
+
+  it('times a write out through its signal, retries, then dead-letters after maxAttempts', async () => {
+    const signals: AbortSignal[] = [];
+    const { processor, letters, identity } = setup(
+      (_b, { signal }) => {
+        signals.push(signal);
+        return new Promise(() => undefined); // never settles, ignores the signal
+      },
+      { writeTimeoutMs: 10, maxAttempts: 3 },
+    );
+    processor.enqueue(item(1));
+    await processor.flush(Date.now() + 2000);
+    expect(signals).toHaveLength(3);
+    expect(signals.every((s) => s.aborted)).toBe(true);
+    expect(letters).toHaveLength(1);
+    expect(letters[0]).toMatchObject({ reason: 'attempts-exhausted', attempts: 3, sink: 'test' });
+    expect(letters[0].error).toMatch(/timed out after 10 ms/);
+    expect(identity()).toMatchObject({ deadLettered: 1, retried: 2, delivered: 0, pending: 0 });
+  });
+
+  it('retries only the failed items of a partial failure', async () => {
+    const { processor, batches, identity } = setup(async (batch, { attempt }) =>
+      attempt === 1 ? { failed: [{ index: 1, error: new Error('nope') }] } : undefined,
+    );
+    processor.enqueue(item(0));
+    processor.enqueue(item(1));
+    processor.enqueue(item(2));
+    await processor.flush(Date.now() + 1000);
+    expect(batches).toEqual([[item(0), item(1), item(2)], [item(1)]]);
+    expect(identity()).toMatchObject({ delivered: 3, retried: 1, deadLettered: 0 });
+  });
+
+  it('dead-letters at once what a sink says is not retryable', async () => {
+    const { processor, batches, letters, identity } = setup(async () => {
+      throw new SinkWriteError('bad request', { retryable: false });
+    });
+    processor.enqueue(item(1));
+    await processor.flush(Date.now() + 1000);
+    expect(batches).toHaveLength(1);
+    expect(letters.map((l) => l.reason)).toEqual(['not-retryable']);
+    expect(identity()).toMatchObject({ deadLettered: 1, retried: 0 });
+  });
+
+  it('waits at least the retryAfterMs a sink asks for', async () => {
+    const at: number[] = [];
+    const { processor, identity } = setup(async (_b, { attempt }) => {
+      at.push(Date.now());
+      if (attempt === 1) throw new SinkWriteError('slow down', { retryAfterMs: 120 });
+    });
+    processor.enqueue(item(1));
+    await processor.flush(Date.now() + 2000);
+    expect(at).toHaveLength(2);
+    expect(at[1] - at[0]).toBeGreaterThanOrEqual(110);
+    expect(identity().delivered).toBe(1);
+  });
+
+  it('turns a synchronous throw into a failed write, not a crash', async () => {
+    const { processor, failures, identity } = setup(
+      (() => {
+        throw new Error('sync boom');
+      }) as never,
+      { maxAttempts: 2 },
+    );
+    processor.enqueue(item(1));
+    await processor.flush(Date.now() + 1000);
+    expect(failures[0]).toMatch(/sync boom/);
+    expect(identity()).toMatchObject({ deadLettered: 1 });
+  });
+
+  it('shutdown drains what it can, then dead-letters the rest by the deadline', async () => {
+    const signals: AbortSignal[] = [];
+    const { processor, letters, identity } = setup(
+      (_b, { signal }) => {
+        signals.push(signal);
+        return new Promise(() => undefined);
+      },
+      { writeTimeoutMs: 60_000, maxBatchSize: 2 },
+    );
+    for (let i = 0; i < 5; i++) processor.enqueue(item(i));
+    const lost = await processor.shutdown(Date.now() + 100);
+    // It resolved although the write never settles and its 60 s timeout never fired: the deadline aborted it.
+    expect(signals).toHaveLength(1);
+    expect(signals[0].aborted).toBe(true);
+    expect(lost).toBe(5);
+    expect(letters.every((l) => l.reason === 'shutdown')).toBe(true);
+    expect(identity()).toMatchObject({ accepted: 5, deadLettered: 5, pending: 0 });
+    expect(await processor.shutdown(Date.now() + 100)).toBe(0); // idempotent
+  });
+
+  it('shutdown with a healthy sink loses nothing', async () => {
+    const { processor, identity } = setup(async () => later(2), { maxBatchSize: 10, flushIntervalMs: 60_000 });
+    for (let i = 0; i < 95; i++) processor.enqueue(item(i));
+    expect(await processor.shutdown(Date.now() + 2000)).toBe(0);
+    expect(identity()).toMatchObject({ accepted: 95, delivered: 95, pending: 0 });
+  });
+});

@@ -1,0 +1,67 @@
+import { DeferredWorkConfigError } from '../errors/deferred-work-config.error';
+import { MemorySink } from '../sinks/memory.sink';
+import { PROCESSOR_DEFAULTS } from './defaults';
+import { resolveOptions } from './resolve-options';
+
+const sink = (name: string) => new MemorySink({ name });
+
+function configError(fn: () => unknown): DeferredWorkConfigError {
+  try {
+    fn();
+  } catch (error) {
+    expect(error).toBeInstanceOf(DeferredWorkConfigError);
+    return error as DeferredWorkConfigError;
+  }
+  throw new Error('expected a DeferredWorkConfigError');
+}
+
+describe('resolveOptions', () => {
+  it('defaults to one memory sink that takes every kind, plus the callback runner', () => {
+    const resolved = resolveOptions();
+    expect([...resolved.sinks.keys()]).toEqual(['memory', 'callbacks']);
+    expect(resolved.routing).toEqual({ job: 'memory', log: 'memory', metric: 'memory' });
+    expect(resolved.processorOptions.get('memory')).toEqual(PROCESSOR_DEFAULTS);
+    expect(resolved.processorOptions.get('callbacks')!.maxAttempts).toBe(1);
+    expect(resolved.when).toEqual({ job: 'success', callback: 'success', log: 'always', metric: 'always' });
+    expect(resolved).toMatchObject({ asyncContext: false, shutdownTimeoutMs: 5000, maxItemBytes: 1_048_576 });
+  });
+
+  it('routes kinds to named sinks, the rest to routing.default or the first sink', () => {
+    const resolved = resolveOptions({ sinks: [sink('a'), sink('b')], routing: { log: 'b' } });
+    expect(resolved.routing).toEqual({ job: 'a', log: 'b', metric: 'a' });
+    expect(resolveOptions({ sinks: [sink('a'), sink('b')], routing: { default: 'b' } }).routing.job).toBe('b');
+  });
+
+  it('layers defaults < globals < sink defaults < sinkOptions', () => {
+    const custom = Object.assign(sink('c'), { defaults: { writeTimeoutMs: 111, maxAttempts: 2 } });
+    const resolved = resolveOptions({
+      sinks: [custom],
+      maxAttempts: 9,
+      maxBatchSize: 7,
+      sinkOptions: { c: { maxAttempts: 3 } },
+    });
+    expect(resolved.processorOptions.get('c')).toMatchObject({ writeTimeoutMs: 111, maxAttempts: 3, maxBatchSize: 7 });
+  });
+
+  it.each([
+    [{ maxQueueSize: -1 }, 'maxQueueSize', /whole number >= 1, got -1/],
+    [{ maxBatchSize: 0 }, 'maxBatchSize', /whole number >= 1/],
+    [{ flushIntervalMs: 1.5 }, 'flushIntervalMs', /whole number >= 0/],
+    [{ shutdownTimeoutMs: '5s' }, 'shutdownTimeoutMs', /got "5s"/],
+    [{ maxBatchSize: 10, maxQueueSize: 5 }, 'maxBatchSize', /larger than maxQueueSize/],
+    [{ routing: { job: 'bull' } }, 'routing.job', /no sink is named "bull" \(configured: "memory"\)/],
+    [{ routing: { jobs: 'memory' } }, 'routing.jobs', /not a kind/],
+    [{ sinkOptions: { http: { maxAttempts: 2 } } }, 'sinkOptions.http', /no sink is named "http"/],
+    [{ sinkOptions: { memory: { maxAttempts: 0 } } }, 'sinkOptions.memory.maxAttempts', /whole number >= 1/],
+    [{ sinks: [sink('x'), sink('x')] }, 'sinks[1].name', /two sinks are named "x"/],
+    [{ sinks: [sink('callbacks')] }, 'sinks[0].name', /reserved/],
+    [{ sinks: [{ name: 'bad' }] }, 'sinks[0]', /not a sink/],
+    [{ when: { job: 'sometimes' } }, 'when.job', /not a condition/],
+    [{ deadLetter: 'nowhere' }, 'deadLetter', /no sink is named "nowhere"/],
+  ])('rejects %j naming the option and the fix', (options, option, problem) => {
+    const error = configError(() => resolveOptions(options as never));
+    expect(error.option).toBe(option);
+    expect(error.message).toMatch(problem);
+    expect(error.message).toMatch(/^DeferredWorkModule: invalid option/);
+  });
+});
