@@ -43,7 +43,8 @@ export class MemorySink implements DeferredSink<SinkItem> {
     const excess = this.items.length - this.capacity;
     if (excess > 0) this.items.splice(0, excess);
     this.delivered += batch.length;
-    if (this.waiters.length > 0) this.release();
+    // Released on the next turn, once the dispatcher has counted this write as delivered.
+    if (this.waiters.length > 0) setImmediate(() => this.release());
   }
 
   /** Delivered items of one kind. */
