@@ -40,3 +40,5 @@ export { SinkWriteError } from './errors/sink-write.error';
 export { DeferredWorkConfigError } from './errors/deferred-work-config.error';
 export { DeferredItemRejectedError } from './errors/deferred-item-rejected.error';
 export { DeferredContextError } from './errors/deferred-context.error';
+export { HttpSink } from './sinks/http.sink';
+export type { HttpSinkFormat, HttpSinkGzipOptions, HttpSinkOptions } from './sinks/http-sink.options';
