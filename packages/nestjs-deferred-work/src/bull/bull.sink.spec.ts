@@ -1,0 +1,284 @@
+import { jest } from '@jest/globals';
+import { getQueueToken } from '@nestjs/bull';
+import { DeferredWork } from '../deferred-work.service';
+import { SinkWriteError } from '../errors/sink-write.error';
+import type { JobItem, SinkItem } from '../items/deferred-item.interface';
+import type { SinkWriteResult } from '../sinks/deferred-sink.interface';
+import { BULL_SINK_DEFAULTS, type BullBulkJob, bullQueueToken } from './bull-sink.options';
+import { BullSink } from './bull.sink';
+
+/** A stand-in for a Bull queue: records addBulk calls; `reply` decides what each call returns. */
+class FakeQueue {
+  calls: BullBulkJob[][] = [];
+  client = { status: 'ready' };
+  closing: unknown = undefined;
+  reply: (jobs: BullBulkJob[]) => Promise<Array<{ id?: unknown } | null>> = async (jobs) =>
+    jobs.map((_, i) => ({ id: String(this.calls.length * 1000 + i) }));
+
+  constructor(readonly name: string) {}
+
+  addBulk(jobs: BullBulkJob[]) {
+    this.calls.push(jobs);
+    return this.reply(jobs);
+  }
+}
+
+const job = (queue: string, name: string, data: unknown = {}, opts?: JobItem['opts']): JobItem => ({
+  kind: 'job',
+  queue,
+  name,
+  data,
+  opts,
+  when: 'success',
+  createdAt: 0,
+});
+
+const ctx = (signal = new AbortController().signal) => ({ signal, attempt: 1 });
+
+/** A ModuleRef stand-in that knows providers by token, and throws like Nest for unknown ones. */
+const moduleRefOf = (providers: Record<string, unknown>, classes = new Map<unknown, unknown>()) => ({
+  get: jest.fn((token: unknown) => {
+    if (typeof token === 'string' && token in providers) return providers[token];
+    if (classes.has(token)) return classes.get(token);
+    throw new Error(`Nest could not find ${String(token)} element`);
+  }),
+});
+
+describe('BullSink', () => {
+  it('is named "bull" and brings Redis-minded dispatcher defaults', () => {
+    const sink = new BullSink({ queues: [new FakeQueue('mail')] });
+    expect(sink.name).toBe('bull');
+    expect(sink.defaults).toBe(BULL_SINK_DEFAULTS);
+    expect(BULL_SINK_DEFAULTS.writeTimeoutMs).toBeLessThan(5000);
+    expect(new BullSink({ name: 'jobs', queues: [new FakeQueue('mail')] }).name).toBe('jobs');
+  });
+
+  it('makes the same queue token as getQueueToken() of @nestjs/bull', () => {
+    for (const name of ['mail', 'a:b', 'default', '']) expect(bullQueueToken(name)).toBe(getQueueToken(name));
+  });
+
+  it('refuses unusable options with a message that says what to pass', () => {
+    expect(() => new BullSink({})).toThrow(/moduleRef .*or queues/);
+    expect(() => new BullSink(undefined as never)).toThrow(/options are required/);
+    expect(() => new BullSink({ name: '', queues: [new FakeQueue('q')] })).toThrow(/name must be a non-empty string/);
+    expect(() => new BullSink({ moduleRef: {} as never })).toThrow(/ModuleRef/);
+    expect(() => new BullSink({ queues: { mail: {} as never } })).toThrow(/queues\.mail is not a Bull queue/);
+    expect(() => new BullSink({ queues: [{ addBulk: () => Promise.resolve([]) } as never] })).toThrow(/has no name/);
+    expect(() => new BullSink({ queues: [new FakeQueue('q')], queueToken: 'x' as never })).toThrow(/queueToken must be a function/);
+  });
+
+  it('writes one addBulk per queue per batch, with names, data and options passed through', async () => {
+    const mail = new FakeQueue('mail');
+    const audit = new FakeQueue('audit');
+    const sink = new BullSink({ queues: { mail, audit } });
+    const opts = { attempts: 3, backoff: { type: 'exponential', delay: 10 }, delay: 5, jobId: 'j-1', removeOnComplete: true, priority: 2, lifo: true };
+    const batch: SinkItem[] = [job('mail', 'a', { n: 1 }, opts), job('audit', 'b', { n: 2 }), job('mail', 'c', { n: 3 })];
+
+    await expect(sink.write(batch, ctx())).resolves.toBeUndefined();
+
+    expect(mail.calls).toEqual([
+      [
+        { name: 'a', data: { n: 1 }, opts },
+        { name: 'c', data: { n: 3 } },
+      ],
+    ]);
+    expect(audit.calls).toEqual([[{ name: 'b', data: { n: 2 } }]]);
+    expect(mail.calls[0][0].opts).not.toBe(opts); // a copy: Bull may not alter the item
+  });
+
+  it('reports only the jobs addBulk returned without an id, by their index in the batch', async () => {
+    const mail = new FakeQueue('mail');
+    mail.reply = async (jobs) => jobs.map((_, i) => (i === 1 ? { id: null } : i === 2 ? null : { id: i + 1 }));
+    const audit = new FakeQueue('audit');
+    const sink = new BullSink({ queues: [mail, audit] });
+    const batch = [job('mail', 'a'), job('audit', 'x'), job('mail', 'b'), job('mail', 'c'), job('mail', 'd')];
+
+    const result = (await sink.write(batch, ctx())) as SinkWriteResult;
+
+    expect(result.failed?.map((f) => f.index)).toEqual([2, 3]);
+    expect(result.failed?.every((f) => f.retryable !== false)).toBe(true);
+    expect(String(result.failed?.[0].error)).toMatch(/Redis refused to add job "b".*without an id/);
+  });
+
+  it('fails every job of a queue whose addBulk rejects (retryable), and delivers the other queues', async () => {
+    const mail = new FakeQueue('mail');
+    mail.reply = async () => {
+      throw new Error('READONLY You can\'t write against a read only replica.');
+    };
+    const audit = new FakeQueue('audit');
+    const sink = new BullSink({ queues: [mail, audit] });
+
+    const result = (await sink.write([job('audit', 'x'), job('mail', 'a'), job('mail', 'b')], ctx())) as SinkWriteResult;
+
+    expect(result.failed?.map((f) => [f.index, f.retryable])).toEqual([
+      [1, true],
+      [2, true],
+    ]);
+    expect(String(result.failed?.[0].error)).toMatch(/queue "mail": addBulk failed: READONLY/);
+    expect(audit.calls).toHaveLength(1);
+  });
+
+  it('refuses items that are not jobs, and repeatable jobs, without retry', async () => {
+    const mail = new FakeQueue('mail');
+    const sink = new BullSink({ queues: [mail] });
+    const log: SinkItem = { kind: 'log', level: 'info', message: 'm', when: 'always', createdAt: 0 };
+    const metric: SinkItem = { kind: 'metric', name: 'n', value: 1, when: 'always', createdAt: 0 };
+
+    const result = (await sink.write(
+      [log, job('mail', 'ok'), metric, job('mail', 'cron', {}, { repeat: { cron: '* * * * *' } })],
+      ctx(),
+    )) as SinkWriteResult;
+
+    expect(result.failed?.map((f) => [f.index, f.retryable])).toEqual([
+      [0, false],
+      [2, false],
+      [3, false],
+    ]);
+    expect(String(result.failed?.[0].error)).toMatch(/takes jobs only, got a log item.*routing/);
+    expect(String(result.failed?.[2].error)).toMatch(/"repeat" option.*queue\.add\(name, data, \{ repeat \}\)/);
+    expect(mail.calls).toEqual([[{ name: 'ok', data: {} }]]);
+  });
+
+  it('finds registered queues through moduleRef by token, once, and names an unknown queue with the fix', async () => {
+    const mail = new FakeQueue('mail');
+    const moduleRef = moduleRefOf({ BullQueue_mail: mail });
+    const sink = new BullSink({ moduleRef });
+
+    const result = (await sink.write([job('mail', 'a'), job('nope', 'b'), job('mail', 'c')], ctx())) as SinkWriteResult;
+    await sink.write([job('mail', 'd')], ctx());
+
+    expect(result.failed).toHaveLength(1);
+    expect(result.failed?.[0]).toMatchObject({ index: 1, retryable: false });
+    expect(String(result.failed?.[0].error)).toMatch(
+      /Bull queue "nope" is not registered \(no provider BullQueue_nope.*BullModule\.registerQueue\(\{ name: 'nope' \}\)/,
+    );
+    expect(moduleRef.get).toHaveBeenCalledWith('BullQueue_mail', { strict: false });
+    expect(moduleRef.get.mock.calls.filter(([t]) => t === 'BullQueue_mail')).toHaveLength(1);
+    expect(mail.calls.map((c) => c.map((j) => j.name))).toEqual([['a', 'c'], ['d']]);
+  });
+
+  it('uses a custom queueToken, and prefers given queues over moduleRef', async () => {
+    const mail = new FakeQueue('mail');
+    const direct = new FakeQueue('direct');
+    const moduleRef = moduleRefOf({ 'queue:mail': mail });
+    const sink = new BullSink({ moduleRef, queueToken: (n) => `queue:${n}`, queues: [direct] });
+
+    await expect(sink.write([job('mail', 'a'), job('direct', 'b')], ctx())).resolves.toBeUndefined();
+    expect(mail.calls).toHaveLength(1);
+    expect(direct.calls).toHaveLength(1);
+    expect(moduleRef.get).not.toHaveBeenCalledWith('queue:direct', expect.anything());
+  });
+
+  it('says which queues it knows when one is missing and there is no moduleRef', async () => {
+    const sink = new BullSink({ queues: [new FakeQueue('mail')] });
+    const result = (await sink.write([job('other', 'a')], ctx())) as SinkWriteResult;
+    expect(String(result.failed?.[0].error)).toMatch(/no queue named "other" \(known: "mail"\).*queues: \{ 'other': queue \}/);
+    expect(result.failed?.[0].retryable).toBe(false);
+  });
+
+  it('does not send while Redis is not connected (retryable), and refuses a closed queue (not retryable)', async () => {
+    const mail = new FakeQueue('mail');
+    const sink = new BullSink({ queues: [mail] });
+
+    mail.client.status = 'reconnecting';
+    const down = (await sink.write([job('mail', 'a')], ctx())) as SinkWriteResult;
+    expect(down.failed?.[0]).toMatchObject({ index: 0, retryable: true });
+    expect(String(down.failed?.[0].error)).toMatch(/Redis is not connected; not sending/);
+
+    mail.client.status = 'end';
+    const ended = (await sink.write([job('mail', 'a')], ctx())) as SinkWriteResult;
+    expect(ended.failed?.[0]).toMatchObject({ index: 0, retryable: false });
+    expect(String(ended.failed?.[0].error)).toMatch(/queue "mail" is closed/);
+
+    mail.client.status = 'ready';
+    mail.closing = Promise.resolve();
+    const closing = (await sink.write([job('mail', 'a')], ctx())) as SinkWriteResult;
+    expect(closing.failed?.[0]).toMatchObject({ retryable: false });
+    expect(mail.calls).toHaveLength(0);
+  });
+
+  it('treats an addBulk failure on a queue that closed meanwhile as not retryable', async () => {
+    const mail = new FakeQueue('mail');
+    mail.reply = async () => {
+      mail.client.status = 'end';
+      throw new Error('Connection is closed.');
+    };
+    const sink = new BullSink({ queues: [mail] });
+    const result = (await sink.write([job('mail', 'a')], ctx())) as SinkWriteResult;
+    expect(result.failed?.[0]).toMatchObject({ retryable: false });
+  });
+
+  it('rejects with the signal reason when aborted while addBulk hangs, without an unhandled rejection later', async () => {
+    const mail = new FakeQueue('mail');
+    let fail: (e: Error) => void = () => undefined;
+    mail.reply = () => new Promise((_, reject) => (fail = reject));
+    const sink = new BullSink({ queues: [mail] });
+    const controller = new AbortController();
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const writing = sink.write([job('mail', 'a')], ctx(controller.signal));
+      await new Promise((r) => setImmediate(r));
+      const reason = new Error('write timed out');
+      controller.abort(reason);
+      await expect(writing).rejects.toBe(reason);
+      fail(new Error('late failure after the abort'));
+      await new Promise((r) => setImmediate(r));
+      await new Promise((r) => setImmediate(r));
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+    expect(unhandled).toEqual([]);
+  });
+
+  it('does not call addBulk when the signal is already aborted', async () => {
+    const mail = new FakeQueue('mail');
+    const sink = new BullSink({ queues: [mail] });
+    const controller = new AbortController();
+    controller.abort(new Error('gone'));
+    await expect(sink.write([job('mail', 'a')], ctx(controller.signal))).rejects.toThrow('gone');
+    expect(mail.calls).toHaveLength(0);
+  });
+
+  it('makes a resolved @nestjs/bull queue drain the library before it closes', async () => {
+    const order: string[] = [];
+    const mail = Object.assign(new FakeQueue('mail'), {
+      onApplicationShutdown: jest.fn(function (this: unknown) {
+        order.push(this === mail ? 'close(queue)' : 'close(?)');
+      }),
+    });
+    const work = { shutdown: jest.fn(async () => void order.push('drain')) };
+    const moduleRef = moduleRefOf({ BullQueue_mail: mail }, new Map<unknown, unknown>([[DeferredWork, work]]));
+    const sink = new BullSink({ moduleRef });
+
+    await sink.write([job('mail', 'a')], ctx());
+    await sink.write([job('mail', 'b')], ctx()); // resolved once, wrapped once
+    await mail.onApplicationShutdown('SIGTERM');
+
+    expect(order).toEqual(['drain', 'close(queue)']);
+    expect(work.shutdown).toHaveBeenCalledTimes(1);
+  });
+
+  it('still closes the queue when DeferredWork cannot be found, and leaves queues alone when told to', async () => {
+    const close = jest.fn();
+    const mail = Object.assign(new FakeQueue('mail'), { onApplicationShutdown: close });
+    await new BullSink({ moduleRef: moduleRefOf({ BullQueue_mail: mail }) }).write([job('mail', 'a')], ctx());
+    await mail.onApplicationShutdown();
+    expect(close).toHaveBeenCalledTimes(1);
+
+    const untouched = jest.fn();
+    const audit = Object.assign(new FakeQueue('audit'), { onApplicationShutdown: untouched });
+    await new BullSink({ moduleRef: moduleRefOf({ BullQueue_audit: audit }), drainBeforeQueueClose: false }).write(
+      [job('audit', 'a')],
+      ctx(),
+    );
+    expect(audit.onApplicationShutdown).toBe(untouched);
+  });
+
+  it('throws SinkWriteError instances for per-item failures (what the dispatcher logs)', async () => {
+    const sink = new BullSink({ queues: [new FakeQueue('mail')] });
+    const result = (await sink.write([job('x', 'a')], ctx())) as SinkWriteResult;
+    expect(result.failed?.[0].error).toBeInstanceOf(SinkWriteError);
+  });
+});
