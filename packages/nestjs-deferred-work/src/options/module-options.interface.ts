@@ -33,7 +33,7 @@ export interface DeferredWorkModuleOptions extends Partial<SinkProcessorOptions>
   asyncContext?: boolean;
   /** How long application shutdown waits for pending items, in ms. Default `5000`. */
   shutdownTimeoutMs?: number;
-  /** Largest serialised size of one item's payload (job data, log fields, metric tags), in bytes. Default `1048576` (1 MiB). */
+  /** Largest serialised size of one item's payload (job data, log fields, metric tags), in bytes. Default `1048576` (1 MiB, 2^20). */
   maxItemBytes?: number;
   /**
    * Where dead letters go: a function, or the name of a sink that receives their items (one try).
