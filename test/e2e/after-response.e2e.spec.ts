@@ -30,7 +30,7 @@ class OrdersController {
   @AfterResponse()
   crash(@Deferred() work: DeferredScope) {
     work.log('error', 'crashed');
-    work.job('mail', 'never');
+    work.job('mail', 'never', {});
     throw new Error('unexpected');
   }
 

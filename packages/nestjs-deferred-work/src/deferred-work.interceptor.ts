@@ -43,7 +43,7 @@ export class DeferredWorkInterceptor implements NestInterceptor {
     const settings = this.routeSettings(context);
     const http = context.switchToHttp();
     const request = http.getRequest<Record<symbol, unknown>>();
-    if (settings === null) {
+    if (settings === null || this.dispatcher.inline) {
       request[DEFERRED_SCOPE] = this.direct;
       return next.handle();
     }

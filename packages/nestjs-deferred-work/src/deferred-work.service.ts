@@ -73,6 +73,14 @@ export class DeferredWork implements DeferredScope, OnModuleInit, OnApplicationS
     return this.dispatcher.flush(timeoutMs);
   }
 
+  /**
+   * Resolves `true` once no decorated request is waiting for its response to end and everything
+   * accepted by then has settled; `false` after `timeoutMs` (default `shutdownTimeoutMs`). For tests.
+   */
+  settled(timeoutMs?: number): Promise<boolean> {
+    return this.dispatcher.settled(timeoutMs);
+  }
+
   /** Checks every `@AfterResponse()` at bootstrap, so a typo fails the start, not a request. */
   onModuleInit(): void {
     const sinks = this.dispatcher.options.sinks;

@@ -29,11 +29,18 @@ export class Dispatcher {
   private skipped = 0;
   private finished = 0;
   private aborted = 0;
+  private open = 0;
+  private openWaiters: Array<() => void> = [];
   private shutdownPromise: Promise<ShutdownReport> | undefined;
 
+  /**
+   * @param inline Testing only (see `nestjs-deferred-work/testing`): every item is written at once, in
+   *   the caller's turn, instead of being collected and batched.
+   */
   constructor(
     readonly options: ResolvedDeferredWorkOptions,
     private readonly logger = new Logger('DeferredWork'),
+    readonly inline = false,
   ) {
     this.warnings = new RateLimitedLogger(logger);
     for (const [name, sink] of options.sinks) {
@@ -59,7 +66,8 @@ export class Dispatcher {
           'Use the name of a sink configured in DeferredWorkModule.forRoot({ sinks })',
         );
       }
-      if (!processor.enqueue(item)) {
+      if (this.inline) processor.writeNow(item);
+      else if (!processor.enqueue(item)) {
         this.warnings.warn(
           `full:${name}`,
           `Sink "${name}" queue is full (maxQueueSize ${processor.options.maxQueueSize}); dropping items. ` +
@@ -78,10 +86,39 @@ export class Dispatcher {
     this.skipped += count;
   }
 
+  /** Counts a decorated request whose response has not ended yet. */
+  requestOpened(): void {
+    this.open++;
+  }
+
   /** Counts a decorated request's outcome. */
   recordOutcome(outcome: 'finished' | 'aborted'): void {
     if (outcome === 'finished') this.finished++;
     else this.aborted++;
+    if (--this.open === 0 && this.openWaiters.length > 0) {
+      const waiters = this.openWaiters;
+      this.openWaiters = [];
+      for (const wake of waiters) wake();
+    }
+  }
+
+  /**
+   * Resolves once no decorated request is waiting for its response to end and every item accepted
+   * by then has settled (delivered, dropped or dead-lettered): `true`; or `false` after `timeoutMs`.
+   */
+  async settled(timeoutMs = this.options.shutdownTimeoutMs): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    if (this.open > 0) {
+      const closed = await new Promise<boolean>((resolve) => {
+        const timer = setTimeout(() => resolve(false), timeoutMs);
+        this.openWaiters.push(() => {
+          clearTimeout(timer);
+          resolve(true);
+        });
+      });
+      if (!closed) return false;
+    }
+    return this.flush(Math.max(0, deadline - Date.now()));
   }
 
   stats(): DeferredStats {
@@ -96,7 +133,7 @@ export class Dispatcher {
       ...totals,
       rejected: this.rejected,
       skipped: this.skipped,
-      requests: { finished: this.finished, aborted: this.aborted },
+      requests: { finished: this.finished, aborted: this.aborted, open: this.open },
       sinks,
     };
   }

@@ -34,7 +34,7 @@ function setup(write: WriteFn, options: Partial<SinkProcessorOptions> = {}) {
 }
 
 const ok: WriteFn = async () => undefined;
-const later = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const later = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 describe('SinkProcessor', () => {
   it('batches by size: a full batch goes out without waiting for the linger timer', async () => {

@@ -36,6 +36,7 @@ const errorMessage = (error: unknown): string =>
 export class SinkProcessor {
   private queue: Entry[] = [];
   private inFlight = 0;
+  private inlineInFlight = 0;
   private busy = false;
   private timer: NodeJS.Timeout | undefined;
   private flushers = 0;
@@ -68,7 +69,7 @@ export class SinkProcessor {
 
   /** Items queued, in flight or waiting for a retry. */
   get pending(): number {
-    return this.queue.length + this.inFlight;
+    return this.queue.length + this.inFlight + this.inlineInFlight;
   }
 
   /** Items that reached a final state: delivered, dropped or dead-lettered. */
@@ -88,6 +89,22 @@ export class SinkProcessor {
     return true;
   }
 
+  /**
+   * Inline mode (testing): write this one item now, bypassing the queue, the linger and the
+   * one-write-in-flight rule; one try, then dead-letter. Counted like any other item.
+   */
+  writeNow(item: DeferredItem): void {
+    this.accepted++;
+    this.inlineInFlight++;
+    const entry: Entry = { item, attempts: 0, queuedAt: performance.now() };
+    void this.writeOnce([entry], 1)
+      .then(({ retry }) => this.giveUp(retry, 'attempts-exhausted', this.lastError ?? 'write failed'))
+      .finally(() => {
+        this.inlineInFlight--;
+        this.notifyProgress();
+      });
+  }
+
   stats(): SinkStats {
     return {
       accepted: this.accepted,
@@ -97,7 +114,7 @@ export class SinkProcessor {
       deadLettered: this.deadLettered,
       retried: this.retried,
       queueDepth: this.queue.length,
-      inFlight: this.inFlight,
+      inFlight: this.inFlight + this.inlineInFlight,
       writes: this.writes,
       failedWrites: this.failedWrites,
       lastError: this.lastError,
@@ -221,7 +238,13 @@ export class SinkProcessor {
     let result: void | SinkWriteResult;
     try {
       const items = entries.map((e) => e.item);
-      const write = Promise.resolve().then(() => this.sink.write(items as never, { signal: controller.signal, attempt }));
+      let write: Promise<void | SinkWriteResult>;
+      try {
+        // Called synchronously, so an inline-mode write does its synchronous part right away.
+        write = Promise.resolve(this.sink.write(items as never, { signal: controller.signal, attempt }));
+      } catch (error) {
+        write = Promise.reject(error);
+      }
       write.catch(() => undefined); // a write that settles after its timeout must not become unhandled
       result = await Promise.race([write, rejectOnAbort(controller.signal)]);
     } catch (error) {

@@ -36,7 +36,7 @@ export interface DeferredStats {
   rejected: number;
   /** Items not run because the request's outcome did not match their `when`; not in `accepted`. */
   skipped: number;
-  /** Outcomes of decorated requests. */
-  requests: { finished: number; aborted: number };
+  /** Decorated requests: finished, aborted, and still open (response not ended yet). */
+  requests: { finished: number; aborted: number; open: number };
   sinks: Record<string, SinkStats>;
 }

@@ -19,6 +19,7 @@ export class RequestCollector extends ScopeBase {
     private readonly dispatcher: Dispatcher,
   ) {
     super(route);
+    dispatcher.requestOpened();
   }
 
   /** The outcome, once the response finished or the connection closed. */

@@ -1,0 +1,102 @@
+import type { INestApplicationContext } from '@nestjs/common';
+import type { TestingModuleBuilder } from '@nestjs/testing';
+import { DEFERRED_WORK_MODULE_OPTIONS } from '../deferred-work.module-definition';
+import { DeferredWork } from '../deferred-work.service';
+import { Dispatcher } from '../dispatch/dispatcher';
+import type { SinkItem } from '../items/deferred-item.interface';
+import type { DeferredWorkModuleOptions } from '../options/module-options.interface';
+import { resolveOptions } from '../options/resolve-options';
+import { MemorySink } from '../sinks/memory.sink';
+
+/** Options of {@link withMemorySinks}. */
+export interface MemorySinksOptions {
+  /**
+   * Run deferred work at once, in the handler's turn, instead of after the response (Laravel's
+   * `withoutDefer()`): every `job`/`log`/`metric` is written to its memory sink when called, and a
+   * `run(fn)` callback's synchronous part runs before the call returns. `when` does not filter in this
+   * mode (there is no outcome yet). Default `false`.
+   */
+  inline?: boolean;
+}
+
+/**
+ * Replaces every configured sink with a `MemorySink` of the same name (so routing stays valid) in a
+ * testing module, keeping all other options. Use with `Test.createTestingModule(...)`:
+ *
+ * ```ts
+ * const moduleRef = await withMemorySinks(Test.createTestingModule({ imports: [AppModule] })).compile();
+ * ```
+ */
+export function withMemorySinks(builder: TestingModuleBuilder, options: MemorySinksOptions = {}): TestingModuleBuilder {
+  return builder.overrideProvider(Dispatcher).useFactory({
+    inject: [DEFERRED_WORK_MODULE_OPTIONS],
+    factory: (configured: DeferredWorkModuleOptions) => {
+      const sinks = (configured.sinks?.length ? configured.sinks : [new MemorySink()]).map(
+        (sink) => new MemorySink({ name: sink.name }),
+      );
+      return new Dispatcher(resolveOptions({ ...configured, sinks, deadLetter: undefined }), undefined, options.inline ?? false);
+    },
+  });
+}
+
+/**
+ * What a test needs to look at deferred work in an app built with {@link withMemorySinks}.
+ *
+ * ```ts
+ * const deferred = DeferredWorkTesting.from(app);
+ * await request(app.getHttpServer()).post('/orders').expect(201);
+ * await deferred.settled();
+ * expect(deferred.items('job')).toMatchObject([{ queue: 'mail', name: 'order-confirmation' }]);
+ * ```
+ */
+export class DeferredWorkTesting {
+  private constructor(
+    private readonly work: DeferredWork,
+    private readonly dispatcher: Dispatcher,
+  ) {}
+
+  /** The testing view of an app or testing module. */
+  static from(app: INestApplicationContext): DeferredWorkTesting {
+    return new DeferredWorkTesting(app.get(DeferredWork, { strict: false }), app.get(Dispatcher, { strict: false }));
+  }
+
+  /** The memory sink standing in for the sink of that name (default: the sink jobs are routed to). */
+  sink(name: string = this.dispatcher.options.routing.job): MemorySink {
+    const sink = this.dispatcher.options.sinks.get(name);
+    if (!(sink instanceof MemorySink)) {
+      const known = [...this.dispatcher.options.sinks.keys()].filter((n) => n !== 'callbacks');
+      throw new Error(
+        `DeferredWorkTesting: no memory sink named "${name}" (sinks: ${known.join(', ')}). ` +
+          'Build the testing module with withMemorySinks(Test.createTestingModule(...)).',
+      );
+    }
+    return sink;
+  }
+
+  /** Every item delivered to any sink, optionally of one kind, in delivery order per sink. */
+  items<K extends SinkItem['kind']>(kind?: K): Extract<SinkItem, { kind: K }>[] {
+    const all: SinkItem[] = [];
+    for (const sink of this.dispatcher.options.sinks.values()) {
+      if (sink instanceof MemorySink) all.push(...sink.items);
+    }
+    return (kind ? all.filter((item) => item.kind === kind) : all) as Extract<SinkItem, { kind: K }>[];
+  }
+
+  /**
+   * Waits until every decorated request has ended and all deferred work accepted by then has been
+   * delivered (or dead-lettered). Rejects after `timeoutMs` (default `5000`) saying what is pending.
+   */
+  async settled(timeoutMs = 5000): Promise<void> {
+    if (await this.work.settled(timeoutMs)) return;
+    const stats = this.work.stats();
+    throw new Error(
+      `DeferredWorkTesting: not settled after ${timeoutMs} ms: ${stats.requests.open} request(s) still open, ` +
+        `${stats.pending} item(s) pending.`,
+    );
+  }
+
+  /** Forget delivered items in every memory sink. */
+  clear(): void {
+    for (const sink of this.dispatcher.options.sinks.values()) if (sink instanceof MemorySink) sink.clear();
+  }
+}
