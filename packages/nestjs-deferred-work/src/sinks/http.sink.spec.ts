@@ -1,9 +1,12 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { deadUrl, HttpReceiver, replyInOrder } from '../../../../test/support/http-receiver';
 import { SinkWriteError } from '../errors/sink-write.error';
 import type { SinkItem } from '../items/deferred-item.interface';
 import type { SinkWriteResult } from './deferred-sink.interface';
-import { HttpSink, parseRetryAfter } from './http.sink';
+import type { HttpSinkGzipOptions, HttpSinkOptions } from './http-sink.options';
+import { HTTP_SINK_DEFAULTS, HttpSink, parseRetryAfter } from './http.sink';
 
 const SECRET = 'Bearer s3cr3t-t0ken';
 
@@ -346,5 +349,43 @@ describe('HttpSink against a real local receiver', () => {
     expect((await writeError(sink, [log(1)])).retryable).toBe(true);
     await expect(sink.write([log(1)], ctx())).resolves.toBeUndefined();
     expect(receiver.delivered()).toHaveLength(1);
+  });
+});
+
+describe('docs/sinks/http.md', () => {
+  // Adding an option to HttpSinkOptions without listing it here fails the type check.
+  const OPTIONS: Record<keyof HttpSinkOptions, true> = {
+    name: true,
+    url: true,
+    urls: true,
+    format: true,
+    headers: true,
+    gzip: true,
+    agentOptions: true,
+  };
+  const GZIP_OPTIONS: Record<keyof HttpSinkGzipOptions, true> = { level: true, minBytes: true };
+
+  it('lists every option with the default the code applies', () => {
+    const page = readFileSync(join(import.meta.dirname, '../../../../docs/sinks/http.md'), 'utf8');
+    const start = page.indexOf('| option |');
+    const table = page.slice(start, page.indexOf('\n\n', start));
+    const rows = new Map(
+      table
+        .split('\n')
+        .slice(2)
+        .map((row) => row.split('|').map((cell) => cell.trim()))
+        .map((cells) => [cells[1].replace(/`/g, ''), cells[2]] as const),
+    );
+    const expected = [...Object.keys(OPTIONS), ...Object.keys(GZIP_OPTIONS).map((k) => `gzip.${k}`)];
+    expect([...rows.keys()].sort()).toEqual(expected.sort());
+    expect(rows.get('name')).toBe(`\`'${HTTP_SINK_DEFAULTS.name}'\``);
+    expect(rows.get('format')).toBe(`\`'${HTTP_SINK_DEFAULTS.format}'\``);
+    expect(rows.get('gzip')).toBe('`false`');
+    expect(rows.get('gzip.level')).toBe(`\`${HTTP_SINK_DEFAULTS.gzipLevel}\``);
+    expect(rows.get('gzip.minBytes')).toBe(`\`${HTTP_SINK_DEFAULTS.gzipMinBytes}\``);
+    const agent = HTTP_SINK_DEFAULTS.agentOptions;
+    expect(rows.get('agentOptions')).toBe(
+      `\`{ keepAlive: ${agent.keepAlive}, keepAliveMsecs: ${agent.keepAliveMsecs}, timeout: ${agent.timeout} }\``,
+    );
   });
 });
