@@ -10,6 +10,8 @@ export interface AfterResponseOptions {
   when?: Partial<Record<DeferredKind, RunWhen>>;
   /** Sink per kind for this route, over the module's `routing` (an item's own `sink` still wins). */
   sinks?: Partial<Record<SinkKind, string>>;
+  /** Measure handler and send time for this route (see the module's `timing`). Default: the module's `timing`. */
+  timing?: boolean;
 }
 
 /**

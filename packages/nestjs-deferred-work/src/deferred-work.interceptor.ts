@@ -1,12 +1,13 @@
 import { type CallHandler, type ExecutionContext, Inject, Injectable, type NestInterceptor, Optional } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import { Observable } from 'rxjs';
+import { Observable, tap } from 'rxjs';
 import { AFTER_RESPONSE_METADATA, type AfterResponseOptions } from './after-response.decorator';
 import { Dispatcher } from './dispatch/dispatcher';
 import { DeferredAsyncContext } from './request-scope/async-context';
 import { DirectScope } from './request-scope/direct-scope';
 import { RequestCollector } from './request-scope/request-collector';
 import { DEFERRED_SCOPE } from './request-scope/request-scope.constants';
+import { routeTemplate } from './request-scope/route-timing';
 import type { RouteSettings } from './request-scope/scope-base';
 
 interface CachedRoute {
@@ -53,9 +54,15 @@ export class DeferredWorkInterceptor implements NestInterceptor {
     const response = reply.raw ?? reply;
     if (response.closed) collector.settle(response.writableFinished, response.statusCode);
     else response.once('close', () => collector.settle(response.writableFinished, response.statusCode));
+    let handled: () => Observable<unknown> = () => next.handle();
+    if (settings.timing) {
+      collector.startTiming(String((request as { method?: unknown }).method ?? 'GET'));
+      const done = () => collector.handlerDone();
+      handled = () => next.handle().pipe(tap({ next: done, error: done, complete: done }));
+    }
     const asyncContext = this.asyncContext;
-    if (!asyncContext) return next.handle();
-    return new Observable((subscriber) => asyncContext.run(collector, () => next.handle().subscribe(subscriber)));
+    if (!asyncContext) return handled();
+    return new Observable((subscriber) => asyncContext.run(collector, () => handled().subscribe(subscriber)));
   }
 
   private routeSettings(context: ExecutionContext): RouteSettings | null {
@@ -73,9 +80,12 @@ export class DeferredWorkInterceptor implements NestInterceptor {
     const onClass = this.reflector.get<AfterResponseOptions | undefined>(AFTER_RESPONSE_METADATA, cls as never);
     const onHandler = this.reflector.get<AfterResponseOptions | undefined>(AFTER_RESPONSE_METADATA, handler as never);
     if (!onClass && !onHandler) return null;
+    const timing = onHandler?.timing ?? onClass?.timing ?? this.dispatcher.options.timing;
     return {
       when: { ...this.dispatcher.options.when, ...onClass?.when, ...onHandler?.when },
       sinks: { ...onClass?.sinks, ...onHandler?.sinks },
+      timing,
+      path: timing ? routeTemplate(Reflect.getMetadata('path', cls), Reflect.getMetadata('path', handler)) : undefined,
     };
   }
 }

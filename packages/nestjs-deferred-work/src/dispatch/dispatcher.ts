@@ -6,6 +6,7 @@ import { CALLBACK_SINK_NAME } from '../sinks/callback.sink';
 import type { DeadLetter } from './dead-letter.interface';
 import { describeItem, validateItem } from './item-validator';
 import { RateLimitedLogger } from './rate-limited-logger';
+import { RouteTimings } from '../request-scope/route-timing';
 import { SinkProcessor } from './sink-processor';
 import type { DeferredStats, SinkStats } from './stats.interface';
 
@@ -30,6 +31,7 @@ export class Dispatcher {
   private finished = 0;
   private aborted = 0;
   private open = 0;
+  private readonly timings = new RouteTimings();
   private openWaiters: Array<() => void> = [];
   private shutdownPromise: Promise<ShutdownReport> | undefined;
 
@@ -86,6 +88,11 @@ export class Dispatcher {
     this.skipped += count;
   }
 
+  /** Adds one measured request to its route's timing sums (`timing` option). */
+  recordTiming(route: string, handlerMs: number, sendMs: number): void {
+    this.timings.record(route, handlerMs, sendMs);
+  }
+
   /** Counts a decorated request whose response has not ended yet. */
   requestOpened(): void {
     this.open++;
@@ -134,6 +141,7 @@ export class Dispatcher {
       rejected: this.rejected,
       skipped: this.skipped,
       requests: { finished: this.finished, aborted: this.aborted, open: this.open },
+      routes: this.timings.snapshot(),
       sinks,
     };
   }

@@ -1,3 +1,5 @@
+import type { RouteTimingStats } from '../request-scope/route-timing';
+
 /** Counters of one sink. accepted = delivered + pending + dropped + deadLettered, always. */
 export interface SinkStats {
   /** Items handed to this sink's queue (after validation), dropped ones included. */
@@ -39,4 +41,6 @@ export interface DeferredStats {
   /** Decorated requests: finished, aborted, and still open (response not ended yet). */
   requests: { finished: number; aborted: number; open: number };
   sinks: Record<string, SinkStats>;
+  /** Handler and send time per `"METHOD /route"`, for routes measured with the `timing` option. */
+  routes: Record<string, RouteTimingStats>;
 }

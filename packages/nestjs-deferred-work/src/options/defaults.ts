@@ -23,6 +23,7 @@ export const WHEN_DEFAULTS: Readonly<Record<DeferredKind, RunWhen>> = Object.fre
 
 export const MODULE_DEFAULTS = Object.freeze({
   asyncContext: false,
+  timing: false,
   shutdownTimeoutMs: 5000,
   maxItemBytes: 1_048_576,
   deadLetterCapacity: 100,

@@ -31,6 +31,14 @@ export interface DeferredWorkModuleOptions extends Partial<SinkProcessorOptions>
    * without it, use `@Deferred()` in the handler (no cost).
    */
   asyncContext?: boolean;
+  /**
+   * Response-time insight for `@AfterResponse()` routes: measure the time until the handler returned
+   * and the time from then until the response finished (serialisation, compression, writing), emit
+   * both as deferred metrics `http.server.handler_ms` and `http.server.send_ms` tagged with `route`,
+   * `method` and `status`, and sum them per route in `stats().routes`. Default `false`; a route can
+   * override it with `@AfterResponse({ timing })`.
+   */
+  timing?: boolean;
   /** How long application shutdown waits for pending items, in ms. Default `5000`. */
   shutdownTimeoutMs?: number;
   /** Largest serialised size of one item's payload (job data, log fields, metric tags), in bytes. Default `1048576` (1 MiB, 2^20). */
@@ -63,6 +71,7 @@ export interface ResolvedDeferredWorkOptions {
   processorOptions: ReadonlyMap<string, SinkProcessorOptions>;
   when: Readonly<Record<DeferredKind, RunWhen>>;
   asyncContext: boolean;
+  timing: boolean;
   shutdownTimeoutMs: number;
   maxItemBytes: number;
   deadLetter?: DeadLetterHandler | string;

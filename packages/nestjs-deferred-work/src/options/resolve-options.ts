@@ -166,6 +166,7 @@ export function resolveOptions(options: DeferredWorkModuleOptions = {}): Resolve
     processorOptions,
     when,
     asyncContext: options.asyncContext ?? MODULE_DEFAULTS.asyncContext,
+    timing: options.timing ?? MODULE_DEFAULTS.timing,
     shutdownTimeoutMs: options.shutdownTimeoutMs ?? MODULE_DEFAULTS.shutdownTimeoutMs,
     maxItemBytes: options.maxItemBytes ?? MODULE_DEFAULTS.maxItemBytes,
     deadLetter,

@@ -1,6 +1,14 @@
 import type { DeferredItem } from '../items/deferred-item.interface';
 import type { Dispatcher } from '../dispatch/dispatcher';
+import { HANDLER_METRIC, SEND_METRIC } from './route-timing';
 import { type RouteSettings, ScopeBase } from './scope-base';
+
+/** Timestamps of a measured request (`timing` on), in `performance.now()` ms. */
+interface Timing {
+  method: string;
+  startedAt: number;
+  handlerDoneAt?: number;
+}
 
 /** How a decorated request ended. `aborted`: the connection closed before the response finished. */
 export type RequestOutcome = 'success' | 'failure' | 'aborted';
@@ -13,6 +21,7 @@ export type RequestOutcome = 'success' | 'failure' | 'aborted';
 export class RequestCollector extends ScopeBase {
   private items: DeferredItem[] | undefined = [];
   private outcome: RequestOutcome | undefined;
+  private timing: Timing | undefined;
 
   constructor(
     route: RouteSettings,
@@ -32,14 +41,40 @@ export class RequestCollector extends ScopeBase {
     else this.release(item);
   }
 
+  /** Starts measuring this request (the interceptor calls it when the route has `timing`). */
+  startTiming(method: string): void {
+    this.timing = { method, startedAt: performance.now() };
+  }
+
+  /** Marks the moment the handler returned (its observable emitted, completed or failed). */
+  handlerDone(): void {
+    if (this.timing && this.timing.handlerDoneAt === undefined) this.timing.handlerDoneAt = performance.now();
+  }
+
   /** Called once, when the response finished (`finished` true) or the connection closed first. */
   settle(finished: boolean, statusCode: number): void {
     if (this.outcome) return;
     this.outcome = !finished ? 'aborted' : statusCode < 400 ? 'success' : 'failure';
     this.dispatcher.recordOutcome(finished ? 'finished' : 'aborted');
+    if (this.timing && finished) this.emitTiming(statusCode);
     const items = this.items!;
     this.items = undefined;
     for (let i = 0; i < items.length; i++) this.release(items[i]);
+  }
+
+  private emitTiming(statusCode: number): void {
+    const timing = this.timing!;
+    const now = performance.now();
+    const handlerDoneAt = timing.handlerDoneAt ?? now;
+    const handlerMs = handlerDoneAt - timing.startedAt;
+    const sendMs = now - handlerDoneAt;
+    const route = this.route.path ?? '/';
+    this.dispatcher.recordTiming(`${timing.method} ${route}`, handlerMs, sendMs);
+    const tags = { route, method: timing.method, status: String(statusCode) };
+    const createdAt = Date.now();
+    const sink = this.route.sinks.metric;
+    this.dispatcher.dispatch({ kind: 'metric', name: HANDLER_METRIC, value: handlerMs, tags, when: 'always', sink, createdAt });
+    this.dispatcher.dispatch({ kind: 'metric', name: SEND_METRIC, value: sendMs, tags, when: 'always', sink, createdAt });
   }
 
   private release(item: DeferredItem): void {

@@ -13,6 +13,10 @@ import type { DeferredScope } from './deferred-scope.interface';
 export interface RouteSettings {
   when: Readonly<Record<DeferredKind, RunWhen>>;
   sinks: Readonly<Partial<Record<SinkKind, string>>>;
+  /** Measure handler and send time (the `timing` option). */
+  timing?: boolean;
+  /** The route's path template, e.g. `/orders/:id` (used as the `route` tag when timing). */
+  path?: string;
 }
 
 /** Builds items from the public calls; subclasses decide where an item goes. */
