@@ -1,10 +1,26 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createConnection, createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+/** Options of {@link RedisServer}. */
+export interface RedisServerOptions {
+  /**
+   * Keep the data across `stop()`/`start()`: an append-only file fsync'd on every write, in a
+   * private temporary directory (removed by `dispose()`), so a SIGKILL loses nothing Redis
+   * acknowledged — like a real Redis with `appendfsync always`. Default `false`: `--save ""
+   * --appendonly no`, nothing on disk, a restart starts empty.
+   */
+  persistent?: boolean;
+}
 
 /**
  * A private `redis-server` for integration tests: its own free port on 127.0.0.1, no persistence
  * (`--save "" --appendonly no`), never the default Redis or its DB. It can be stopped (an outage)
  * and started again on the same port (a recovery).
+ *
+ * With `persistent`, the data survives a stop/start (see {@link RedisServerOptions.persistent}).
  *
  * The binary is `redis-server` on the PATH, or `$REDIS_SERVER_BIN`. If it cannot start, `start()`
  * throws an error saying how to provide one: tests must fail, never skip silently.
@@ -16,17 +32,23 @@ export class RedisServer {
   private child: ChildProcess | undefined;
   private output = '';
   private readonly bin = process.env.REDIS_SERVER_BIN || 'redis-server';
+  private dir: string | undefined;
+
+  constructor(private readonly options: RedisServerOptions = {}) {}
 
   /** Starts the server (on a free port the first time, on the same port after a `stop()`). */
   async start(): Promise<void> {
     if (this.child) return;
     if (this.port === 0) this.port = await freePort();
     this.output = '';
-    const child = spawn(
-      this.bin,
-      ['--port', String(this.port), '--bind', this.host, '--save', '', '--appendonly', 'no', '--daemonize', 'no', '--loglevel', 'warning'],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
+    const args = ['--port', String(this.port), '--bind', this.host, '--save', '', '--daemonize', 'no', '--loglevel', 'warning'];
+    if (this.options.persistent) {
+      this.dir ??= mkdtempSync(join(tmpdir(), 'deferred-work-redis-'));
+      args.push('--appendonly', 'yes', '--appendfsync', 'always', '--dir', this.dir);
+    } else {
+      args.push('--appendonly', 'no');
+    }
+    const child = spawn(this.bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     this.child = child;
     child.stdout?.on('data', (chunk: Buffer) => (this.output += chunk.toString()));
     child.stderr?.on('data', (chunk: Buffer) => (this.output += chunk.toString()));
@@ -63,11 +85,18 @@ export class RedisServer {
     await this.start();
   }
 
+  /** Stops the server and removes its data directory, if any. */
+  async dispose(): Promise<void> {
+    await this.stop();
+    if (this.dir) rmSync(this.dir, { recursive: true, force: true });
+    this.dir = undefined;
+  }
+
   get running(): boolean {
     return this.child !== undefined;
   }
 
-  /** Sends raw commands (inline protocol) and resolves with the raw reply; for test set-up only. */
+  /** Sends one command and resolves with its raw one-line reply (`+OK`, `:1`, `-ERR ...`); for test set-up only. */
   command(...args: string[]): Promise<string> {
     return new Promise((resolve, reject) => {
       const socket = createConnection({ host: this.host, port: this.port });
