@@ -1,0 +1,179 @@
+/**
+ * The benchmark's catalog of scenarios and its command line. No runtime imports: the runner's
+ * unit specs load this file directly.
+ */
+import type { Adapter, BenchOptions, ScenarioId, Variant } from './types.js';
+
+/** What a scenario needs from the runner before its server can start. */
+export type ScenarioNeed = 'redis' | 'redis-proxy' | 'log-receiver';
+
+export interface ScenarioInfo {
+  id: ScenarioId;
+  label: string;
+  /** Deferred items per request. */
+  itemsPerRequest: number;
+  /** Of those, how many run even when the request is aborted (`when: 'always'`: logs and metrics). */
+  alwaysItemsPerRequest: number;
+  needs: ScenarioNeed[];
+}
+
+/** The scenarios of issue 4, in their default order. */
+export const SCENARIOS: readonly ScenarioInfo[] = [
+  { id: 'sim5', label: 'simulated 5 ms side-effect', itemsPerRequest: 1, alwaysItemsPerRequest: 0, needs: [] },
+  { id: 'sim25', label: 'simulated 25 ms side-effect', itemsPerRequest: 1, alwaysItemsPerRequest: 0, needs: [] },
+  { id: 'bull-local', label: 'Bull job, local Redis', itemsPerRequest: 1, alwaysItemsPerRequest: 0, needs: ['redis'] },
+  {
+    id: 'bull-proxy',
+    label: 'Bull job, Redis at +30 ms RTT',
+    itemsPerRequest: 1,
+    alwaysItemsPerRequest: 0,
+    needs: ['redis', 'redis-proxy'],
+  },
+  { id: 'http-log', label: 'HTTP log sink, local receiver', itemsPerRequest: 1, alwaysItemsPerRequest: 1, needs: ['log-receiver'] },
+  { id: 'mix', label: 'mix: 1 job + 2 logs + 2 metrics (memory sink)', itemsPerRequest: 5, alwaysItemsPerRequest: 4, needs: [] },
+];
+
+export const VARIANTS: readonly Variant[] = ['plain', 'noop-interceptor', 'blocking', 'deferred'];
+export const ADAPTERS: readonly Adapter[] = ['express', 'fastify'];
+
+export const DEFAULT_OPTIONS: Readonly<Omit<BenchOptions, 'scenarios' | 'adapters'>> = Object.freeze({
+  duration: 3,
+  connections: 10,
+  repeats: 2,
+  warmup: 1,
+  out: 'results',
+  proxyRttMs: 30,
+  cpuProf: false,
+  help: false,
+});
+
+export const USAGE = `Usage: pnpm bench [options]
+
+  --duration <s>          seconds per measured run (default ${DEFAULT_OPTIONS.duration})
+  --connections <n>       concurrent connections (default ${DEFAULT_OPTIONS.connections})
+  --scenarios <list>      comma list of ${SCENARIOS.map((s) => s.id).join(', ')} (default: all)
+  --adapter <a>           express | fastify | both (default both)
+  --repeats <n>           measured runs per variant, variants alternating (default ${DEFAULT_OPTIONS.repeats})
+  --warmup <s>            warm-up seconds per variant (default ${DEFAULT_OPTIONS.warmup}; 0 to skip)
+  --proxy-rtt <ms>        round trip added by the Redis delay proxy (default ${DEFAULT_OPTIONS.proxyRttMs})
+  --out <dir>             results folder, relative to examples/benchmark-app (default ${DEFAULT_OPTIONS.out})
+  --cpu-prof              run the server under node --cpu-prof (profiles in <out>/profiles)
+  -h, --help              this text
+
+Scenarios: ${SCENARIOS.map((s) => `${s.id} (${s.label})`).join('; ')}.
+Variants per scenario: ${VARIANTS.join(', ')}.`;
+
+/** A bad command line; the message says what to pass instead. */
+export class UsageError extends Error {
+  override readonly name = 'UsageError';
+}
+
+function number(flag: string, raw: string | undefined, { min, integer }: { min: number; integer: boolean }): number {
+  if (raw === undefined || raw.startsWith('--')) throw new UsageError(`${flag} needs a value, e.g. ${flag} ${min < 1 ? 1 : min * 2}.`);
+  const value = Number(raw);
+  if (!Number.isFinite(value) || (integer && !Number.isInteger(value)) || value < min) {
+    throw new UsageError(`${flag} must be ${integer ? 'a whole number' : 'a number'} >= ${min}, got "${raw}".`);
+  }
+  return value;
+}
+
+function scenarioList(raw: string | undefined): ScenarioId[] {
+  if (raw === undefined || raw.startsWith('--')) throw new UsageError('--scenarios needs a value, e.g. --scenarios sim5,mix.');
+  const known = new Map(SCENARIOS.map((s) => [s.id as string, s.id]));
+  const ids: ScenarioId[] = [];
+  for (const part of raw.split(',').map((p) => p.trim()).filter(Boolean)) {
+    const id = known.get(part) ?? (/^\d+$/.test(part) ? SCENARIOS[Number(part) - 1]?.id : undefined);
+    if (!id) {
+      throw new UsageError(
+        `Unknown scenario "${part}". Use ids (${SCENARIOS.map((s) => s.id).join(', ')}) or numbers 1-${SCENARIOS.length}.`,
+      );
+    }
+    if (!ids.includes(id)) ids.push(id);
+  }
+  if (ids.length === 0) throw new UsageError('--scenarios is empty; name at least one scenario.');
+  return ids;
+}
+
+function adapterList(raw: string | undefined): Adapter[] {
+  if (raw === 'both') return [...ADAPTERS];
+  if (raw === 'express' || raw === 'fastify') return [raw];
+  throw new UsageError(`--adapter must be express, fastify or both, got ${raw === undefined ? 'nothing' : `"${raw}"`}.`);
+}
+
+/**
+ * Parses the runner's arguments (`process.argv.slice(2)`). Accepts `--flag value` and `--flag=value`;
+ * a lone `--` (as `pnpm bench -- ...` may pass) is ignored. Throws {@link UsageError}.
+ */
+export function parseArgs(argv: readonly string[]): BenchOptions {
+  const options: BenchOptions = {
+    ...DEFAULT_OPTIONS,
+    scenarios: SCENARIOS.map((s) => s.id),
+    adapters: [...ADAPTERS],
+  };
+  const args: string[] = [];
+  for (const arg of argv) {
+    if (arg === '--') continue;
+    const eq = arg.startsWith('--') ? arg.indexOf('=') : -1;
+    if (eq > 0) args.push(arg.slice(0, eq), arg.slice(eq + 1));
+    else args.push(arg);
+  }
+  for (let i = 0; i < args.length; i++) {
+    const flag = args[i];
+    switch (flag) {
+      case '--duration':
+        options.duration = number(flag, args[++i], { min: 1, integer: false });
+        break;
+      case '--connections':
+        options.connections = number(flag, args[++i], { min: 1, integer: true });
+        break;
+      case '--scenarios':
+      case '--scenario':
+        options.scenarios = scenarioList(args[++i]);
+        break;
+      case '--adapter':
+      case '--adapters':
+        options.adapters = adapterList(args[++i]);
+        break;
+      case '--repeats':
+        options.repeats = number(flag, args[++i], { min: 1, integer: true });
+        break;
+      case '--warmup':
+        options.warmup = number(flag, args[++i], { min: 0, integer: false });
+        break;
+      case '--proxy-rtt':
+        options.proxyRttMs = number(flag, args[++i], { min: 0, integer: true });
+        break;
+      case '--out': {
+        const out = args[++i];
+        if (out === undefined || out.startsWith('--') || out === '') throw new UsageError('--out needs a folder, e.g. --out results.');
+        options.out = out;
+        break;
+      }
+      case '--cpu-prof':
+        options.cpuProf = true;
+        break;
+      case '-h':
+      case '--help':
+        options.help = true;
+        break;
+      default:
+        throw new UsageError(`Unknown option "${flag}". Run pnpm bench --help for the options.`);
+    }
+  }
+  return options;
+}
+
+/** The catalog entry of a scenario. */
+export function scenarioInfo(id: ScenarioId): ScenarioInfo {
+  const info = SCENARIOS.find((s) => s.id === id);
+  if (!info) throw new Error(`Unknown scenario ${id}`);
+  return info;
+}
+
+/**
+ * Items a run should deliver: every request whose response finished defers all its items; one the
+ * client aborted (autocannon drops its in-flight requests when a run ends) still runs its `always` ones.
+ */
+export function expectedItems(info: ScenarioInfo, finished: number, aborted: number): number {
+  return finished * info.itemsPerRequest + aborted * info.alwaysItemsPerRequest;
+}

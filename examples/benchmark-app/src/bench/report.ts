@@ -1,0 +1,294 @@
+/**
+ * Aggregation, ratios, the issue-4 targets and the text renderings (terminal table, JSON,
+ * Markdown) of the benchmark's results. Pure functions, no runtime imports: the runner's unit
+ * specs load this file directly.
+ */
+import type {
+  Adapter,
+  BenchReport,
+  ResultRow,
+  RunSample,
+  ScenarioId,
+  ScenarioRatios,
+  SkippedScenario,
+  TargetCheck,
+  Variant,
+} from './types.js';
+
+const VARIANT_ORDER: readonly Variant[] = ['plain', 'noop-interceptor', 'blocking', 'deferred'];
+
+/** Median of a non-empty list (mean of the two middle values for an even count); `NaN` when empty. */
+export function median(values: readonly number[]): number {
+  const finite = values.filter((v) => Number.isFinite(v));
+  if (finite.length === 0) return Number.NaN;
+  const sorted = [...finite].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
+
+/** `a ÷ b`, or `undefined` when either is missing, not finite, or `b` is 0. */
+export function ratio(a: number | undefined, b: number | undefined): number | undefined {
+  if (a === undefined || b === undefined || !Number.isFinite(a) || !Number.isFinite(b) || b === 0) return undefined;
+  return a / b;
+}
+
+/** One row from the repeated runs of one route: medians for rates and latencies, sums for counts. */
+export function aggregateRuns(
+  key: { scenario: ScenarioId; scenarioLabel: string; adapter: Adapter; variant: Variant; connections: number },
+  runs: readonly RunSample[],
+): ResultRow {
+  const sum = (pick: (r: RunSample) => number) => runs.reduce((total, r) => total + pick(r), 0);
+  const med = (pick: (r: RunSample) => number) => median(runs.map(pick));
+  return {
+    ...key,
+    requests: sum((r) => r.requests),
+    reqPerSec: med((r) => r.reqPerSec),
+    latencyAvgMs: med((r) => r.latencyAvgMs),
+    latencyP50Ms: med((r) => r.latencyP50Ms),
+    latencyP99Ms: med((r) => r.latencyP99Ms),
+    cpuUsPerRequest: med((r) => r.cpuUsPerRequest),
+    itemsExpected: sum((r) => r.itemsExpected),
+    itemsDelivered: sum((r) => r.itemsDelivered),
+    itemsLost: sum((r) => r.itemsLost),
+    errors: sum((r) => r.errors),
+    non2xx: sum((r) => r.non2xx),
+    repeats: runs.length,
+    durationS: sum((r) => r.durationS),
+    runs: [...runs],
+  };
+}
+
+function find(rows: readonly ResultRow[], scenario: ScenarioId, adapter: Adapter, variant: Variant): ResultRow | undefined {
+  return rows.find((r) => r.scenario === scenario && r.adapter === adapter && r.variant === variant);
+}
+
+/** Scenario × adapter pairs in first-seen order. */
+function groups(rows: readonly ResultRow[]): Array<{ scenario: ScenarioId; adapter: Adapter }> {
+  const seen = new Set<string>();
+  const out: Array<{ scenario: ScenarioId; adapter: Adapter }> = [];
+  for (const r of rows) {
+    const k = `${r.scenario}|${r.adapter}`;
+    if (!seen.has(k)) {
+      seen.add(k);
+      out.push({ scenario: r.scenario, adapter: r.adapter });
+    }
+  }
+  return out;
+}
+
+/** The ratios of every scenario × adapter present in `rows`. */
+export function computeRatios(rows: readonly ResultRow[]): ScenarioRatios[] {
+  return groups(rows).map(({ scenario, adapter }) => {
+    const get = (v: Variant) => find(rows, scenario, adapter, v);
+    const deferred = get('deferred');
+    const blocking = get('blocking');
+    return {
+      scenario,
+      adapter,
+      deferredVsBlocking: ratio(deferred?.reqPerSec, blocking?.reqPerSec),
+      deferredVsPlain: ratio(deferred?.reqPerSec, get('plain')?.reqPerSec),
+      cpuDeferredVsNoop: ratio(deferred?.cpuUsPerRequest, get('noop-interceptor')?.cpuUsPerRequest),
+      p99BlockingVsDeferred: ratio(blocking?.latencyP99Ms, deferred?.latencyP99Ms),
+    };
+  });
+}
+
+const times = (x: number | undefined, digits = 2): string => (x === undefined ? 'n/a' : `${x.toFixed(digits)}×`);
+
+/**
+ * Evaluates the targets of issue 4 for each adapter present. A target whose scenario was not run
+ * (or skipped) is reported with `pass: undefined`.
+ */
+export function checkTargets(rows: readonly ResultRow[], skipped: readonly SkippedScenario[] = []): TargetCheck[] {
+  const ratios = computeRatios(rows);
+  const adapters = [...new Set(rows.map((r) => r.adapter))];
+  const checks: TargetCheck[] = [];
+  const why = (scenario: ScenarioId) => {
+    const s = skipped.find((x) => x.scenario === scenario);
+    return s ? `skipped: ${s.reason}` : 'not run';
+  };
+  for (const adapter of adapters) {
+    const r = (scenario: ScenarioId) => ratios.find((x) => x.scenario === scenario && x.adapter === adapter);
+    const atLeast = (target: string, scenario: ScenarioId, value: number | undefined, min: number) =>
+      checks.push({
+        adapter,
+        target,
+        measured: value === undefined ? (r(scenario) ? 'n/a' : why(scenario)) : times(value, 1),
+        pass: value === undefined ? undefined : value >= min,
+      });
+
+    atLeast('25 ms: deferred/blocking req/s ≥ 14×', 'sim25', r('sim25')?.deferredVsBlocking, 14);
+    const d25 = find(rows, 'sim25', adapter, 'deferred')?.reqPerSec;
+    const d5 = find(rows, 'sim5', adapter, 'deferred')?.reqPerSec;
+    const drift = d25 !== undefined && d5 !== undefined && d5 > 0 ? (d25 - d5) / d5 : undefined;
+    checks.push({
+      adapter,
+      target: '25 ms deferred req/s within 10% of 5 ms deferred',
+      measured: drift === undefined ? (d25 === undefined ? why('sim25') : why('sim5')) : `${drift >= 0 ? '+' : ''}${(drift * 100).toFixed(1)}%`,
+      pass: drift === undefined ? undefined : Math.abs(drift) <= 0.1,
+    });
+    atLeast('5 ms: deferred/blocking req/s ≥ 3.5×', 'sim5', r('sim5')?.deferredVsBlocking, 3.5);
+    atLeast('local Redis: deferred/blocking req/s ≥ 1.15×', 'bull-local', r('bull-local')?.deferredVsBlocking, 1.15);
+    atLeast('Redis at 30 ms RTT: deferred/blocking req/s ≥ 20×', 'bull-proxy', r('bull-proxy')?.deferredVsBlocking, 20);
+    const cpu = r('mix')?.cpuDeferredVsNoop;
+    checks.push({
+      adapter,
+      target: 'mix: CPU/request deferred vs noop-interceptor ≤ 1.10×',
+      measured: cpu === undefined ? (r('mix') ? 'n/a' : why('mix')) : times(cpu),
+      pass: cpu === undefined ? undefined : cpu <= 1.1,
+    });
+    const mine = rows.filter((x) => x.adapter === adapter && x.itemsExpected > 0);
+    const short = mine.filter((x) => x.itemsDelivered !== x.itemsExpected || x.itemsLost > 0);
+    checks.push({
+      adapter,
+      target: 'delivered = expected, every scenario',
+      measured:
+        mine.length === 0
+          ? 'n/a'
+          : short.length === 0
+            ? `${mine.reduce((t, x) => t + x.itemsDelivered, 0)} of ${mine.reduce((t, x) => t + x.itemsExpected, 0)}`
+            : short.map((x) => `${x.scenario}/${x.variant}: ${x.itemsDelivered} of ${x.itemsExpected}`).join('; '),
+      pass: mine.length === 0 ? undefined : short.length === 0,
+    });
+  }
+  return checks;
+}
+
+/** `12345.6` → `12,346`; small values keep one decimal. */
+export function formatNumber(value: number, decimals?: number): string {
+  if (!Number.isFinite(value)) return 'n/a';
+  const digits = decimals ?? (Math.abs(value) >= 100 ? 0 : Math.abs(value) >= 10 ? 1 : 2);
+  return value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+}
+
+function cells(row: ResultRow, ratios: readonly ScenarioRatios[]): string[] {
+  const r = ratios.find((x) => x.scenario === row.scenario && x.adapter === row.adapter);
+  const isDeferred = row.variant === 'deferred';
+  return [
+    row.scenario,
+    row.adapter,
+    row.variant,
+    formatNumber(row.reqPerSec, 0),
+    formatNumber(row.latencyAvgMs),
+    formatNumber(row.latencyP50Ms, 0),
+    formatNumber(row.latencyP99Ms, 0),
+    formatNumber(row.cpuUsPerRequest, 0),
+    row.itemsExpected === 0 && row.itemsDelivered === 0 ? '-' : `${row.itemsDelivered}/${row.itemsExpected}`,
+    isDeferred ? times(r?.deferredVsBlocking) : '',
+    isDeferred ? times(r?.deferredVsPlain) : '',
+  ];
+}
+
+const HEADERS = ['scenario', 'adapter', 'variant', 'req/s', 'avg ms', 'p50 ms', 'p99 ms', 'CPU µs/req', 'items delivered/expected', '÷ blocking', '÷ plain'];
+const NUMERIC_COLUMNS = new Set([3, 4, 5, 6, 7, 8, 9, 10]);
+
+/** Rows sorted by scenario order of appearance, adapter, then variant order. */
+export function sortRows(rows: readonly ResultRow[]): ResultRow[] {
+  const scenarioOrder = [...new Set(rows.map((r) => r.scenario))];
+  const adapterOrder = [...new Set(rows.map((r) => r.adapter))];
+  return [...rows].sort(
+    (a, b) =>
+      scenarioOrder.indexOf(a.scenario) - scenarioOrder.indexOf(b.scenario) ||
+      adapterOrder.indexOf(a.adapter) - adapterOrder.indexOf(b.adapter) ||
+      VARIANT_ORDER.indexOf(a.variant) - VARIANT_ORDER.indexOf(b.variant),
+  );
+}
+
+/** A plain-text table for the terminal (the ratio columns are filled on `deferred` rows). */
+export function renderTable(rows: readonly ResultRow[]): string {
+  const ratios = computeRatios(rows);
+  const body = sortRows(rows).map((row) => cells(row, ratios));
+  const widths = HEADERS.map((h, i) => Math.max(h.length, ...body.map((c) => c[i].length)));
+  const line = (c: string[]) =>
+    c.map((text, i) => (NUMERIC_COLUMNS.has(i) ? text.padStart(widths[i]) : text.padEnd(widths[i]))).join('  ').trimEnd();
+  const out = [line(HEADERS), widths.map((w) => '-'.repeat(w)).join('  ')];
+  let previous = '';
+  for (let i = 0; i < body.length; i++) {
+    const group = `${body[i][0]}|${body[i][1]}`;
+    if (previous && group !== previous) out.push('');
+    previous = group;
+    out.push(line(body[i]));
+  }
+  return out.join('\n');
+}
+
+/** The table in Markdown. */
+export function renderMarkdownTable(rows: readonly ResultRow[]): string {
+  const ratios = computeRatios(rows);
+  const escape = (s: string) => s.replace(/\|/g, '\\|');
+  const out = [
+    `| ${HEADERS.map(escape).join(' | ')} |`,
+    `| ${HEADERS.map((_, i) => (NUMERIC_COLUMNS.has(i) ? '---:' : '---')).join(' | ')} |`,
+  ];
+  for (const row of sortRows(rows)) {
+    const c = cells(row, ratios);
+    if (row.variant === 'deferred') {
+      c[3] = `**${c[3]}**`;
+      if (c[9] !== '' && c[9] !== 'n/a') c[9] = `**${c[9]}**`;
+    }
+    out.push(`| ${c.map(escape).join(' | ')} |`);
+  }
+  return out.join('\n');
+}
+
+/** The targets as a Markdown table. */
+export function renderTargets(checks: readonly TargetCheck[]): string {
+  const mark = (pass: boolean | undefined) => (pass === undefined ? '–' : pass ? 'met' : '**missed**');
+  const out = ['| adapter | target | measured | result |', '| --- | --- | ---: | --- |'];
+  for (const c of checks) out.push(`| ${c.adapter} | ${c.target} | ${c.measured.replace(/\|/g, '\\|')} | ${mark(c.pass)} |`);
+  return out.join('\n');
+}
+
+/** The targets as plain text lines. */
+export function renderTargetsText(checks: readonly TargetCheck[]): string {
+  return checks
+    .map((c) => `${c.pass === undefined ? '  -   ' : c.pass ? '  ok  ' : 'MISSED'}  ${c.adapter.padEnd(8)} ${c.target}: ${c.measured}`)
+    .join('\n');
+}
+
+/** `results/latest.json`: the list of rows (each with its individual runs), for other tools. */
+export function renderJson(rows: readonly ResultRow[]): string {
+  return `${JSON.stringify(sortRows(rows), null, 2)}\n`;
+}
+
+/** `results/latest.md`: how it was run, the chart, the table, the targets, what was skipped. */
+export function renderMarkdown(report: BenchReport, svgFileName: string): string {
+  const { machine, options } = report;
+  const lines = [
+    '# nestjs-deferred-work benchmark — latest run',
+    '',
+    `Run ${report.startedAt} → ${report.finishedAt} on ${machine.cpus} × ${machine.cpuModel}, Node ${machine.node} (${machine.platform}), ` +
+      `load average at start ${machine.loadAvg.map((l) => l.toFixed(2)).join(' / ')}.`,
+    '',
+    `Options: ${options.duration} s per run, ${options.connections} connections, ${options.repeats} repeats per variant ` +
+      `(variants alternating), ${options.warmup} s warm-up per variant, adapters ${options.adapters.join(' + ')}, ` +
+      `Redis proxy round trip ${options.proxyRttMs} ms. Reproduce with \`pnpm bench\` from the repository root.`,
+    '',
+    'Values are medians over the repeats (items are summed). *CPU µs/req* is the server process\'s own ' +
+      '`process.cpuUsage()` over the run and the drain after it, divided by the requests it handled. ' +
+      '*÷ blocking* and *÷ plain* are the deferred route\'s req/s over the blocking and plain routes\'.',
+    '',
+    `![req/s and CPU per request by scenario and variant](${svgFileName})`,
+    '',
+    renderMarkdownTable(report.rows),
+    '',
+    '## Targets (issue 4)',
+    '',
+    renderTargets(report.targets),
+  ];
+  if (report.skipped.length > 0) {
+    lines.push('', '## Skipped', '');
+    for (const s of report.skipped) lines.push(`- **${s.scenario}** (${s.scenarioLabel}): ${s.reason}`);
+  }
+  lines.push(
+    '',
+    '## Variants',
+    '',
+    '- `plain`: the route without side-effect or interceptor — the ceiling.',
+    '- `noop-interceptor`: `plain` plus a pass-through interceptor — what any Nest interceptor costs.',
+    '- `blocking`: the side-effect awaited in the handler, as most apps do today.',
+    '- `deferred`: the same side-effect through `@AfterResponse()` and `@Deferred()`; it runs after the response finished.',
+    '',
+  );
+  return lines.join('\n');
+}

@@ -1,0 +1,361 @@
+/**
+ * `pnpm bench`: starts the benchmark app as a separate process per adapter, drives each route with
+ * autocannon on 127.0.0.1 (warm-up, then variants alternating over the repeats), reads the server's
+ * own CPU and the library's `stats()` around every run, and writes results/latest.{json,md,svg}.
+ */
+import { type ChildProcess, fork } from 'node:child_process';
+import { mkdir, writeFile } from 'node:fs/promises';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import { expectedItems, parseArgs, scenarioInfo, USAGE, UsageError, VARIANTS } from './args.js';
+import {
+  type DelayProxy,
+  type LogReceiver,
+  type PrivateRedis,
+  startDelayProxy,
+  startLogReceiver,
+  startRedis,
+} from './infra.js';
+import {
+  aggregateRuns,
+  checkTargets,
+  computeRatios,
+  formatNumber,
+  renderJson,
+  renderMarkdown,
+  renderTable,
+  renderTargetsText,
+} from './report.js';
+import { renderSvg } from './svg.js';
+import type {
+  Adapter,
+  BenchOptions,
+  BenchReport,
+  ResultRow,
+  RunSample,
+  ScenarioId,
+  ServerConfig,
+  ServerSnapshot,
+  SkippedScenario,
+  Variant,
+} from './types.js';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+/** examples/benchmark-app (this file is dist/bench/run.js). */
+const appRoot = path.resolve(here, '..', '..');
+const serverEntry = path.resolve(here, '..', 'server', 'main.js');
+
+const started = Date.now();
+const elapsed = () => {
+  const s = Math.round((Date.now() - started) / 1000);
+  return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, '0')}`;
+};
+const log = (line: string) => console.log(line);
+
+function banner(lines: string[]): void {
+  const width = Math.max(...lines.map((l) => l.length)) + 4;
+  const bar = '!'.repeat(width);
+  console.log(`\n${bar}\n${lines.map((l) => `! ${l.padEnd(width - 4)} !`).join('\n')}\n${bar}\n`);
+}
+
+function scenarioLabel(id: ScenarioId, options: BenchOptions): string {
+  return id === 'bull-proxy' ? `Bull job, Redis at +${options.proxyRttMs} ms RTT` : scenarioInfo(id).label;
+}
+
+/** Which of the library's optional sinks this build has (another part of the project ships them). */
+async function probeSinks(): Promise<{ bull?: string; http?: string }> {
+  const missing: { bull?: string; http?: string } = {};
+  const isSinkClass = (value: unknown) => typeof value === 'function' && typeof (value as { prototype?: { write?: unknown } }).prototype?.write === 'function';
+  try {
+    const core = (await import('nestjs-deferred-work')) as Record<string, unknown>;
+    if (!isSinkClass(core.HttpSink)) missing.http = 'sink not available (nestjs-deferred-work has no HttpSink export in this build)';
+  } catch (error) {
+    missing.http = `sink not available (${error instanceof Error ? error.message : String(error)})`;
+  }
+  try {
+    const bull = (await import('nestjs-deferred-work/bull')) as Record<string, unknown>;
+    if (!isSinkClass(bull.BullSink)) missing.bull = 'sink not available (nestjs-deferred-work/bull has no BullSink export in this build)';
+  } catch (error) {
+    missing.bull = `sink not available (${error instanceof Error ? error.message : String(error)})`;
+  }
+  return missing;
+}
+
+interface ServerHandle {
+  base: string;
+  child: ChildProcess;
+  stop(): Promise<void>;
+}
+
+function startServer(config: ServerConfig, options: BenchOptions, profileDir: string): Promise<ServerHandle> {
+  const execArgv = options.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
+  const child = fork(serverEntry, [], {
+    env: { ...process.env, BENCH_SERVER_CONFIG: JSON.stringify(config), NODE_ENV: 'production' },
+    execArgv,
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const stop = () =>
+    new Promise<void>((resolve) => {
+      if (child.exitCode !== null || child.signalCode !== null) return resolve();
+      const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+      child.once('exit', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+      child.send({ type: 'stop' });
+    });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error('the benchmark server did not start within 30 s'));
+    }, 30_000);
+    child.on('message', (message: { type: string; port?: number; message?: string }) => {
+      if (message.type === 'ready') {
+        clearTimeout(timer);
+        resolve({ base: `http://127.0.0.1:${message.port}`, child, stop });
+      } else if (message.type === 'error') {
+        clearTimeout(timer);
+        reject(new Error(`the benchmark server failed to start: ${message.message}`));
+      }
+    });
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`the benchmark server exited (${signal ?? `code ${code}`}) before it was ready`));
+    });
+  });
+}
+
+async function snapshot(server: ServerHandle, flush: boolean): Promise<ServerSnapshot> {
+  const response = await fetch(`${server.base}/__bench/stats${flush ? '?flush=1' : ''}`, { signal: AbortSignal.timeout(30_000) });
+  if (!response.ok) throw new Error(`/__bench/stats answered ${response.status}`);
+  return (await response.json()) as ServerSnapshot;
+}
+
+async function drive(url: string, connections: number, duration: number): Promise<autocannon.Result> {
+  return autocannon({ url, connections, duration, pipelining: 1, timeout: 10 });
+}
+
+/** One measured run of one route. */
+async function measure(server: ServerHandle, scenario: ScenarioId, variant: Variant, options: BenchOptions): Promise<RunSample> {
+  const key = `${scenario}/${variant}`;
+  const before = await snapshot(server, true);
+  const result = await drive(`${server.base}/${key}`, options.connections, options.duration);
+  const after = await snapshot(server, true);
+  const serverRequests = (after.handled[key] ?? 0) - (before.handled[key] ?? 0);
+  const cpuUs = after.cpu.user + after.cpu.system - (before.cpu.user + before.cpu.system);
+  const info = scenarioInfo(scenario);
+  let itemsExpected = 0;
+  let itemsDelivered = 0;
+  let itemsLost = 0;
+  if (variant === 'deferred') {
+    const d = (pick: (s: ServerSnapshot['deferred']) => number) => pick(after.deferred) - pick(before.deferred);
+    itemsExpected = expectedItems(info, d((s) => s.requests.finished), d((s) => s.requests.aborted));
+    itemsDelivered = d((s) => s.delivered);
+    itemsLost = d((s) => s.dropped) + d((s) => s.deadLettered) + d((s) => s.rejected) + after.deferred.pending;
+  } else if (variant === 'blocking') {
+    itemsExpected = serverRequests * info.itemsPerRequest;
+    itemsDelivered = (after.blockingDone[key] ?? 0) - (before.blockingDone[key] ?? 0);
+  }
+  const requests = result.requests.total;
+  return {
+    requests,
+    serverRequests,
+    durationS: result.duration,
+    reqPerSec: requests / result.duration,
+    latencyAvgMs: result.latency.average,
+    latencyP50Ms: result.latency.p50,
+    latencyP99Ms: result.latency.p99,
+    cpuUsPerRequest: serverRequests > 0 ? cpuUs / serverRequests : Number.NaN,
+    errors: result.errors,
+    non2xx: result.non2xx,
+    itemsExpected,
+    itemsDelivered,
+    itemsLost,
+  };
+}
+
+/** Variant order of repeat `r`: rotated, so no variant always runs first or right after another. */
+function variantOrder(r: number): Variant[] {
+  const n = VARIANTS.length;
+  return VARIANTS.map((_, i) => VARIANTS[(i + r) % n]);
+}
+
+async function main(): Promise<void> {
+  let options: BenchOptions;
+  try {
+    options = parseArgs(process.argv.slice(2));
+  } catch (error) {
+    if (error instanceof UsageError) {
+      console.error(`${error.message}\n\n${USAGE}`);
+      process.exit(2);
+    }
+    throw error;
+  }
+  if (options.help) {
+    log(USAGE);
+    return;
+  }
+  const outDir = path.resolve(appRoot, options.out);
+  const profileDir = path.join(outDir, 'profiles');
+  const startedAt = new Date().toISOString();
+  const cpus = os.cpus();
+  log(
+    `nestjs-deferred-work benchmark: ${cpus.length} × ${cpus[0]?.model ?? 'cpu'}, Node ${process.version}, ` +
+      `load ${os.loadavg().map((l) => l.toFixed(2)).join('/')}`,
+  );
+  log(
+    `${options.duration} s per run × ${options.repeats} repeats, ${options.warmup} s warm-up per variant, ` +
+      `${options.connections} connections, adapters ${options.adapters.join('+')}, scenarios ${options.scenarios.join(',')}`,
+  );
+
+  const skipped: SkippedScenario[] = [];
+  const skip = (scenario: ScenarioId, reason: string) => {
+    if (options.scenarios.includes(scenario) && !skipped.some((s) => s.scenario === scenario)) {
+      skipped.push({ scenario, scenarioLabel: scenarioLabel(scenario, options), reason });
+    }
+  };
+  const needs = (need: string) => options.scenarios.some((id) => scenarioInfo(id).needs.includes(need as never));
+
+  const missing = await probeSinks();
+  if (missing.bull) {
+    skip('bull-local', missing.bull);
+    skip('bull-proxy', missing.bull);
+  }
+  if (missing.http) skip('http-log', missing.http);
+
+  let redis: PrivateRedis | undefined;
+  let proxy: DelayProxy | undefined;
+  let receiver: LogReceiver | undefined;
+  const wanted = (id: ScenarioId) => options.scenarios.includes(id) && !skipped.some((s) => s.scenario === id);
+  if (wanted('bull-local') || wanted('bull-proxy')) {
+    try {
+      redis = await startRedis();
+      log(`private Redis ${redis.version} on 127.0.0.1:${redis.port} (no persistence)`);
+    } catch (error) {
+      const reason = `no Redis: ${error instanceof Error ? error.message : String(error)}`;
+      skip('bull-local', reason);
+      skip('bull-proxy', reason);
+    }
+  }
+  if (redis && wanted('bull-proxy')) {
+    proxy = await startDelayProxy(redis.port, options.proxyRttMs / 2);
+    log(`TCP delay proxy on 127.0.0.1:${proxy.port} → Redis, +${options.proxyRttMs} ms per round trip`);
+  }
+  if (wanted('http-log') && needs('log-receiver')) {
+    receiver = await startLogReceiver();
+    log(`log receiver at ${receiver.url}`);
+  }
+  if (skipped.length > 0) {
+    banner(['SKIPPED SCENARIOS', ...skipped.map((s) => `${s.scenario} (${s.scenarioLabel}): ${s.reason}`)]);
+  }
+
+  const scenarios = options.scenarios.filter((id) => !skipped.some((s) => s.scenario === id));
+  const totalRuns = scenarios.length * options.adapters.length * VARIANTS.length * options.repeats;
+  const estimate =
+    scenarios.length * options.adapters.length * VARIANTS.length * (options.warmup + options.repeats * (options.duration + 0.3));
+  log(`${totalRuns} measured runs, about ${Math.ceil(estimate / 60)} min\n`);
+
+  const rows: ResultRow[] = [];
+  let done = 0;
+  try {
+    for (const adapter of options.adapters) {
+      const config: ServerConfig = {
+        adapter,
+        scenarios,
+        redisUrl: redis?.url,
+        proxiedRedisUrl: proxy ? `redis://127.0.0.1:${proxy.port}` : undefined,
+        logReceiverUrl: receiver?.url,
+      };
+      const server = await startServer(config, options, profileDir);
+      log(`[${elapsed()}] ${adapter}: server pid ${server.child.pid} at ${server.base}`);
+      try {
+        for (const scenario of scenarios) {
+          log(`[${elapsed()}] ${adapter} · ${scenario} (${scenarioLabel(scenario, options)})`);
+          if (options.warmup > 0) {
+            for (const variant of VARIANTS) await drive(`${server.base}/${scenario}/${variant}`, options.connections, options.warmup);
+            await snapshot(server, true);
+          }
+          const samples = new Map<Variant, RunSample[]>(VARIANTS.map((v) => [v, []]));
+          for (let r = 0; r < options.repeats; r++) {
+            for (const variant of variantOrder(r)) {
+              const sample = await measure(server, scenario, variant, options);
+              samples.get(variant)!.push(sample);
+              done++;
+              const items = sample.itemsExpected > 0 || sample.itemsDelivered > 0 ? `, items ${sample.itemsDelivered}/${sample.itemsExpected}` : '';
+              const problems = sample.errors + sample.non2xx > 0 ? `, ${sample.errors} errors, ${sample.non2xx} non-2xx` : '';
+              log(
+                `  [${String(done).padStart(String(totalRuns).length)}/${totalRuns} ${elapsed()}] ${variant.padEnd(16)} #${r + 1}: ` +
+                  `${formatNumber(sample.reqPerSec, 0).padStart(7)} req/s, p99 ${formatNumber(sample.latencyP99Ms, 0)} ms, ` +
+                  `${formatNumber(sample.cpuUsPerRequest, 0)} µs CPU/req${items}${problems}`,
+              );
+            }
+          }
+          for (const variant of VARIANTS) {
+            rows.push(
+              aggregateRuns(
+                { scenario, scenarioLabel: scenarioLabel(scenario, options), adapter, variant, connections: options.connections },
+                samples.get(variant)!,
+              ),
+            );
+          }
+          const ratio = computeRatios(rows).find((x) => x.scenario === scenario && x.adapter === adapter);
+          log(
+            `  → deferred ÷ blocking ${ratio?.deferredVsBlocking?.toFixed(2) ?? 'n/a'}×, deferred ÷ plain ${ratio?.deferredVsPlain?.toFixed(2) ?? 'n/a'}×, ` +
+              `CPU deferred ÷ noop ${ratio?.cpuDeferredVsNoop?.toFixed(2) ?? 'n/a'}×`,
+          );
+        }
+      } finally {
+        await server.stop();
+      }
+    }
+  } finally {
+    await Promise.allSettled([proxy?.close(), receiver?.close(), redis?.stop()]);
+  }
+
+  const report: BenchReport = {
+    startedAt,
+    finishedAt: new Date().toISOString(),
+    machine: {
+      cpus: cpus.length,
+      cpuModel: cpus[0]?.model ?? 'unknown',
+      node: process.version,
+      platform: `${os.platform()} ${os.release()}`,
+      loadAvg: os.loadavg(),
+    },
+    options: {
+      duration: options.duration,
+      connections: options.connections,
+      scenarios: options.scenarios,
+      adapters: options.adapters,
+      repeats: options.repeats,
+      warmup: options.warmup,
+      proxyRttMs: options.proxyRttMs,
+    },
+    rows,
+    skipped,
+    ratios: computeRatios(rows),
+    targets: checkTargets(rows, skipped),
+  };
+  await mkdir(outDir, { recursive: true });
+  await writeFile(path.join(outDir, 'latest.json'), renderJson(rows));
+  await writeFile(
+    path.join(outDir, 'latest.svg'),
+    renderSvg(rows, { title: `nestjs-deferred-work benchmark · ${options.connections} connections · ${report.machine.cpus} cores` }),
+  );
+  await writeFile(path.join(outDir, 'latest.md'), renderMarkdown(report, 'latest.svg'));
+
+  log(`\n${renderTable(rows)}\n`);
+  log(`Targets (issue 4):\n${renderTargetsText(report.targets)}\n`);
+  if (skipped.length > 0) {
+    banner(['SKIPPED SCENARIOS', ...skipped.map((s) => `${s.scenario} (${s.scenarioLabel}): ${s.reason}`)]);
+  }
+  const rel = path.relative(process.cwd(), outDir) || '.';
+  log(`Wrote ${rel}/latest.json, latest.md and latest.svg in ${elapsed()}.${options.cpuProf ? ` CPU profiles in ${rel}/profiles.` : ''}`);
+}
+
+main().catch((error: unknown) => {
+  console.error(error instanceof Error ? (error.stack ?? error.message) : error);
+  process.exit(1);
+});

@@ -1,0 +1,158 @@
+/** Types shared by the benchmark runner, its server and its report. Type-only module. */
+
+export type Adapter = 'express' | 'fastify';
+
+/** `plain`: no side-effect, no interceptor (the ceiling); `noop-interceptor`: plain plus a pass-through
+ * interceptor; `blocking`: awaits the side-effect in the handler; `deferred`: `@AfterResponse()`. */
+export type Variant = 'plain' | 'noop-interceptor' | 'blocking' | 'deferred';
+
+export type ScenarioId = 'sim5' | 'sim25' | 'bull-local' | 'bull-proxy' | 'http-log' | 'mix';
+
+/** Runner options, from the command line. */
+export interface BenchOptions {
+  /** Seconds per measured run. */
+  duration: number;
+  /** Concurrent connections of autocannon. */
+  connections: number;
+  /** Scenarios to run, in order. */
+  scenarios: ScenarioId[];
+  adapters: Adapter[];
+  /** Measured runs per variant (variants alternate between repeats). */
+  repeats: number;
+  /** Seconds of warm-up per variant before the measured runs. */
+  warmup: number;
+  /** Where results go (a folder). */
+  out: string;
+  /** Round trip added by the TCP delay proxy of `bull-proxy`, in ms. */
+  proxyRttMs: number;
+  /** Run the server under `node --cpu-prof` (profiles written to `<out>/profiles`). */
+  cpuProf: boolean;
+  help: boolean;
+}
+
+/** One measured run (one autocannon run of one route), as collected by the runner. */
+export interface RunSample {
+  /** Responses autocannon received. */
+  requests: number;
+  /** Handler invocations counted by the server (≥ requests: autocannon drops its in-flight requests at the end). */
+  serverRequests: number;
+  durationS: number;
+  reqPerSec: number;
+  latencyAvgMs: number;
+  latencyP50Ms: number;
+  latencyP99Ms: number;
+  /** Server CPU (user + system) during the run and the drain that follows, per server request. */
+  cpuUsPerRequest: number;
+  errors: number;
+  non2xx: number;
+  itemsExpected: number;
+  itemsDelivered: number;
+  /** Items the library counted as dropped, dead-lettered or still pending after the drain. */
+  itemsLost: number;
+}
+
+/** A row of `results/latest.json`: one scenario × adapter × variant, aggregated over its repeats. */
+export interface ResultRow {
+  scenario: ScenarioId;
+  /** Human-readable name of the scenario. */
+  scenarioLabel: string;
+  adapter: Adapter;
+  variant: Variant;
+  connections: number;
+  /** Responses received, summed over the repeats. */
+  requests: number;
+  /** Median over the repeats. */
+  reqPerSec: number;
+  latencyAvgMs: number;
+  latencyP50Ms: number;
+  latencyP99Ms: number;
+  cpuUsPerRequest: number;
+  /** Summed over the repeats. */
+  itemsExpected: number;
+  itemsDelivered: number;
+  itemsLost: number;
+  errors: number;
+  non2xx: number;
+  repeats: number;
+  durationS: number;
+  /** The individual runs, in order. */
+  runs: RunSample[];
+}
+
+/** A scenario left out, and why. */
+export interface SkippedScenario {
+  scenario: ScenarioId;
+  scenarioLabel: string;
+  reason: string;
+}
+
+/** Ratios of one scenario × adapter. `undefined` where a variant is missing. */
+export interface ScenarioRatios {
+  scenario: ScenarioId;
+  adapter: Adapter;
+  /** deferred req/s ÷ blocking req/s. */
+  deferredVsBlocking?: number;
+  /** deferred req/s ÷ plain req/s. */
+  deferredVsPlain?: number;
+  /** deferred CPU µs/request ÷ noop-interceptor CPU µs/request. */
+  cpuDeferredVsNoop?: number;
+  /** blocking p99 ÷ deferred p99. */
+  p99BlockingVsDeferred?: number;
+}
+
+/** One target of issue 4, evaluated. */
+export interface TargetCheck {
+  adapter: Adapter;
+  target: string;
+  /** What was measured, e.g. `17.2×`. */
+  measured: string;
+  /** `undefined` when it could not be evaluated (scenario skipped). */
+  pass?: boolean;
+}
+
+/** Everything the report renders. */
+export interface BenchReport {
+  startedAt: string;
+  finishedAt: string;
+  machine: { cpus: number; cpuModel: string; node: string; platform: string; loadAvg: number[] };
+  options: Omit<BenchOptions, 'help' | 'out' | 'cpuProf'>;
+  rows: ResultRow[];
+  skipped: SkippedScenario[];
+  ratios: ScenarioRatios[];
+  targets: TargetCheck[];
+}
+
+/** What the server's `/__bench/stats` endpoint returns. */
+export interface ServerSnapshot {
+  cpu: { user: number; system: number };
+  rssBytes: number;
+  /** Handler invocations per route (`scenario/variant`). */
+  handled: Record<string, number>;
+  /** Blocking side-effects completed per route. */
+  blockingDone: Record<string, number>;
+  /** `DeferredWork.stats()` (totals). */
+  deferred: {
+    accepted: number;
+    delivered: number;
+    pending: number;
+    dropped: number;
+    deadLettered: number;
+    rejected: number;
+    skipped: number;
+    requests: { finished: number; aborted: number };
+  };
+  /** Whether the flush requested before the snapshot completed in time. */
+  flushed?: boolean;
+}
+
+/** Configuration the runner passes to the server process (env `BENCH_SERVER_CONFIG`, JSON). */
+export interface ServerConfig {
+  adapter: Adapter;
+  scenarios: ScenarioId[];
+  /** `redis://127.0.0.1:port` of the private Redis, for `bull-local`. */
+  redisUrl?: string;
+  /** Same Redis through the delay proxy, for `bull-proxy`. */
+  proxiedRedisUrl?: string;
+  /** Log receiver URL, for `http-log`. */
+  logReceiverUrl?: string;
+}

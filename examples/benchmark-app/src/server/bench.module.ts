@@ -1,0 +1,116 @@
+/**
+ * The benchmark app: for each scenario, four routes doing the same side-effect four ways
+ * (`GET /<scenario>/<variant>`), plus the undecorated `GET /__bench/stats` the runner reads.
+ */
+import { Controller, type DynamicModule, Get, Inject, Module, Query, type Type, UseInterceptors } from '@nestjs/common';
+import {
+  AfterResponse,
+  Deferred,
+  type DeferredScope,
+  DeferredWork,
+  DeferredWorkInterceptor,
+  DeferredWorkModule,
+} from 'nestjs-deferred-work';
+import type { ScenarioId, ServerConfig, ServerSnapshot } from '../bench/types.js';
+import { blockingDone, blockingInFlight, countHandled, handled, runBlocking } from './counters.js';
+import type { ScenarioEffect, ScenarioResources } from './effects.js';
+import { NoopInterceptor } from './noop.interceptor.js';
+
+const OK = { ok: true } as const;
+
+/**
+ * One controller per scenario. The library's interceptor is bound only on the `deferred` route
+ * (`registerInterceptor: false`), so `plain` runs with no interceptor at all and `noop-interceptor`
+ * isolates what any interceptor costs.
+ */
+function scenarioController(id: ScenarioId, effect: ScenarioEffect): Type<unknown> {
+  const keys = { plain: `${id}/plain`, noop: `${id}/noop-interceptor`, blocking: `${id}/blocking`, deferred: `${id}/deferred` };
+
+  @Controller(id)
+  class ScenarioController {
+    @Get('plain')
+    plain() {
+      countHandled(keys.plain);
+      return OK;
+    }
+
+    @Get('noop-interceptor')
+    @UseInterceptors(NoopInterceptor)
+    noop() {
+      countHandled(keys.noop);
+      return OK;
+    }
+
+    @Get('blocking')
+    async blocking() {
+      countHandled(keys.blocking);
+      await runBlocking(keys.blocking, () => effect.blocking());
+      return OK;
+    }
+
+    @Get('deferred')
+    @UseInterceptors(DeferredWorkInterceptor)
+    @AfterResponse(effect.afterResponse)
+    deferred(@Deferred() work: DeferredScope) {
+      countHandled(keys.deferred);
+      effect.defer(work);
+      return OK;
+    }
+  }
+  Object.defineProperty(ScenarioController, 'name', { value: `Controller_${id.replace(/\W/g, '_')}` });
+  return ScenarioController;
+}
+
+@Controller('__bench')
+class StatsController {
+  constructor(@Inject(DeferredWork) private readonly work: DeferredWork) {}
+
+  /**
+   * Server CPU, counters and `stats()`; with `?flush=1`, after draining what is pending (deferred
+   * items and blocking handlers still awaiting their side-effect).
+   */
+  @Get('stats')
+  async stats(@Query('flush') flush?: string): Promise<ServerSnapshot> {
+    let flushed: boolean | undefined;
+    if (flush) {
+      const deadline = Date.now() + 15_000;
+      while (blockingInFlight.count > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+      flushed = (await this.work.flush(Math.max(1, deadline - Date.now()))) && blockingInFlight.count === 0;
+    }
+    const s = this.work.stats();
+    return {
+      cpu: process.cpuUsage(),
+      rssBytes: process.memoryUsage.rss(),
+      handled: { ...handled },
+      blockingDone: { ...blockingDone },
+      deferred: {
+        accepted: s.accepted,
+        delivered: s.delivered,
+        pending: s.pending,
+        dropped: s.dropped,
+        deadLettered: s.deadLettered,
+        rejected: s.rejected,
+        skipped: s.skipped,
+        requests: s.requests,
+      },
+      flushed,
+    };
+  }
+}
+
+@Module({})
+export class BenchModule {
+  static register(config: ServerConfig, resources: ScenarioResources): DynamicModule {
+    const controllers: Type<unknown>[] = [StatsController];
+    for (const id of config.scenarios) {
+      const effect = resources.effects.get(id);
+      if (effect) controllers.push(scenarioController(id, effect));
+    }
+    return {
+      module: BenchModule,
+      imports: [DeferredWorkModule.forRoot({ sinks: resources.sinks, registerInterceptor: false, shutdownTimeoutMs: 15_000 })],
+      controllers,
+      providers: [NoopInterceptor],
+    };
+  }
+}

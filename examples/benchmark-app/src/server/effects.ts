@@ -1,0 +1,158 @@
+/**
+ * The side-effect of each scenario, in its two forms: awaited in the handler (`blocking`) and
+ * handed to the library (`defer`). Both do the same work per request.
+ */
+import Bull from 'bull';
+import type { AfterResponseOptions, DeferredScope, DeferredSink, LogItem, SinkItem } from 'nestjs-deferred-work';
+import { HttpSink, MemorySink } from 'nestjs-deferred-work';
+import { BullSink } from 'nestjs-deferred-work/bull';
+import type { ScenarioId, ServerConfig } from '../bench/types.js';
+
+export interface ScenarioEffect {
+  /** Performs the side-effect and resolves when it is done; returns how many items it delivered. */
+  blocking(): Promise<number>;
+  /** Defers the same side-effect through the request's scope. */
+  defer(work: DeferredScope): void;
+  /** Route options of the deferred variant (e.g. which sink takes its jobs). */
+  afterResponse: AfterResponseOptions;
+}
+
+export interface ScenarioResources {
+  /** Sinks to configure in `DeferredWorkModule.forRoot()`; the first (memory) takes what is not routed. */
+  sinks: DeferredSink[];
+  effects: Map<ScenarioId, ScenarioEffect>;
+  /** Close queues and connections. */
+  close(): Promise<void>;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+const ORDER = { orderId: 4711, customer: 'c-42', total: 99.5, currency: 'EUR', lines: 3 };
+const FIELDS = { orderId: 4711, route: '/orders', status: 201 };
+const TAGS = { route: '/orders', status: '201' };
+
+/** A simulated remote call of `ms` milliseconds (a timer), run per request in both variants. */
+function simulated(ms: number): ScenarioEffect {
+  return {
+    async blocking() {
+      await sleep(ms);
+      return 1;
+    },
+    defer(work) {
+      work.run(() => sleep(ms));
+    },
+    afterResponse: {},
+  };
+}
+
+/** 1 job + 2 log records + 2 metric points to an in-memory sink. */
+function mix(deferredSinkName: string): ScenarioEffect {
+  const direct = new MemorySink({ name: 'blocking-memory', capacity: 100 });
+  const signal = new AbortController().signal;
+  const write = (item: SinkItem) => direct.write([item], { signal, attempt: 1 });
+  const base = () => ({ when: 'always' as const, createdAt: Date.now() });
+  return {
+    async blocking() {
+      await write({ kind: 'job', queue: 'orders', name: 'confirm', data: ORDER, ...base() });
+      await write({ kind: 'log', level: 'info', message: 'order accepted', fields: FIELDS, ...base() });
+      await write({ kind: 'log', level: 'debug', message: 'stock reserved', fields: FIELDS, ...base() });
+      await write({ kind: 'metric', name: 'orders.created', value: 1, tags: TAGS, ...base() });
+      await write({ kind: 'metric', name: 'orders.value', value: ORDER.total, tags: TAGS, ...base() });
+      return 5;
+    },
+    defer(work) {
+      work.job('orders', 'confirm', ORDER);
+      work.log('info', 'order accepted', FIELDS);
+      work.log('debug', 'stock reserved', FIELDS);
+      work.metric('orders.created', 1, TAGS);
+      work.metric('orders.value', ORDER.total, TAGS);
+    },
+    afterResponse: { sinks: { job: deferredSinkName, log: deferredSinkName, metric: deferredSinkName } },
+  };
+}
+
+/**
+ * A Bull job per request. `blocking` awaits `queue.add` in the handler (what apps do today);
+ * `deferred` hands the job to a `BullSink` on the same queue, which adds whole batches with `addBulk`.
+ */
+async function bullJob(scenario: string, redisUrl: string, sinks: DeferredSink[], closers: Array<() => Promise<void>>): Promise<ScenarioEffect> {
+  const queueName = `bench-${scenario}`;
+  const queue = new Bull(queueName, redisUrl);
+  closers.push(() => queue.close());
+  await queue.isReady();
+  await queue.empty();
+  const sink = new BullSink({ name: scenario, queues: { [queueName]: queue } });
+  sinks.push(sink);
+  return {
+    async blocking() {
+      await queue.add('confirm', ORDER);
+      return 1;
+    },
+    defer(work) {
+      work.job(queueName, 'confirm', ORDER);
+    },
+    afterResponse: { sinks: { job: sink.name } },
+  };
+}
+
+/** A log record per request to an HTTP receiver: `blocking` POSTs it (one record) in the handler; `deferred` batches. */
+function httpLog(url: string, sinks: DeferredSink[], closers: Array<() => Promise<void>>): ScenarioEffect {
+  const sink = new HttpSink({ name: 'http', url });
+  const direct = new HttpSink({ name: 'blocking-http', url });
+  sinks.push(sink);
+  closers.push(async () => {
+    await direct.shutdown?.();
+  });
+  return {
+    async blocking() {
+      const item: LogItem = { kind: 'log', level: 'info', message: 'order accepted', fields: FIELDS, when: 'always', createdAt: Date.now() };
+      const result = await direct.write([item], { signal: AbortSignal.timeout(5000), attempt: 1 });
+      return result?.failed?.length ? 0 : 1;
+    },
+    defer(work) {
+      work.log('info', 'order accepted', FIELDS);
+    },
+    afterResponse: { sinks: { log: sink.name } },
+  };
+}
+
+/** Builds what the configured scenarios need. */
+export async function createScenarios(config: ServerConfig): Promise<ScenarioResources> {
+  const memory = new MemorySink({ name: 'memory', capacity: 1000 });
+  const sinks: DeferredSink[] = [memory];
+  const effects = new Map<ScenarioId, ScenarioEffect>();
+  const closers: Array<() => Promise<void>> = [];
+  for (const id of config.scenarios) {
+    switch (id) {
+      case 'sim5':
+        effects.set(id, simulated(5));
+        break;
+      case 'sim25':
+        effects.set(id, simulated(25));
+        break;
+      case 'mix':
+        effects.set(id, mix(memory.name));
+        break;
+      case 'bull-local':
+      case 'bull-proxy': {
+        const url = id === 'bull-local' ? config.redisUrl : config.proxiedRedisUrl;
+        if (!url) throw new Error(`Scenario ${id} needs a Redis URL from the runner.`);
+        effects.set(id, await bullJob(id, url, sinks, closers));
+        break;
+      }
+      case 'http-log':
+        if (!config.logReceiverUrl) throw new Error('Scenario http-log needs a receiver URL from the runner.');
+        effects.set(id, httpLog(config.logReceiverUrl, sinks, closers));
+        break;
+      default:
+        throw new Error(`Unknown scenario ${String(id)}.`);
+    }
+  }
+  return {
+    sinks,
+    effects,
+    async close() {
+      await Promise.allSettled(closers.map((close) => close()));
+    },
+  };
+}

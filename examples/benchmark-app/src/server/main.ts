@@ -1,0 +1,56 @@
+/**
+ * The benchmark's server process, forked by the runner (`dist/bench/run.js`) with its
+ * configuration in `BENCH_SERVER_CONFIG`. Listens on 127.0.0.1 (random port) and reports the port
+ * over IPC; stops on a `stop` message or when the runner goes away.
+ */
+import 'reflect-metadata';
+import type { INestApplication } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { ExpressAdapter } from '@nestjs/platform-express';
+import { FastifyAdapter } from '@nestjs/platform-fastify';
+import type { ServerConfig } from '../bench/types.js';
+import { BenchModule } from './bench.module.js';
+import { createScenarios } from './effects.js';
+
+/** Messages exchanged with the runner over IPC. */
+export type ServerMessage = { type: 'ready'; port: number } | { type: 'error'; message: string };
+
+async function main(): Promise<void> {
+  const raw = process.env.BENCH_SERVER_CONFIG;
+  if (!raw) throw new Error('BENCH_SERVER_CONFIG is not set: this process is started by the runner (pnpm bench).');
+  const config = JSON.parse(raw) as ServerConfig;
+  const resources = await createScenarios(config);
+  const adapter = config.adapter === 'fastify' ? new FastifyAdapter() : new ExpressAdapter();
+  const app: INestApplication = await NestFactory.create(BenchModule.register(config, resources), adapter, {
+    logger: ['error', 'warn'],
+  });
+  await app.listen(0, '127.0.0.1');
+  const { port } = app.getHttpServer().address() as { port: number };
+  let stopping = false;
+  const stop = async () => {
+    if (stopping) return;
+    stopping = true;
+    try {
+      await app.close();
+      await resources.close();
+    } finally {
+      process.exit(0);
+    }
+  };
+  process.on('message', (message: { type?: string }) => {
+    if (message?.type === 'stop') void stop();
+  });
+  process.on('disconnect', () => void stop());
+  send({ type: 'ready', port });
+}
+
+function send(message: ServerMessage): void {
+  if (process.send) process.send(message);
+  else console.log(JSON.stringify(message));
+}
+
+main().catch((error: unknown) => {
+  send({ type: 'error', message: error instanceof Error ? (error.stack ?? error.message) : String(error) });
+  console.error(error);
+  process.exit(1);
+});

@@ -1,0 +1,274 @@
+import {
+  aggregateRuns,
+  checkTargets,
+  computeRatios,
+  median,
+  ratio,
+  renderJson,
+  renderMarkdown,
+  renderMarkdownTable,
+  renderTable,
+  renderTargetsText,
+} from '../src/bench/report';
+import { escapeXml, niceMax, renderSvg } from '../src/bench/svg';
+import type { Adapter, BenchReport, ResultRow, RunSample, ScenarioId, Variant } from '../src/bench/types';
+
+function sample(overrides: Partial<RunSample> = {}): RunSample {
+  return {
+    requests: 1000,
+    serverRequests: 1005,
+    durationS: 1,
+    reqPerSec: 1000,
+    latencyAvgMs: 10,
+    latencyP50Ms: 9,
+    latencyP99Ms: 20,
+    cpuUsPerRequest: 100,
+    errors: 0,
+    non2xx: 0,
+    itemsExpected: 0,
+    itemsDelivered: 0,
+    itemsLost: 0,
+    ...overrides,
+  };
+}
+
+function row(scenario: ScenarioId, adapter: Adapter, variant: Variant, overrides: Partial<ResultRow> = {}): ResultRow {
+  return {
+    scenario,
+    scenarioLabel: `label of ${scenario}`,
+    adapter,
+    variant,
+    connections: 10,
+    requests: 1000,
+    reqPerSec: 1000,
+    latencyAvgMs: 10,
+    latencyP50Ms: 9,
+    latencyP99Ms: 20,
+    cpuUsPerRequest: 100,
+    itemsExpected: 0,
+    itemsDelivered: 0,
+    itemsLost: 0,
+    errors: 0,
+    non2xx: 0,
+    repeats: 1,
+    durationS: 1,
+    runs: [],
+    ...overrides,
+  };
+}
+
+/** A full, fixed result set for one adapter: every target met. */
+function passingRows(adapter: Adapter = 'express'): ResultRow[] {
+  const scenario = (id: ScenarioId, blocking: number, deferred: number, items = 1): ResultRow[] => [
+    row(id, adapter, 'plain', { reqPerSec: 8000, cpuUsPerRequest: 120 }),
+    row(id, adapter, 'noop-interceptor', { reqPerSec: 7600, cpuUsPerRequest: 130 }),
+    row(id, adapter, 'blocking', { reqPerSec: blocking, cpuUsPerRequest: 150, itemsExpected: 100 * items, itemsDelivered: 100 * items }),
+    row(id, adapter, 'deferred', { reqPerSec: deferred, cpuUsPerRequest: 140, itemsExpected: 200 * items, itemsDelivered: 200 * items }),
+  ];
+  return [
+    ...scenario('sim5', 1600, 7000),
+    ...scenario('sim25', 380, 6800),
+    ...scenario('bull-local', 5000, 6000),
+    ...scenario('bull-proxy', 300, 6500),
+    ...scenario('http-log', 3000, 6900),
+    ...scenario('mix', 7000, 7100, 5),
+  ];
+}
+
+describe('median and ratio', () => {
+  it('takes the middle value, or the mean of the two middle ones, ignoring non-finite values', () => {
+    expect(median([3, 1, 2])).toBe(2);
+    expect(median([4, 1, 3, 2])).toBe(2.5);
+    expect(median([5, Number.NaN])).toBe(5);
+    expect(median([])).toBeNaN();
+  });
+
+  it('divides, or gives undefined when a side is missing or the divisor is 0', () => {
+    expect(ratio(300, 100)).toBe(3);
+    expect(ratio(300, 0)).toBeUndefined();
+    expect(ratio(undefined, 5)).toBeUndefined();
+    expect(ratio(Number.NaN, 5)).toBeUndefined();
+  });
+});
+
+describe('aggregateRuns', () => {
+  it('takes medians of rates and latencies and sums the counts', () => {
+    const runs = [
+      sample({ reqPerSec: 900, latencyP99Ms: 30, cpuUsPerRequest: 90, itemsExpected: 10, itemsDelivered: 10, requests: 900 }),
+      sample({ reqPerSec: 1200, latencyP99Ms: 10, cpuUsPerRequest: 130, itemsExpected: 12, itemsDelivered: 11, itemsLost: 1, requests: 1200 }),
+      sample({ reqPerSec: 1000, latencyP99Ms: 20, cpuUsPerRequest: 100, itemsExpected: 8, itemsDelivered: 8, requests: 1000, errors: 2 }),
+    ];
+    const aggregated = aggregateRuns({ scenario: 'sim5', scenarioLabel: 'x', adapter: 'fastify', variant: 'deferred', connections: 10 }, runs);
+    expect(aggregated).toMatchObject({
+      scenario: 'sim5',
+      adapter: 'fastify',
+      variant: 'deferred',
+      connections: 10,
+      reqPerSec: 1000,
+      latencyP99Ms: 20,
+      cpuUsPerRequest: 100,
+      requests: 3100,
+      itemsExpected: 30,
+      itemsDelivered: 29,
+      itemsLost: 1,
+      errors: 2,
+      repeats: 3,
+    });
+    expect(aggregated.runs).toHaveLength(3);
+  });
+});
+
+describe('computeRatios', () => {
+  it('gives deferred ÷ blocking, deferred ÷ plain and the CPU ratio deferred ÷ noop per scenario and adapter', () => {
+    const rows = [
+      row('sim25', 'express', 'plain', { reqPerSec: 8000 }),
+      row('sim25', 'express', 'noop-interceptor', { cpuUsPerRequest: 125 }),
+      row('sim25', 'express', 'blocking', { reqPerSec: 400, latencyP99Ms: 40 }),
+      row('sim25', 'express', 'deferred', { reqPerSec: 6000, cpuUsPerRequest: 150, latencyP99Ms: 4 }),
+      row('sim25', 'fastify', 'deferred', { reqPerSec: 9000 }),
+    ];
+    const ratios = computeRatios(rows);
+    expect(ratios).toHaveLength(2);
+    expect(ratios[0]).toEqual({
+      scenario: 'sim25',
+      adapter: 'express',
+      deferredVsBlocking: 15,
+      deferredVsPlain: 0.75,
+      cpuDeferredVsNoop: 1.2,
+      p99BlockingVsDeferred: 10,
+    });
+    expect(ratios[1]).toMatchObject({ adapter: 'fastify', deferredVsBlocking: undefined, deferredVsPlain: undefined });
+  });
+});
+
+describe('checkTargets', () => {
+  it('marks every target met for a passing result set', () => {
+    const checks = checkTargets(passingRows());
+    expect(checks).toHaveLength(7);
+    expect(checks.every((c) => c.pass === true)).toBe(true);
+    expect(checks.find((c) => c.target.startsWith('25 ms deferred'))?.measured).toBe('-2.9%');
+  });
+
+  it('reports misses with the measured value', () => {
+    const rows = passingRows().map((r) => {
+      if (r.scenario === 'sim5' && r.variant === 'blocking') return { ...r, reqPerSec: 2500 };
+      if (r.scenario === 'mix' && r.variant === 'deferred') return { ...r, cpuUsPerRequest: 160 };
+      if (r.scenario === 'http-log' && r.variant === 'deferred') return { ...r, itemsDelivered: 199 };
+      return r;
+    });
+    const checks = checkTargets(rows);
+    const byTarget = (prefix: string) => checks.find((c) => c.target.startsWith(prefix))!;
+    expect(byTarget('5 ms')).toMatchObject({ pass: false, measured: '2.8×' });
+    expect(byTarget('mix')).toMatchObject({ pass: false, measured: '1.23×' });
+    expect(byTarget('delivered')).toMatchObject({ pass: false, measured: 'http-log/deferred: 199 of 200' });
+  });
+
+  it('counts items the library lost as a miss even when the totals match', () => {
+    const rows = passingRows().map((r) => (r.scenario === 'mix' && r.variant === 'deferred' ? { ...r, itemsLost: 3 } : r));
+    expect(checkTargets(rows).find((c) => c.target.startsWith('delivered'))?.pass).toBe(false);
+  });
+
+  it('leaves skipped scenarios unevaluated and says why', () => {
+    const rows = passingRows().filter((r) => !r.scenario.startsWith('bull'));
+    const checks = checkTargets(rows, [{ scenario: 'bull-local', scenarioLabel: 'x', reason: 'no Redis: not found' }]);
+    const local = checks.find((c) => c.target.startsWith('local Redis'))!;
+    expect(local).toMatchObject({ pass: undefined, measured: 'skipped: no Redis: not found' });
+    expect(checks.find((c) => c.target.startsWith('Redis at'))).toMatchObject({ pass: undefined, measured: 'not run' });
+  });
+
+  it('evaluates each adapter separately', () => {
+    const checks = checkTargets([...passingRows('express'), ...passingRows('fastify')]);
+    expect(checks.filter((c) => c.adapter === 'fastify')).toHaveLength(7);
+  });
+});
+
+describe('renderers', () => {
+  const rows = passingRows();
+  const report: BenchReport = {
+    startedAt: '2025-01-01T00:00:00.000Z',
+    finishedAt: '2025-01-01T00:06:00.000Z',
+    machine: { cpus: 2, cpuModel: 'Test CPU', node: 'v20.20.0', platform: 'linux', loadAvg: [1, 0.5, 0.25] },
+    options: { duration: 3, connections: 10, scenarios: ['sim5'], adapters: ['express'], repeats: 2, warmup: 1, proxyRttMs: 30 },
+    rows,
+    skipped: [{ scenario: 'bull-proxy', scenarioLabel: 'Bull <proxy>', reason: 'no Redis' }],
+    ratios: computeRatios(rows),
+    targets: checkTargets(rows),
+  };
+
+  it('prints an aligned table with ratios on the deferred rows', () => {
+    const table = renderTable(rows).split('\n');
+    expect(table[0]).toMatch(/^scenario\s+adapter\s+variant\s+req\/s\s+avg ms\s+p50 ms\s+p99 ms\s+CPU µs\/req/);
+    const sim25Deferred = table.find((l) => l.startsWith('sim25') && l.includes('deferred'))!;
+    expect(sim25Deferred).toContain('6,800');
+    expect(sim25Deferred).toContain('17.89×');
+    expect(sim25Deferred).toContain('200/200');
+    const sim25Blocking = table.find((l) => l.startsWith('sim25') && l.includes('blocking'))!;
+    expect(sim25Blocking).not.toContain('×');
+  });
+
+  it('writes JSON as a list of rows with the fields other tools read', () => {
+    const parsed = JSON.parse(renderJson(rows)) as Array<Record<string, unknown>>;
+    expect(Array.isArray(parsed)).toBe(true);
+    expect(parsed).toHaveLength(rows.length);
+    for (const key of [
+      'scenario',
+      'adapter',
+      'variant',
+      'connections',
+      'requests',
+      'reqPerSec',
+      'latencyAvgMs',
+      'latencyP99Ms',
+      'cpuUsPerRequest',
+      'itemsExpected',
+      'itemsDelivered',
+    ]) {
+      expect(parsed[0]).toHaveProperty(key);
+    }
+    expect(parsed.map((r) => r.variant).slice(0, 4)).toEqual(['plain', 'noop-interceptor', 'blocking', 'deferred']);
+  });
+
+  it('writes Markdown with the chart, the table, the targets and what was skipped', () => {
+    const md = renderMarkdown(report, 'latest.svg');
+    expect(md).toContain('![req/s and CPU per request by scenario and variant](latest.svg)');
+    expect(md).toContain(renderMarkdownTable(rows));
+    expect(md).toContain('| sim25 | express | deferred | **6,800** |');
+    expect(md).toContain('## Targets (issue 4)');
+    expect(md).toContain('**bull-proxy** (Bull <proxy>): no Redis');
+    expect(md).toContain('2 × Test CPU');
+  });
+
+  it('prints the targets as text, marking misses', () => {
+    const text = renderTargetsText([
+      { adapter: 'express', target: 't1', measured: '2.0×', pass: false },
+      { adapter: 'express', target: 't2', measured: '3.0×', pass: true },
+      { adapter: 'express', target: 't3', measured: 'not run' },
+    ]);
+    expect(text.split('\n')).toEqual([
+      'MISSED  express  t1: 2.0×',
+      '  ok    express  t2: 3.0×',
+      '  -     express  t3: not run',
+    ]);
+  });
+
+  it('draws an SVG with two bars per row and escaped labels', () => {
+    const svg = renderSvg([...rows, row('mix', 'fastify', 'deferred', { scenarioLabel: 'a <b> & "c"', reqPerSec: Number.NaN })], {
+      title: 'T & T',
+    });
+    expect(svg.startsWith('<svg xmlns="http://www.w3.org/2000/svg"')).toBe(true);
+    expect(svg.trimEnd().endsWith('</svg>')).toBe(true);
+    const bars = svg.match(/<rect x="\d+(\.\d+)?" y="\d+(\.\d+)?" width="[\d.]+" height="11"/g) ?? [];
+    expect(bars).toHaveLength((rows.length + 1) * 2);
+    expect(svg).toContain('a &lt;b&gt; &amp; &quot;c&quot; · fastify');
+    expect(svg).toContain('T &amp; T');
+    expect(svg).not.toMatch(/NaN|undefined/);
+  });
+
+  it('rounds axis maxima up to 1, 2, 2.5 or 5 times a power of ten', () => {
+    expect(niceMax(7300)).toBe(10000);
+    expect(niceMax(1800)).toBe(2000);
+    expect(niceMax(240)).toBe(250);
+    expect(niceMax(0)).toBe(1);
+    expect(escapeXml(`<&>"'`)).toBe('&lt;&amp;&gt;&quot;&apos;');
+  });
+});
