@@ -4,6 +4,7 @@ import { DEFERRED_WORK_MODULE_OPTIONS, DeferredWorkConfigurableModule } from './
 import { DeferredWorkInterceptor } from './deferred-work.interceptor';
 import { DeferredWork } from './deferred-work.service';
 import { Dispatcher } from './dispatch/dispatcher';
+import { DeferredWorkHealthIndicator } from './health/deferred-work.health-indicator';
 import type { DeferredWorkModuleOptions } from './options/module-options.interface';
 import { resolveOptions } from './options/resolve-options';
 import { DeferredAsyncContext } from './request-scope/async-context';
@@ -34,7 +35,8 @@ import { DirectScope } from './request-scope/direct-scope';
     },
     DeferredWorkInterceptor,
     DeferredWork,
+    DeferredWorkHealthIndicator,
   ],
-  exports: [DeferredWork, DeferredWorkInterceptor, Dispatcher, DirectScope, DeferredAsyncContext],
+  exports: [DeferredWork, DeferredWorkInterceptor, DeferredWorkHealthIndicator, Dispatcher, DirectScope, DeferredAsyncContext],
 })
 export class DeferredWorkModule extends DeferredWorkConfigurableModule {}

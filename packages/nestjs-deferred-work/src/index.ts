@@ -4,6 +4,13 @@ export { DeferredWorkInterceptor } from './deferred-work.interceptor';
 export { DeferredWork } from './deferred-work.service';
 export { AfterResponse, AFTER_RESPONSE_METADATA, type AfterResponseOptions } from './after-response.decorator';
 export { Deferred } from './deferred.decorator';
+export {
+  DeferredWorkHealthIndicator,
+  type DeferredWorkHealthOptions,
+  type DeferredWorkHealthResult,
+  type SinkHealth,
+} from './health/deferred-work.health-indicator';
+export type { RouteTimingStats } from './request-scope/route-timing';
 export type { DeferredScope } from './request-scope/deferred-scope.interface';
 export type { RequestOutcome } from './request-scope/request-collector';
 export type {

@@ -55,6 +55,8 @@ export class SinkProcessor {
   private lastError: string | undefined;
   private lastErrorAt: number | undefined;
   private lastWriteMs: number | undefined;
+  private lastDropAt: number | undefined;
+  private lastDeadLetterAt: number | undefined;
 
   constructor(
     readonly sink: DeferredSink,
@@ -82,6 +84,7 @@ export class SinkProcessor {
     this.accepted++;
     if (this.pending >= this.options.maxQueueSize) {
       this.dropped++;
+      this.lastDropAt = Date.now();
       return false;
     }
     this.queue.push({ item, attempts: 0, queuedAt: performance.now() });
@@ -120,6 +123,8 @@ export class SinkProcessor {
       lastError: this.lastError,
       lastErrorAt: this.lastErrorAt,
       lastWriteMs: this.lastWriteMs,
+      lastDropAt: this.lastDropAt,
+      lastDeadLetterAt: this.lastDeadLetterAt,
     };
   }
 
@@ -295,6 +300,7 @@ export class SinkProcessor {
     if (entries.length === 0) return;
     this.deadLettered += entries.length;
     const at = Date.now();
+    this.lastDeadLetterAt = at;
     this.hooks.deadLetter(
       entries.map((e) => ({ item: e.item, sink: this.sink.name, reason, error, attempts: e.attempts, at })),
     );

@@ -24,6 +24,9 @@ export interface SinkStats {
   lastErrorAt?: number;
   /** Duration of the last write, in ms. */
   lastWriteMs?: number;
+  /** When an item was last dropped, and last dead-lettered (epoch ms). */
+  lastDropAt?: number;
+  lastDeadLetterAt?: number;
 }
 
 /** What `DeferredWork.stats()` returns. The totals are the sums over `sinks`. */

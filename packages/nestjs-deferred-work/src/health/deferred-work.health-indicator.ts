@@ -1,0 +1,68 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { Dispatcher } from '../dispatch/dispatcher';
+import { CALLBACK_SINK_NAME } from '../sinks/callback.sink';
+
+/** Options of {@link DeferredWorkHealthIndicator.isHealthy}. */
+export interface DeferredWorkHealthOptions {
+  /** A sink holding at least this fraction of its `maxQueueSize` is near full. Default `0.8`. */
+  queueFullRatio?: number;
+  /** Drops or dead letters within this many ms make the check degraded. Default `60000`. */
+  recentMs?: number;
+}
+
+/** One sink's part of the health result. */
+export interface SinkHealth {
+  pending: number;
+  maxQueueSize: number;
+  dropped: number;
+  deadLettered: number;
+  lastError?: string;
+}
+
+/** The result, in `@nestjs/terminus`'s `HealthIndicatorResult` shape. */
+export type DeferredWorkHealthResult<Key extends string = string> = Record<
+  Key,
+  { status: 'up' | 'down'; degraded: boolean; reasons: string[]; sinks: Record<string, SinkHealth> }
+>;
+
+/**
+ * A health indicator for `@nestjs/terminus` (11 or later; none of its code is imported, so it is an
+ * optional peer). `down` with `degraded: true` and the reasons when a sink's queue is near full, or
+ * items were dropped or dead-lettered recently:
+ *
+ * ```ts
+ * @Get('health')
+ * @HealthCheck()
+ * check() {
+ *   return this.health.check([() => this.deferred.isHealthy('deferredWork')]);
+ * }
+ * ```
+ */
+@Injectable()
+export class DeferredWorkHealthIndicator {
+  constructor(@Inject(Dispatcher) private readonly dispatcher: Dispatcher) {}
+
+  isHealthy<const Key extends string = 'deferredWork'>(
+    key: Key = 'deferredWork' as Key,
+    options: DeferredWorkHealthOptions = {},
+  ): DeferredWorkHealthResult<Key> {
+    const ratio = options.queueFullRatio ?? 0.8;
+    const recentMs = options.recentMs ?? 60_000;
+    const now = Date.now();
+    const reasons: string[] = [];
+    const sinks: Record<string, SinkHealth> = {};
+    for (const [name, s] of Object.entries(this.dispatcher.stats().sinks)) {
+      const maxQueueSize = this.dispatcher.options.processorOptions.get(name)!.maxQueueSize;
+      if (name !== CALLBACK_SINK_NAME || s.accepted > 0) {
+        sinks[name] = { pending: s.pending, maxQueueSize, dropped: s.dropped, deadLettered: s.deadLettered, lastError: s.lastError };
+      }
+      if (s.pending >= maxQueueSize * ratio) reasons.push(`sink "${name}" queue ${s.pending}/${maxQueueSize} is near full`);
+      if (s.lastDropAt !== undefined && now - s.lastDropAt <= recentMs) reasons.push(`sink "${name}" dropped items in the last ${recentMs} ms`);
+      if (s.lastDeadLetterAt !== undefined && now - s.lastDeadLetterAt <= recentMs) {
+        reasons.push(`sink "${name}" dead-lettered items in the last ${recentMs} ms${s.lastError ? ` (${s.lastError})` : ''}`);
+      }
+    }
+    const degraded = reasons.length > 0;
+    return { [key]: { status: degraded ? 'down' : 'up', degraded, reasons, sinks } } as DeferredWorkHealthResult<Key>;
+  }
+}
