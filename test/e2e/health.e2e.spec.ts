@@ -11,6 +11,11 @@ import { eventually } from '../support/eventually';
 import { failOnUnhandledRejection, platforms, startApp, type StartedApp } from '../support/platforms';
 import { RecordingSink } from '../support/recording.sink';
 
+interface HealthBody {
+  status: string;
+  details: { deferredWork: { degraded: boolean; reasons: string[]; sinks: Record<string, object> } };
+}
+
 @Controller()
 class AppController {
   constructor(
@@ -52,14 +57,14 @@ describe.each(platforms)('DeferredWorkHealthIndicator with @nestjs/terminus ($na
   it('is up while the sink keeps up, and down (degraded, with reasons) when its queue fills and drops', async () => {
     const healthy = await fetch(`${started.url}/health`);
     expect(healthy.status).toBe(200);
-    expect((await healthy.json()).details.deferredWork).toMatchObject({ status: 'up', degraded: false, reasons: [] });
+    expect(((await healthy.json()) as HealthBody).details.deferredWork).toMatchObject({ status: 'up', degraded: false, reasons: [] });
 
     sink.behaviour = 'hang'; // the sink stops answering: items pile up, then drop
     for (let i = 0; i < 15; i++) expect((await fetch(`${started.url}/work`)).status).toBe(200);
     await eventually(async () => {
       const res = await fetch(`${started.url}/health`);
       expect(res.status).toBe(503);
-      const body = await res.json();
+      const body = (await res.json()) as HealthBody;
       expect(body.status).toBe('error');
       expect(body.details.deferredWork.degraded).toBe(true);
       expect(body.details.deferredWork.reasons.join('\n')).toMatch(/sink "events" queue 10\/10 is near full/);
