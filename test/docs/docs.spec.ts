@@ -1,4 +1,4 @@
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import ts from 'typescript';
 import { MODULE_DEFAULTS, PROCESSOR_DEFAULTS } from '../../packages/nestjs-deferred-work/src/options/defaults';
@@ -70,6 +70,19 @@ describe('docs', () => {
       }
     }
     expect(problems).toEqual([]);
+  });
+
+  it('every relative link in README.md and docs/ points at a file that exists', () => {
+    const broken: string[] = [];
+    for (const file of markdownFiles()) {
+      const text = readFileSync(file, 'utf8').replace(/^```[\s\S]*?^```/gm, '');
+      for (const [, target] of text.matchAll(/\]\(([^)\s]+)\)/g)) {
+        if (/^[a-z]+:/i.test(target) || target.startsWith('#')) continue;
+        const path = join(file, '..', target.split('#')[0]);
+        if (!existsSync(path)) broken.push(`${relative(root, file)} → ${target}`);
+      }
+    }
+    expect(broken).toEqual([]);
   });
 
   it('the options table lists every module option with the default the code applies and documents', () => {
