@@ -94,9 +94,9 @@ describe('median and ratio', () => {
 describe('aggregateRuns', () => {
   it('takes medians of rates and latencies and sums the counts', () => {
     const runs = [
-      sample({ reqPerSec: 900, latencyP99Ms: 30, cpuUsPerRequest: 90, itemsExpected: 10, itemsDelivered: 10, requests: 900 }),
-      sample({ reqPerSec: 1200, latencyP99Ms: 10, cpuUsPerRequest: 130, itemsExpected: 12, itemsDelivered: 11, itemsLost: 1, requests: 1200 }),
-      sample({ reqPerSec: 1000, latencyP99Ms: 20, cpuUsPerRequest: 100, itemsExpected: 8, itemsDelivered: 8, requests: 1000, errors: 2 }),
+      sample({ reqPerSec: 900, latencyP99Ms: 30, cpuUsPerRequest: 90, itemsExpected: 10, itemsDelivered: 10, requests: 900, itemsAtDestination: 10 }),
+      sample({ reqPerSec: 1200, latencyP99Ms: 10, cpuUsPerRequest: 130, itemsExpected: 12, itemsDelivered: 11, itemsLost: 1, requests: 1200, itemsAtDestination: 11 }),
+      sample({ reqPerSec: 1000, latencyP99Ms: 20, cpuUsPerRequest: 100, itemsExpected: 8, itemsDelivered: 8, requests: 1000, errors: 2, itemsAtDestination: 8 }),
     ];
     const aggregated = aggregateRuns({ scenario: 'sim5', scenarioLabel: 'x', adapter: 'fastify', variant: 'deferred', connections: 10 }, runs);
     expect(aggregated).toMatchObject({
@@ -111,10 +111,12 @@ describe('aggregateRuns', () => {
       itemsExpected: 30,
       itemsDelivered: 29,
       itemsLost: 1,
+      itemsAtDestination: 29,
       errors: 2,
       repeats: 3,
     });
     expect(aggregated.runs).toHaveLength(3);
+    expect(aggregateRuns(aggregated, [sample(), sample({ itemsAtDestination: 4 })]).itemsAtDestination).toBeUndefined();
   });
 });
 
@@ -166,6 +168,15 @@ describe('checkTargets', () => {
   it('counts items the library lost as a miss even when the totals match', () => {
     const rows = passingRows().map((r) => (r.scenario === 'mix' && r.variant === 'deferred' ? { ...r, itemsLost: 3 } : r));
     expect(checkTargets(rows).find((c) => c.target.startsWith('delivered'))?.pass).toBe(false);
+  });
+
+  it('counts a destination that disagrees with stats() as a miss', () => {
+    const rows = passingRows().map((r) =>
+      r.scenario === 'bull-local' && r.variant === 'deferred' ? { ...r, itemsAtDestination: 198 } : r,
+    );
+    const check = checkTargets(rows).find((c) => c.target.startsWith('delivered'))!;
+    expect(check).toMatchObject({ pass: false, measured: 'bull-local/deferred: 200 of 200, 198 at the destination' });
+    expect(renderTable(rows)).toContain('200/200 (198 at destination!)');
   });
 
   it('leaves skipped scenarios unevaluated and says why', () => {

@@ -21,7 +21,7 @@ export function freePort(): Promise<number> {
 }
 
 /** Sends one inline command to Redis and resolves with the first reply line. */
-function redisCommand(port: number, command: string, timeoutMs = 1000): Promise<string> {
+export function redisCommand(port: number, command: string, timeoutMs = 1000): Promise<string> {
   return new Promise((resolve, reject) => {
     const socket = net.connect(port, '127.0.0.1');
     const timer = setTimeout(() => {

@@ -50,6 +50,7 @@ export function aggregateRuns(
     itemsExpected: sum((r) => r.itemsExpected),
     itemsDelivered: sum((r) => r.itemsDelivered),
     itemsLost: sum((r) => r.itemsLost),
+    itemsAtDestination: runs.every((r) => r.itemsAtDestination !== undefined) && runs.length > 0 ? sum((r) => r.itemsAtDestination!) : undefined,
     errors: sum((r) => r.errors),
     non2xx: sum((r) => r.non2xx),
     repeats: runs.length,
@@ -138,7 +139,12 @@ export function checkTargets(rows: readonly ResultRow[], skipped: readonly Skipp
       pass: cpu === undefined ? undefined : cpu <= 1.1,
     });
     const mine = rows.filter((x) => x.adapter === adapter && x.itemsExpected > 0);
-    const short = mine.filter((x) => x.itemsDelivered !== x.itemsExpected || x.itemsLost > 0);
+    const short = mine.filter(
+      (x) =>
+        x.itemsDelivered !== x.itemsExpected ||
+        x.itemsLost > 0 ||
+        (x.itemsAtDestination !== undefined && x.itemsAtDestination !== x.itemsDelivered),
+    );
     checks.push({
       adapter,
       target: 'delivered = expected, every scenario',
@@ -147,7 +153,16 @@ export function checkTargets(rows: readonly ResultRow[], skipped: readonly Skipp
           ? 'n/a'
           : short.length === 0
             ? `${mine.reduce((t, x) => t + x.itemsDelivered, 0)} of ${mine.reduce((t, x) => t + x.itemsExpected, 0)}`
-            : short.map((x) => `${x.scenario}/${x.variant}: ${x.itemsDelivered} of ${x.itemsExpected}`).join('; '),
+            : short
+                .map(
+                  (x) =>
+                    `${x.scenario}/${x.variant}: ${x.itemsDelivered} of ${x.itemsExpected}` +
+                    (x.itemsLost > 0 ? `, ${x.itemsLost} lost` : '') +
+                    (x.itemsAtDestination !== undefined && x.itemsAtDestination !== x.itemsDelivered
+                      ? `, ${x.itemsAtDestination} at the destination`
+                      : ''),
+                )
+                .join('; '),
       pass: mine.length === 0 ? undefined : short.length === 0,
     });
   }
@@ -159,6 +174,15 @@ export function formatNumber(value: number, decimals?: number): string {
   if (!Number.isFinite(value)) return 'n/a';
   const digits = decimals ?? (Math.abs(value) >= 100 ? 0 : Math.abs(value) >= 10 ? 1 : 2);
   return value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+}
+
+/** `delivered/expected`, with a `!` when the destination's own count disagrees. */
+function items(row: ResultRow): string {
+  if (row.itemsExpected === 0 && row.itemsDelivered === 0) return '-';
+  const text = `${row.itemsDelivered}/${row.itemsExpected}`;
+  return row.itemsAtDestination !== undefined && row.itemsAtDestination !== row.itemsDelivered
+    ? `${text} (${row.itemsAtDestination} at destination!)`
+    : text;
 }
 
 function cells(row: ResultRow, ratios: readonly ScenarioRatios[]): string[] {
@@ -173,7 +197,7 @@ function cells(row: ResultRow, ratios: readonly ScenarioRatios[]): string[] {
     formatNumber(row.latencyP50Ms, 0),
     formatNumber(row.latencyP99Ms, 0),
     formatNumber(row.cpuUsPerRequest, 0),
-    row.itemsExpected === 0 && row.itemsDelivered === 0 ? '-' : `${row.itemsDelivered}/${row.itemsExpected}`,
+    items(row),
     isDeferred ? times(r?.deferredVsBlocking) : '',
     isDeferred ? times(r?.deferredVsPlain) : '',
   ];

@@ -14,6 +14,7 @@ import {
   type DelayProxy,
   type LogReceiver,
   type PrivateRedis,
+  redisCommand,
   startDelayProxy,
   startLogReceiver,
   startRedis,
@@ -137,12 +138,23 @@ async function drive(url: string, connections: number, duration: number): Promis
   return autocannon({ url, connections, duration, pipelining: 1, timeout: 10 });
 }
 
+/** Counts what a scenario's destination holds (receiver records, Bull jobs), when it has one. */
+type DestinationCounter = () => Promise<number>;
+
 /** One measured run of one route. */
-async function measure(server: ServerHandle, scenario: ScenarioId, variant: Variant, options: BenchOptions): Promise<RunSample> {
+async function measure(
+  server: ServerHandle,
+  scenario: ScenarioId,
+  variant: Variant,
+  options: BenchOptions,
+  destination?: DestinationCounter,
+): Promise<RunSample> {
   const key = `${scenario}/${variant}`;
   const before = await snapshot(server, true);
+  const atDestinationBefore = await destination?.();
   const result = await drive(`${server.base}/${key}`, options.connections, options.duration);
   const after = await snapshot(server, true);
+  const atDestinationAfter = await destination?.();
   const serverRequests = (after.handled[key] ?? 0) - (before.handled[key] ?? 0);
   const cpuUs = after.cpu.user + after.cpu.system - (before.cpu.user + before.cpu.system);
   const info = scenarioInfo(scenario);
@@ -173,6 +185,10 @@ async function measure(server: ServerHandle, scenario: ScenarioId, variant: Vari
     itemsExpected,
     itemsDelivered,
     itemsLost,
+    itemsAtDestination:
+      (variant === 'deferred' || variant === 'blocking') && atDestinationBefore !== undefined && atDestinationAfter !== undefined
+        ? atDestinationAfter - atDestinationBefore
+        : undefined,
   };
 }
 
@@ -257,6 +273,22 @@ async function main(): Promise<void> {
     scenarios.length * options.adapters.length * VARIANTS.length * (options.warmup + options.repeats * (options.duration + 0.3));
   log(`${totalRuns} measured runs, about ${Math.ceil(estimate / 60)} min\n`);
 
+  const destination = (scenario: ScenarioId): DestinationCounter | undefined => {
+    if (scenario === 'http-log' && receiver) {
+      const r = receiver;
+      return async () => r.records();
+    }
+    if ((scenario === 'bull-local' || scenario === 'bull-proxy') && redis) {
+      const port = redis.port;
+      return async () => {
+        const reply = await redisCommand(port, `LLEN bull:bench-${scenario}:wait`);
+        if (!reply.startsWith(':')) throw new Error(`LLEN answered ${reply}`);
+        return Number(reply.slice(1));
+      };
+    }
+    return undefined;
+  };
+
   const rows: ResultRow[] = [];
   let done = 0;
   try {
@@ -280,10 +312,15 @@ async function main(): Promise<void> {
           const samples = new Map<Variant, RunSample[]>(VARIANTS.map((v) => [v, []]));
           for (let r = 0; r < options.repeats; r++) {
             for (const variant of variantOrder(r)) {
-              const sample = await measure(server, scenario, variant, options);
+              const sample = await measure(server, scenario, variant, options, destination(scenario));
               samples.get(variant)!.push(sample);
               done++;
-              const items = sample.itemsExpected > 0 || sample.itemsDelivered > 0 ? `, items ${sample.itemsDelivered}/${sample.itemsExpected}` : '';
+              const atDestination =
+                sample.itemsAtDestination !== undefined ? ` (${sample.itemsAtDestination} at the destination)` : '';
+              const items =
+                sample.itemsExpected > 0 || sample.itemsDelivered > 0
+                  ? `, items ${sample.itemsDelivered}/${sample.itemsExpected}${atDestination}${sample.itemsLost ? `, ${sample.itemsLost} lost` : ''}`
+                  : '';
               const problems = sample.errors + sample.non2xx > 0 ? `, ${sample.errors} errors, ${sample.non2xx} non-2xx` : '';
               log(
                 `  [${String(done).padStart(String(totalRuns).length)}/${totalRuns} ${elapsed()}] ${variant.padEnd(16)} #${r + 1}: ` +

@@ -49,6 +49,11 @@ export interface RunSample {
   itemsDelivered: number;
   /** Items the library counted as dropped, dead-lettered or still pending after the drain. */
   itemsLost: number;
+  /**
+   * Items the destination itself counted (records at the HTTP receiver, jobs in the Bull wait list),
+   * when the scenario has one: an independent check of `itemsDelivered`.
+   */
+  itemsAtDestination?: number;
 }
 
 /** A row of `results/latest.json`: one scenario × adapter × variant, aggregated over its repeats. */
@@ -71,6 +76,8 @@ export interface ResultRow {
   itemsExpected: number;
   itemsDelivered: number;
   itemsLost: number;
+  /** Summed over the repeats; absent when the scenario has no countable destination. */
+  itemsAtDestination?: number;
   errors: number;
   non2xx: number;
   repeats: number;
