@@ -1,0 +1,613 @@
+#!/usr/bin/env node
+// Consumer install test (`pnpm test:consumer`): packs the library with `npm pack`, checks what the
+// tarball contains, then for Nest 10, 11 and 12 and for a CommonJS and an ESM ("type": "module")
+// app: creates a fresh app in a temporary folder, `npm install`s the tarball, compiles it with
+// `tsc`, starts it and checks over HTTP (127.0.0.1 only) that the work deferred by an
+// `@AfterResponse()` route is delivered after its response finished.
+//
+// Environment (all optional):
+//   CONSUMER_NEST_MAJORS  comma-separated Nest majors to test (default "10,11,12")
+//   CONSUMER_FORMATS      comma-separated consumer formats (default "cjs,esm")
+//   CONSUMER_NPM_CACHE    npm cache folder shared by every install
+//                         (default <repo>/node_modules/.cache/consumer-npm)
+//   CONSUMER_CONCURRENCY  apps set up at once (default 2)
+//   CONSUMER_KEEP=1       keep the temporary folder (its path is printed) for debugging
+//   CONSUMER_TIMEOUT_S    give up on the whole run after this many seconds (default 900)
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const ROOT = resolve(HERE, '..', '..');
+const PKG_DIR = join(ROOT, 'packages', 'nestjs-deferred-work');
+const FIXTURE_SRC = join(HERE, 'fixture', 'src');
+const PKG_NAME = 'nestjs-deferred-work';
+
+const MAJORS = listEnv('CONSUMER_NEST_MAJORS', '10,11,12');
+const FORMATS = listEnv('CONSUMER_FORMATS', 'cjs,esm');
+const CONCURRENCY = Math.max(1, Number(process.env.CONSUMER_CONCURRENCY ?? 2) || 2);
+const NPM_CACHE = resolve(process.env.CONSUMER_NPM_CACHE ?? join(ROOT, 'node_modules', '.cache', 'consumer-npm'));
+const KEEP = process.env.CONSUMER_KEEP === '1';
+const TOTAL_TIMEOUT_MS = Number(process.env.CONSUMER_TIMEOUT_S ?? 900) * 1000;
+
+// POSTs per app; each defers a job (-> audit sink), a log and a metric (-> memory sink) and a
+// callback (-> the built-in callbacks runner).
+const REQUESTS = 3;
+const ITEMS_PER_REQUEST = 4;
+
+// What `nest new` writes, with the default (non-strict) answers. CommonJS: the Nest 10 starter
+// (`module: commonjs`, i.e. node10 resolution, which ignores `exports`). ESM: the Nest 12 `ts-esm`
+// starter (`module: nodenext`, `"type": "module"`, `.js` suffixes in relative imports).
+const TSCONFIG_CJS = {
+  compilerOptions: {
+    module: 'commonjs',
+    declaration: true,
+    removeComments: true,
+    emitDecoratorMetadata: true,
+    experimentalDecorators: true,
+    allowSyntheticDefaultImports: true,
+    target: 'ES2021',
+    sourceMap: true,
+    outDir: './dist',
+    baseUrl: './',
+    incremental: true,
+    skipLibCheck: true,
+    strictNullChecks: false,
+    noImplicitAny: false,
+    strictBindCallApply: false,
+    forceConsistentCasingInFileNames: false,
+    noFallthroughCasesInSwitch: false,
+  },
+};
+// The CommonJS starter of `nest new` 11 and 12 (`module: nodenext` in a package without "type"):
+// type-checked too, so both CommonJS resolutions (node10 and node16+) are covered.
+const TSCONFIG_CJS_NODENEXT = {
+  compilerOptions: {
+    module: 'nodenext',
+    moduleResolution: 'nodenext',
+    resolvePackageJsonExports: true,
+    esModuleInterop: true,
+    isolatedModules: true,
+    declaration: true,
+    removeComments: true,
+    emitDecoratorMetadata: true,
+    experimentalDecorators: true,
+    allowSyntheticDefaultImports: true,
+    target: 'ES2023',
+    sourceMap: true,
+    outDir: './dist-nodenext',
+    baseUrl: './',
+    incremental: false,
+    skipLibCheck: true,
+    strictNullChecks: true,
+    forceConsistentCasingInFileNames: true,
+    noImplicitAny: false,
+    strictBindCallApply: false,
+    noFallthroughCasesInSwitch: false,
+  },
+};
+const TSCONFIG_ESM = {
+  compilerOptions: {
+    module: 'nodenext',
+    moduleResolution: 'nodenext',
+    resolvePackageJsonExports: true,
+    esModuleInterop: true,
+    isolatedModules: true,
+    declaration: true,
+    removeComments: true,
+    emitDecoratorMetadata: true,
+    experimentalDecorators: true,
+    allowSyntheticDefaultImports: true,
+    target: 'ES2023',
+    sourceMap: true,
+    outDir: './dist',
+    rootDir: '.',
+    incremental: true,
+    skipLibCheck: true,
+    strict: false,
+    strictPropertyInitialization: false,
+    types: ['node'],
+  },
+};
+
+// Files allowed in the tarball.
+const ALLOWED_FILE = /^(dist\/.+\.(js|cjs|d\.ts|d\.cts|js\.map|cjs\.map)|README\.md|LICENSE|package\.json)$/;
+const REQUIRED_FILES = ['package.json', 'README.md', 'LICENSE'];
+const SUBPATHS = ['.', './bull', './testing'];
+
+const children = new Set();
+let workDir;
+
+function listEnv(name, fallback) {
+  return (process.env[name] ?? fallback)
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+}
+
+/** A step failed: `output` is what the failing command printed. */
+class StepError extends Error {
+  constructor(step, message, output = '') {
+    super(message);
+    this.step = step;
+    this.output = output;
+  }
+}
+
+/** The environment of every child: ours minus the package manager's per-run settings. */
+function childEnv(extra = {}) {
+  const env = {};
+  for (const [key, value] of Object.entries(process.env)) {
+    if (/^(npm_|pnpm_|PNPM_)/i.test(key) || key === 'NODE_OPTIONS' || key === 'INIT_CWD') continue;
+    env[key] = value;
+  }
+  return {
+    ...env,
+    npm_config_cache: NPM_CACHE,
+    npm_config_update_notifier: 'false',
+    npm_config_fund: 'false',
+    npm_config_audit: 'false',
+    npm_config_yes: 'true',
+    ...extra,
+  };
+}
+
+/** Runs a command to completion (killed with its process group after `timeoutMs`). */
+function run(step, command, args, { cwd, timeoutMs, env = childEnv() }) {
+  return new Promise((resolvePromise, reject) => {
+    const started = Date.now();
+    const child = spawn(command, args, { cwd, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    children.add(child);
+    let stdout = '';
+    let stderr = '';
+    let timedOut = false;
+    child.stdout.on('data', (chunk) => (stdout += chunk));
+    child.stderr.on('data', (chunk) => (stderr += chunk));
+    const timer = setTimeout(() => {
+      timedOut = true;
+      killGroup(child, 'SIGKILL');
+    }, timeoutMs);
+    child.on('error', (error) => {
+      clearTimeout(timer);
+      children.delete(child);
+      reject(new StepError(step, `could not start \`${command}\`: ${error.message}`));
+    });
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      children.delete(child);
+      const output = joinOutput(stdout, stderr);
+      const ms = Date.now() - started;
+      if (timedOut) reject(new StepError(step, `\`${[command, ...args].join(' ')}\` timed out after ${timeoutMs} ms`, output));
+      else if (code !== 0) {
+        reject(new StepError(step, `\`${[command, ...args].join(' ')}\` exited with ${code ?? signal}`, output));
+      } else resolvePromise({ stdout, stderr, ms });
+    });
+  });
+}
+
+function joinOutput(stdout, stderr) {
+  return [stdout.trim() && `--- stdout\n${stdout.trim()}`, stderr.trim() && `--- stderr\n${stderr.trim()}`]
+    .filter(Boolean)
+    .join('\n');
+}
+
+function killGroup(child, signal) {
+  try {
+    process.kill(-child.pid, signal);
+  } catch {
+    try {
+      child.kill(signal);
+    } catch {
+      /* already gone */
+    }
+  }
+}
+
+function pnpmCommand() {
+  const execPath = process.env.npm_execpath;
+  if (execPath && /pnpm/i.test(execPath) && existsSync(execPath)) {
+    return /\.(c?js|mjs)$/.test(execPath) ? [process.execPath, [execPath]] : [execPath, []];
+  }
+  return ['pnpm', []];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Step 1: build, pack, check the tarball.
+
+async function packLibrary(packDir) {
+  const [pnpm, pnpmArgs] = pnpmCommand();
+  await run('build', pnpm, [...pnpmArgs, '--filter', PKG_NAME, 'build'], { cwd: ROOT, timeoutMs: 180_000 });
+  const { stdout } = await run('npm pack', 'npm', ['pack', '--json', '--pack-destination', packDir], {
+    cwd: PKG_DIR,
+    timeoutMs: 180_000,
+  });
+  // Lifecycle scripts (prepack) print to stdout too; the JSON report is the last top-level array.
+  const start = stdout.lastIndexOf('\n[\n') >= 0 ? stdout.lastIndexOf('\n[\n') + 1 : stdout.indexOf('[');
+  let report;
+  try {
+    report = JSON.parse(stdout.slice(start));
+  } catch (error) {
+    throw new StepError('npm pack', `could not read the JSON report of npm pack: ${error.message}`, stdout);
+  }
+  const tarball = join(packDir, report[0].filename);
+  if (!existsSync(tarball)) throw new StepError('npm pack', `npm pack reported ${report[0].filename} but it is not in ${packDir}`);
+  return { tarball, files: report[0].files.map((f) => f.path) };
+}
+
+async function checkTarball(tarball, reportedFiles, extractDir) {
+  mkdirSync(extractDir, { recursive: true });
+  await run('tarball', 'tar', ['-xzf', tarball, '-C', extractDir], { cwd: extractDir, timeoutMs: 60_000 });
+  const root = join(extractDir, 'package');
+  const files = walk(root).sort();
+  const problems = [];
+  const reported = [...reportedFiles].sort();
+  if (JSON.stringify(files) !== JSON.stringify(reported)) {
+    problems.push(`npm pack --json listed [${reported.join(', ')}] but the tarball holds [${files.join(', ')}]`);
+  }
+  const unexpected = files.filter((f) => !ALLOWED_FILE.test(f));
+  if (unexpected.length) {
+    problems.push(`unexpected files in the tarball (only dist/**, README.md, LICENSE, package.json belong there): ${unexpected.join(', ')}`);
+  }
+  for (const required of REQUIRED_FILES) {
+    if (!files.includes(required)) problems.push(`${required} is missing from the tarball`);
+  }
+  const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+  const has = (target) => typeof target === 'string' && files.includes(target.replace(/^\.\//, ''));
+  for (const field of ['main', 'module', 'types']) {
+    if (manifest[field] !== undefined && !has(manifest[field])) problems.push(`"${field}": ${manifest[field]} is not in the tarball`);
+  }
+  for (const subpath of SUBPATHS) {
+    const entry = manifest.exports?.[subpath];
+    if (!entry) {
+      problems.push(`exports["${subpath}"] is missing`);
+      continue;
+    }
+    for (const condition of ['import', 'require']) {
+      const target = entry[condition];
+      if (!target || typeof target !== 'object') {
+        problems.push(`exports["${subpath}"].${condition} is missing (expected { types, default })`);
+        continue;
+      }
+      for (const key of ['types', 'default']) {
+        if (!has(target[key])) problems.push(`exports["${subpath}"].${condition}.${key} = ${target[key]} is not in the tarball`);
+      }
+      const expectedExt = condition === 'import' ? ['.js', '.d.ts'] : ['.cjs', '.d.cts'];
+      if (!String(target.default).endsWith(expectedExt[0]) || !String(target.types).endsWith(expectedExt[1])) {
+        problems.push(`exports["${subpath}"].${condition} should point at ${expectedExt.join(' / ')} files, got ${JSON.stringify(target)}`);
+      }
+    }
+  }
+  for (const [range, map] of Object.entries(manifest.typesVersions ?? {})) {
+    for (const [pattern, targets] of Object.entries(map)) {
+      for (const target of targets) {
+        if (!target.includes('*') && !has(target)) problems.push(`typesVersions["${range}"]["${pattern}"] -> ${target} is not in the tarball`);
+      }
+    }
+  }
+  for (const [field, deps] of Object.entries({ dependencies: manifest.dependencies, peerDependencies: manifest.peerDependencies })) {
+    for (const [name, range] of Object.entries(deps ?? {})) {
+      if (/^(workspace|link|file):/.test(String(range))) problems.push(`${field}.${name} = "${range}" cannot be installed from the registry`);
+    }
+  }
+  if (problems.length) throw new StepError('tarball contents', problems.join('\n'), `files:\n  ${files.join('\n  ')}`);
+  return files;
+}
+
+function walk(dir, base = dir) {
+  const out = [];
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const full = join(dir, entry.name);
+    if (entry.isDirectory()) out.push(...walk(full, base));
+    else out.push(relative(base, full).split('\\').join('/'));
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Step 2: one fresh app per Nest major and module format.
+
+function writeApp(dir, major, format, tarball) {
+  mkdirSync(join(dir, 'src'), { recursive: true });
+  const pkg = {
+    name: `consumer-nest${major}-${format}`,
+    version: '0.0.1',
+    private: true,
+    license: 'UNLICENSED',
+    ...(format === 'esm' ? { type: 'module' } : {}),
+    scripts: { build: 'tsc -p tsconfig.json' },
+    dependencies: {
+      '@nestjs/common': `^${major}.0.0`,
+      '@nestjs/core': `^${major}.0.0`,
+      '@nestjs/platform-express': `^${major}.0.0`,
+      [PKG_NAME]: `file:${tarball}`,
+      'reflect-metadata': '^0.2.0',
+      rxjs: '^7.8.1',
+    },
+    devDependencies: {
+      '@types/node': '^20.19.0',
+      typescript: '^5.0.0',
+    },
+  };
+  writeFileSync(join(dir, 'package.json'), `${JSON.stringify(pkg, null, 2)}\n`);
+  writeFileSync(join(dir, 'tsconfig.json'), `${JSON.stringify(format === 'esm' ? TSCONFIG_ESM : TSCONFIG_CJS, null, 2)}\n`);
+  if (format === 'cjs') {
+    writeFileSync(join(dir, 'tsconfig.nodenext.json'), `${JSON.stringify(TSCONFIG_CJS_NODENEXT, null, 2)}\n`);
+  }
+  for (const file of readdirSync(FIXTURE_SRC)) {
+    let source = readFileSync(join(FIXTURE_SRC, file), 'utf8');
+    // A CommonJS app written by hand has no `.js` suffixes on relative imports.
+    if (format === 'cjs') source = source.replace(/(from\s+'\.{1,2}\/[^']+)\.js'/g, "$1'");
+    writeFileSync(join(dir, 'src', file), source);
+  }
+}
+
+/** Resolves every subpath through Node's `require` and `import` conditions, from inside the app. */
+const RESOLVE_CHECK = `
+const { createRequire } = await import('node:module');
+const { existsSync } = await import('node:fs');
+const require = createRequire(process.cwd() + '/package.json');
+const out = [];
+for (const sub of ${JSON.stringify(SUBPATHS.map((s) => (s === '.' ? PKG_NAME : `${PKG_NAME}/${s.slice(2)}`)))}) {
+  const viaRequire = require.resolve(sub);
+  const viaImport = new URL(import.meta.resolve(sub)).pathname;
+  if (!viaRequire.endsWith('.cjs')) throw new Error(sub + ': require resolved ' + viaRequire + ', expected a .cjs file');
+  if (!viaImport.endsWith('.js')) throw new Error(sub + ': import resolved ' + viaImport + ', expected a .js file');
+  for (const p of [viaRequire, viaImport]) if (!existsSync(p)) throw new Error(sub + ': ' + p + ' does not exist');
+  out.push(sub);
+}
+console.log('resolved ' + out.join(', '));
+`;
+
+async function testApp(dir, major, format, tarball) {
+  const timings = {};
+  writeApp(dir, major, format, tarball);
+  let t = await run('npm install', 'npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error'], {
+    cwd: dir,
+    timeoutMs: 300_000,
+  });
+  timings.install = t.ms;
+  const installed = JSON.parse(readFileSync(join(dir, 'node_modules', '@nestjs', 'core', 'package.json'), 'utf8')).version;
+  if (!installed.startsWith(`${major}.`)) throw new StepError('npm install', `installed @nestjs/core ${installed}, expected ${major}.x`);
+
+  await run('exports resolution', process.execPath, ['--input-type=module', '-e', RESOLVE_CHECK], { cwd: dir, timeoutMs: 30_000 });
+
+  const tsc = join(dir, 'node_modules', 'typescript', 'bin', 'tsc');
+  t = await run('tsc', process.execPath, [tsc, '-p', 'tsconfig.json'], { cwd: dir, timeoutMs: 180_000 });
+  timings.tsc = t.ms;
+  if (format === 'cjs') {
+    await run('tsc (nest 11+ CommonJS tsconfig, nodenext)', process.execPath, [tsc, '-p', 'tsconfig.nodenext.json', '--noEmit'], {
+      cwd: dir,
+      timeoutMs: 180_000,
+    });
+  }
+  const main = ['dist/main.js', 'dist/src/main.js'].find((p) => existsSync(join(dir, p)));
+  if (!main) throw new StepError('tsc', 'tsc emitted no dist/main.js or dist/src/main.js', walk(join(dir, 'dist')).join('\n'));
+  // The app really is what it claims: CommonJS loads Nest and the library with require(), ESM with import.
+  const compiled = readFileSync(join(dir, main), 'utf8');
+  const loads = format === 'cjs' ? /require\("nestjs-deferred-work"\)/ : /from 'nestjs-deferred-work'/;
+  if (!loads.test(compiled)) throw new StepError('tsc', `${main} does not load the library as ${format === 'cjs' ? 'CommonJS (require)' : 'ESM (import)'}`, compiled);
+
+  const started = Date.now();
+  await runApp(dir, main);
+  timings.http = Date.now() - started;
+  return `nest ${installed}, install ${secs(timings.install)}, tsc ${secs(timings.tsc)}, run ${secs(timings.http)}`;
+}
+
+function secs(ms) {
+  return `${(ms / 1000).toFixed(1)}s`;
+}
+
+/** Starts the compiled app, drives it over HTTP and stops it with SIGTERM. */
+async function runApp(dir, main) {
+  const child = spawn(process.execPath, [main], { cwd: dir, env: childEnv(), detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.add(child);
+  let stdout = '';
+  let stderr = '';
+  let exited = null;
+  const exit = new Promise((resolveExit) => {
+    child.on('close', (code, signal) => {
+      children.delete(child);
+      exited = { code, signal };
+      resolveExit(exited);
+    });
+  });
+  const port = new Promise((resolvePort) => {
+    child.stdout.on('data', (chunk) => {
+      stdout += chunk;
+      const match = /CONSUMER_LISTENING (\d+)/.exec(stdout);
+      if (match) resolvePort(Number(match[1]));
+    });
+  });
+  child.stderr.on('data', (chunk) => (stderr += chunk));
+  const output = () => joinOutput(stdout, stderr);
+  try {
+    const listening = await Promise.race([port, exit.then(() => null), delay(30_000).then(() => undefined)]);
+    if (listening === null) throw new StepError('start', `the app exited with ${exited.code ?? exited.signal} before listening`, output());
+    if (listening === undefined) throw new StepError('start', 'the app did not print CONSUMER_LISTENING within 30 s', output());
+    const base = `http://127.0.0.1:${listening}`;
+
+    for (let i = 1; i <= REQUESTS; i++) {
+      const id = `order-${i}`;
+      const res = await http('POST', `${base}/orders`, { id });
+      if (res.status !== 201 || res.body?.id !== id) {
+        throw new StepError('http', `POST /orders {"id":"${id}"} answered ${res.status} ${JSON.stringify(res.body)}, expected 201 {"id":"${id}"}`, output());
+      }
+      const stats = await waitForDelivered(base, i * ITEMS_PER_REQUEST, output);
+      const probe = stats.probes.filter((p) => p.method === 'POST' && p.url === '/orders')[i - 1];
+      if (!probe) throw new StepError('http', `no finish probe recorded for POST /orders number ${i}`, output());
+      // When the response finished, nothing of this request had been handed to the dispatcher or
+      // written to the audit file yet: the work ran after the response.
+      const before = (i - 1) * ITEMS_PER_REQUEST;
+      if (probe.acceptedAtFinish !== before || probe.deliveredAtFinish !== before || probe.auditLinesAtFinish !== i - 1) {
+        throw new StepError('after-response', `at the finish of POST /orders number ${i} the library had already taken its work: ${JSON.stringify(probe)} (expected accepted = delivered = ${before}, ${i - 1} audit lines)`, output());
+      }
+    }
+
+    const { body } = await http('GET', `${base}/__consumer/stats`);
+    const { stats } = body;
+    const problems = [];
+    const total = REQUESTS * ITEMS_PER_REQUEST;
+    if (stats.accepted !== total || stats.delivered !== total) problems.push(`accepted ${stats.accepted}, delivered ${stats.delivered}, expected ${total}`);
+    if (stats.dropped || stats.deadLettered || stats.rejected || stats.pending) problems.push('items were dropped, dead-lettered, rejected or left pending');
+    const expectedPerSink = { audit: REQUESTS, memory: 2 * REQUESTS, callbacks: REQUESTS };
+    for (const [sink, count] of Object.entries(expectedPerSink)) {
+      if (stats.sinks?.[sink]?.delivered !== count) problems.push(`sink "${sink}" delivered ${stats.sinks?.[sink]?.delivered}, expected ${count}`);
+    }
+    if (stats.requests?.finished !== REQUESTS) problems.push(`requests.finished is ${stats.requests?.finished}, expected ${REQUESTS}`);
+    if (body.testingSubpathSameClass !== true) problems.push(`${PKG_NAME}/testing exports a different MemorySink class than ${PKG_NAME}`);
+    const audit = readFileSync(join(dir, 'deferred-audit.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    const jobIds = audit.map((item) => (item.kind === 'job' && item.queue === 'mail' && item.name === 'order-confirmation' ? item.data?.orderId : `unexpected ${JSON.stringify(item)}`));
+    if (JSON.stringify(jobIds) !== JSON.stringify(Array.from({ length: REQUESTS }, (_, k) => `order-${k + 1}`))) {
+      problems.push(`audit file holds ${JSON.stringify(jobIds)}, expected the ${REQUESTS} order-confirmation jobs in order`);
+    }
+    if (problems.length) throw new StepError('stats', problems.join('\n'), `${JSON.stringify(body, null, 2)}\n${output()}`);
+
+    // Graceful stop: enableShutdownHooks drains and Nest re-raises the signal.
+    killGroup(child, 'SIGTERM');
+    const stopped = await Promise.race([exit, delay(15_000).then(() => null)]);
+    if (!stopped) throw new StepError('stop', 'the app did not exit within 15 s of SIGTERM', output());
+    if (!(stopped.code === 0 || stopped.signal === 'SIGTERM')) throw new StepError('stop', `the app exited with ${stopped.code ?? stopped.signal} on SIGTERM`, output());
+    if (/\bERROR\b|Unhandled|uncaught/i.test(stdout + stderr)) throw new StepError('logs', 'the app logged an error', output());
+  } finally {
+    if (!exited) {
+      killGroup(child, 'SIGKILL');
+      await Promise.race([exit, delay(5_000)]);
+    }
+  }
+}
+
+async function waitForDelivered(base, count, output) {
+  const deadline = Date.now() + 10_000;
+  let last;
+  while (Date.now() < deadline) {
+    last = (await http('GET', `${base}/__consumer/stats`)).body;
+    if (last?.stats?.delivered >= count) return last;
+    await delay(50);
+  }
+  throw new StepError('delivery', `only ${last?.stats?.delivered} of ${count} items delivered within 10 s`, `${JSON.stringify(last?.stats)}\n${output()}`);
+}
+
+async function http(method, url, json) {
+  let res;
+  try {
+    res = await fetch(url, {
+      method,
+      signal: AbortSignal.timeout(5_000),
+      ...(json === undefined ? {} : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(json) }),
+    });
+  } catch (error) {
+    throw new StepError('http', `${method} ${url} failed: ${error.cause?.message ?? error.message}`);
+  }
+  const text = await res.text();
+  let body;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    body = text;
+  }
+  return { status: res.status, body };
+}
+
+function delay(ms) {
+  return new Promise((r) => setTimeout(r, ms).unref());
+}
+
+async function pool(tasks, size) {
+  const results = new Array(tasks.length);
+  let next = 0;
+  async function worker() {
+    while (next < tasks.length) {
+      const index = next++;
+      results[index] = await tasks[index]();
+    }
+  }
+  await Promise.all(Array.from({ length: Math.min(size, tasks.length) }, worker));
+  return results;
+}
+
+function report(label, outcome) {
+  if (outcome.ok) {
+    console.log(`${label}: ok (${outcome.detail})`);
+  } else {
+    const error = outcome.error;
+    console.log(`${label}: FAILED at ${error.step ?? 'unknown step'}: ${error.message}`);
+    if (error.output) console.log(error.output.replace(/^/gm, '    '));
+    if (!(error instanceof StepError) && error.stack) console.log(error.stack.replace(/^/gm, '    '));
+  }
+}
+
+function cleanup() {
+  for (const child of children) killGroup(child, 'SIGKILL');
+  if (workDir && !KEEP) rmSync(workDir, { recursive: true, force: true });
+}
+
+async function main() {
+  for (const signal of ['SIGINT', 'SIGTERM']) {
+    process.once(signal, () => {
+      cleanup();
+      process.exit(130);
+    });
+  }
+  setTimeout(() => {
+    console.log(`consumer: FAILED: the whole run took longer than ${TOTAL_TIMEOUT_MS / 1000} s (CONSUMER_TIMEOUT_S); stopped`);
+    cleanup();
+    console.log(`consumer: 0 passed, ${1 + MAJORS.length * FORMATS.length} failed`);
+    process.exit(1);
+  }, TOTAL_TIMEOUT_MS).unref();
+  workDir = mkdtempSync(join(tmpdir(), 'nestjs-deferred-work-consumer-'));
+  mkdirSync(NPM_CACHE, { recursive: true });
+  console.log(`consumer: node ${process.version}, npm cache ${NPM_CACHE}, work dir ${workDir}${KEEP ? ' (kept)' : ''}`);
+  let passed = 0;
+  let failed = 0;
+  const started = Date.now();
+
+  let tarball;
+  try {
+    const packDir = join(workDir, 'pack');
+    mkdirSync(packDir);
+    const packed = await packLibrary(packDir);
+    tarball = packed.tarball;
+    const files = await checkTarball(packed.tarball, packed.files, join(workDir, 'unpacked'));
+    report('pack', { ok: true, detail: `${files.length} files: ${files.filter((f) => !f.startsWith('dist/')).join(', ')}, dist/**` });
+    passed++;
+  } catch (error) {
+    report('pack', { ok: false, error });
+    failed++;
+  }
+
+  const combos = MAJORS.flatMap((major) => FORMATS.map((format) => ({ major, format })));
+  const tasks = combos.map(({ major, format }) => async () => {
+    const label = `nest ${major} ${format}`;
+    if (!tarball) return { label, ok: false, error: new StepError('pack', 'not run: the library could not be packed') };
+    try {
+      const detail = await testApp(join(workDir, `nest${major}-${format}`), major, format, tarball);
+      return { label, ok: true, detail };
+    } catch (error) {
+      return { label, ok: false, error };
+    }
+  });
+  // Run in parallel, print in matrix order.
+  const outcomes = await pool(tasks, CONCURRENCY);
+  for (const outcome of outcomes) {
+    report(outcome.label, outcome);
+    if (outcome.ok) passed++;
+    else failed++;
+  }
+  console.log(`consumer: total ${secs(Date.now() - started)}`);
+  console.log(`consumer: ${passed} passed, ${failed} failed`);
+  return failed === 0 ? 0 : 1;
+}
+
+main()
+  .then((code) => {
+    cleanup();
+    process.exitCode = code;
+  })
+  .catch((error) => {
+    console.error(error);
+    cleanup();
+    console.log('consumer: 0 passed, 1 failed');
+    process.exitCode = 1;
+  });
