@@ -7,7 +7,7 @@ const root = join(import.meta.dirname, '..', '..');
 const snippetsDir = join(root, 'test', 'docs', '.snippets');
 
 function markdownFiles(): string[] {
-  const found = [join(root, 'README.md')];
+  const found = [join(root, 'README.md'), join(root, 'packages/nestjs-deferred-work/README.md')];
   const walk = (dir: string) => {
     for (const entry of readdirSync(dir, { withFileTypes: true })) {
       const path = join(dir, entry.name);
@@ -47,7 +47,9 @@ describe('docs', () => {
     mkdirSync(snippetsDir, { recursive: true });
     files = new Map();
     snippets().forEach((snippet, index) => {
-      const path = join(snippetsDir, `snippet-${index}.ts`);
+      // A snippet that starts with `// name.ts` is written under that name, so others can import it.
+      const named = /^\/\/ ([\w.-]+\.ts)\n/.exec(snippet.code)?.[1];
+      const path = join(snippetsDir, named ?? `snippet-${index}.ts`);
       writeFileSync(path, snippet.code);
       files.set(path, snippet.from);
     });
@@ -70,6 +72,14 @@ describe('docs', () => {
       }
     }
     expect(problems).toEqual([]);
+  });
+
+  it("the README's app snippets are the very files the consumer test compiles in fresh Nest apps", () => {
+    const readme = snippets().filter((s) => s.from.startsWith('README.md'));
+    for (const file of ['audit.sink.ts', 'app.module.ts']) {
+      const fixture = readFileSync(join(root, 'test/consumer/fixture/src', file), 'utf8');
+      expect(readme.map((s) => s.code)).toContain(fixture);
+    }
   });
 
   it('every relative link in README.md and docs/ points at a file that exists', () => {
