@@ -3,7 +3,7 @@ import { DEFAULT_OPTIONS, expectedItems, parseArgs, SCENARIOS, scenarioInfo, Usa
 describe('parseArgs', () => {
   it('defaults to every scenario on both adapters, with short bounded runs', () => {
     const options = parseArgs([]);
-    expect(options.scenarios).toEqual(['sim5', 'sim25', 'bull-local', 'bull-proxy', 'http-log', 'mix']);
+    expect(options.scenarios).toEqual(['sim5', 'sim25', 'bull-local', 'bull-proxy', 'http-log', 'mix', 'compression']);
     expect(options.adapters).toEqual(['express', 'fastify']);
     expect(options).toMatchObject({ duration: DEFAULT_OPTIONS.duration, connections: 10, repeats: DEFAULT_OPTIONS.repeats, help: false });
     expect(options.duration).toBeGreaterThan(0);
@@ -40,8 +40,9 @@ describe('parseArgs', () => {
     [['--connections', '2.5'], '--connections must be a whole number >= 1'],
     [['--connections'], '--connections needs a value'],
     [['--duration', '--connections', '5'], '--duration needs a value'],
-    [['--scenarios', 'redis'], 'Unknown scenario "redis". Use ids (sim5, sim25, bull-local, bull-proxy, http-log, mix) or numbers 1-6'],
-    [['--scenarios', '7'], 'Unknown scenario "7"'],
+    [['--scenarios', 'redis'], 'Unknown scenario "redis". Use ids (sim5, sim25, bull-local, bull-proxy, http-log, mix, compression) or numbers 1-7'],
+    [['--scenarios', '8'], 'Unknown scenario "8"'],
+    [['--scenarios', '0'], 'Unknown scenario "0"'],
     [['--scenarios', ','], '--scenarios is empty'],
     [['--adapter', 'koa'], '--adapter must be express, fastify or both, got "koa"'],
     [['--turbo'], 'Unknown option "--turbo". Run pnpm bench --help'],
@@ -52,7 +53,7 @@ describe('parseArgs', () => {
 });
 
 describe('scenario catalog', () => {
-  it('has the six scenarios of issue 4 with their items per request', () => {
+  it('has the six scenarios of issue 4 with their items per request, then the compression study', () => {
     expect(SCENARIOS.map((s) => [s.id, s.itemsPerRequest])).toEqual([
       ['sim5', 1],
       ['sim25', 1],
@@ -60,7 +61,10 @@ describe('scenario catalog', () => {
       ['bull-proxy', 1],
       ['http-log', 1],
       ['mix', 5],
+      ['compression', 2],
     ]);
+    expect(SCENARIOS.filter((s) => s.kind === 'variants')).toHaveLength(6);
+    expect(scenarioInfo('compression').kind).toBe('encodings');
     expect(scenarioInfo('bull-proxy').needs).toEqual(['redis', 'redis-proxy']);
   });
 

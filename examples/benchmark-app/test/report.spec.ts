@@ -1,5 +1,7 @@
 import {
   aggregateRuns,
+  renderCompressionJson,
+  renderCompressionTable,
   checkTargets,
   computeRatios,
   median,
@@ -11,7 +13,7 @@ import {
   renderTargetsText,
 } from '../src/bench/report';
 import { escapeXml, niceMax, renderSvg } from '../src/bench/svg';
-import type { Adapter, BenchReport, ResultRow, RunSample, ScenarioId, Variant } from '../src/bench/types';
+import type { Adapter, BenchReport, CompressionRow, ResultRow, RunSample, ScenarioId, Variant } from '../src/bench/types';
 
 function sample(overrides: Partial<RunSample> = {}): RunSample {
   return {
@@ -201,6 +203,7 @@ describe('renderers', () => {
     machine: { cpus: 2, cpuModel: 'Test CPU', node: 'v20.20.0', platform: 'linux', loadAvg: [1, 0.5, 0.25] },
     options: { duration: 3, connections: 10, scenarios: ['sim5'], adapters: ['express'], repeats: 2, warmup: 1, proxyRttMs: 30 },
     rows,
+    compression: [],
     skipped: [{ scenario: 'bull-proxy', scenarioLabel: 'Bull <proxy>', reason: 'no Redis' }],
     ratios: computeRatios(rows),
     targets: checkTargets(rows),
@@ -247,6 +250,24 @@ describe('renderers', () => {
     expect(md).toContain('## Targets (issue 4)');
     expect(md).toContain('**bull-proxy** (Bull <proxy>): no Redis');
     expect(md).toContain('2 × Test CPU');
+  });
+
+  it('adds the compression section only when it was run', () => {
+    expect(renderMarkdown(report, 'latest.svg')).not.toContain('## Response-time insight');
+    const compression: CompressionRow[] = [
+      { adapter: 'express', encoding: 'br-11', connections: 10, requests: 30, reqPerSec: 14.5, latencyAvgMs: 600, latencyP99Ms: 800,
+        cpuUsPerRequest: 85000, handlerMsAvg: 0.02, sendMsAvg: 550.5, responseBytes: 8731, itemsExpected: 60, itemsDelivered: 60, repeats: 2 },
+      { adapter: 'express', encoding: 'identity', connections: 10, requests: 3000, reqPerSec: 900, latencyAvgMs: 10, latencyP99Ms: 30,
+        cpuUsPerRequest: 1200, handlerMsAvg: 0.011, sendMsAvg: 0.9, responseBytes: 109590, itemsExpected: 6000, itemsDelivered: 6000, repeats: 2 },
+    ];
+    const md = renderMarkdown({ ...report, compression }, 'latest.svg');
+    expect(md).toContain('## Response-time insight: compression');
+    expect(md).toContain('| express | identity | 109,590 | 900 | 10.0 | 30 | 1,200 | 0.011 | 0.90 | 6000/6000 |');
+    expect(md).toContain('| express | br-11 | 8,731 | 14.5 | 600 | 800 | 85,000 | 0.020 | 550.50 | 60/60 |');
+    const text = renderCompressionTable(compression).split('\n');
+    expect(text[2]).toMatch(/^express\s+identity/);
+    expect(text[3]).toMatch(/^express\s+br-11\s+8,731\s+14\.5\s+600\s+800\s+85,000\s+0\.020\s+550\.50\s+60\/60$/);
+    expect(JSON.parse(renderCompressionJson(compression)).map((r: CompressionRow) => r.encoding)).toEqual(['identity', 'br-11']);
   });
 
   it('prints the targets as text, marking misses', () => {

@@ -2,7 +2,7 @@
  * The benchmark's catalog of scenarios and its command line. No runtime imports: the runner's
  * unit specs load this file directly.
  */
-import type { Adapter, BenchOptions, ScenarioId, Variant } from './types.js';
+import type { Adapter, BenchOptions, Encoding, ScenarioId, Variant } from './types.js';
 
 /** What a scenario needs from the runner before its server can start. */
 export type ScenarioNeed = 'redis' | 'redis-proxy' | 'log-receiver';
@@ -15,23 +15,43 @@ export interface ScenarioInfo {
   /** Of those, how many run even when the request is aborted (`when: 'always'`: logs and metrics). */
   alwaysItemsPerRequest: number;
   needs: ScenarioNeed[];
+  /**
+   * `variants`: the four routes of issue 4 (plain, noop-interceptor, blocking, deferred);
+   * `encodings`: one large-JSON route fetched as identity, gzip 6 and Brotli 11 (issue 5), on its own server.
+   */
+  kind: 'variants' | 'encodings';
 }
 
 /** The scenarios of issue 4, in their default order. */
 export const SCENARIOS: readonly ScenarioInfo[] = [
-  { id: 'sim5', label: 'simulated 5 ms side-effect', itemsPerRequest: 1, alwaysItemsPerRequest: 0, needs: [] },
-  { id: 'sim25', label: 'simulated 25 ms side-effect', itemsPerRequest: 1, alwaysItemsPerRequest: 0, needs: [] },
-  { id: 'bull-local', label: 'Bull job, local Redis', itemsPerRequest: 1, alwaysItemsPerRequest: 0, needs: ['redis'] },
+  { id: 'sim5', label: 'simulated 5 ms side-effect', itemsPerRequest: 1, alwaysItemsPerRequest: 0, needs: [], kind: 'variants' },
+  { id: 'sim25', label: 'simulated 25 ms side-effect', itemsPerRequest: 1, alwaysItemsPerRequest: 0, needs: [], kind: 'variants' },
+  { id: 'bull-local', label: 'Bull job, local Redis', itemsPerRequest: 1, alwaysItemsPerRequest: 0, needs: ['redis'], kind: 'variants' },
   {
     id: 'bull-proxy',
     label: 'Bull job, Redis at +30 ms RTT',
     itemsPerRequest: 1,
     alwaysItemsPerRequest: 0,
     needs: ['redis', 'redis-proxy'],
+    kind: 'variants',
   },
-  { id: 'http-log', label: 'HTTP log sink, local receiver', itemsPerRequest: 1, alwaysItemsPerRequest: 1, needs: ['log-receiver'] },
-  { id: 'mix', label: 'mix: 1 job + 2 logs + 2 metrics (memory sink)', itemsPerRequest: 5, alwaysItemsPerRequest: 4, needs: [] },
+  { id: 'http-log', label: 'HTTP log sink, local receiver', itemsPerRequest: 1, alwaysItemsPerRequest: 1, needs: ['log-receiver'], kind: 'variants' },
+  { id: 'mix', label: 'mix: 1 job + 2 logs + 2 metrics (memory sink)', itemsPerRequest: 5, alwaysItemsPerRequest: 4, needs: [], kind: 'variants' },
+  {
+    id: 'compression',
+    label: 'large JSON through response compression (timing on)',
+    // the two timing metrics (handler_ms, send_ms) of each finished request
+    itemsPerRequest: 2,
+    alwaysItemsPerRequest: 0,
+    needs: [],
+    kind: 'encodings',
+  },
 ];
+
+export const ENCODINGS: readonly Encoding[] = ['identity', 'gzip-6', 'br-11'];
+
+/** The `Accept-Encoding` the client sends for each encoding. */
+export const ACCEPT_ENCODING: Readonly<Record<Encoding, string>> = { identity: 'identity', 'gzip-6': 'gzip', 'br-11': 'br' };
 
 export const VARIANTS: readonly Variant[] = ['plain', 'noop-interceptor', 'blocking', 'deferred'];
 export const ADAPTERS: readonly Adapter[] = ['express', 'fastify'];

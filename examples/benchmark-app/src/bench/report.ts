@@ -6,6 +6,7 @@
 import type {
   Adapter,
   BenchReport,
+  CompressionRow,
   ResultRow,
   RunSample,
   ScenarioId,
@@ -275,6 +276,52 @@ export function renderJson(rows: readonly ResultRow[]): string {
   return `${JSON.stringify(sortRows(rows), null, 2)}\n`;
 }
 
+/** Compression rows: adapter, then identity / gzip-6 / br-11. */
+function sortCompression(rows: readonly CompressionRow[]): CompressionRow[] {
+  const order = ['identity', 'gzip-6', 'br-11'];
+  const adapters = [...new Set(rows.map((r) => r.adapter))];
+  return [...rows].sort((a, b) => adapters.indexOf(a.adapter) - adapters.indexOf(b.adapter) || order.indexOf(a.encoding) - order.indexOf(b.encoding));
+}
+
+const COMPRESSION_HEADERS = ['adapter', 'encoding', 'body bytes', 'req/s', 'avg ms', 'p99 ms', 'CPU µs/req', 'handler ms', 'send ms', 'items delivered/expected'];
+
+function compressionCells(r: CompressionRow): string[] {
+  return [
+    r.adapter,
+    r.encoding,
+    formatNumber(r.responseBytes, 0),
+    formatNumber(r.reqPerSec, r.reqPerSec < 100 ? 1 : 0),
+    formatNumber(r.latencyAvgMs),
+    formatNumber(r.latencyP99Ms, 0),
+    formatNumber(r.cpuUsPerRequest, 0),
+    formatNumber(r.handlerMsAvg, 3),
+    formatNumber(r.sendMsAvg, 2),
+    `${r.itemsDelivered}/${r.itemsExpected}`,
+  ];
+}
+
+/** The compression scenario as a plain-text table. */
+export function renderCompressionTable(rows: readonly CompressionRow[]): string {
+  const body = sortCompression(rows).map(compressionCells);
+  const widths = COMPRESSION_HEADERS.map((h, i) => Math.max(h.length, ...body.map((c) => c[i].length)));
+  const line = (c: string[]) => c.map((t, i) => (i < 2 ? t.padEnd(widths[i]) : t.padStart(widths[i]))).join('  ').trimEnd();
+  return [line(COMPRESSION_HEADERS), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(line)].join('\n');
+}
+
+/** The compression scenario as a Markdown table. */
+export function renderCompressionMarkdown(rows: readonly CompressionRow[]): string {
+  return [
+    `| ${COMPRESSION_HEADERS.join(' | ')} |`,
+    `| ${COMPRESSION_HEADERS.map((_, i) => (i < 2 ? '---' : '---:')).join(' | ')} |`,
+    ...sortCompression(rows).map((r) => `| ${compressionCells(r).join(' | ')} |`),
+  ].join('\n');
+}
+
+/** `results/latest-compression.json`. */
+export function renderCompressionJson(rows: readonly CompressionRow[]): string {
+  return `${JSON.stringify(sortCompression(rows), null, 2)}\n`;
+}
+
 /** `results/latest.md`: how it was run, the chart, the table, the targets, what was skipped. */
 export function renderMarkdown(report: BenchReport, svgFileName: string): string {
   const { machine, options } = report;
@@ -284,7 +331,7 @@ export function renderMarkdown(report: BenchReport, svgFileName: string): string
     `Run ${report.startedAt} → ${report.finishedAt} on ${machine.cpus} × ${machine.cpuModel}, Node ${machine.node} (${machine.platform}), ` +
       `load average at start ${machine.loadAvg.map((l) => l.toFixed(2)).join(' / ')}.`,
     '',
-    `Options: ${options.duration} s per run, ${options.connections} connections, ${options.repeats} repeats per variant ` +
+    `Options: ${options.duration} s per run, ${options.connections} connections, ${options.repeats} repeat${options.repeats === 1 ? '' : 's'} per variant ` +
       `(variants alternating), ${options.warmup} s warm-up per variant, adapters ${options.adapters.join(' + ')}, ` +
       `Redis proxy round trip ${options.proxyRttMs} ms. Reproduce with \`pnpm bench\` from the repository root.`,
     '',
@@ -300,6 +347,21 @@ export function renderMarkdown(report: BenchReport, svgFileName: string): string
     '',
     renderTargets(report.targets),
   ];
+  if (report.compression.length > 0) {
+    lines.push(
+      '',
+      '## Response-time insight: compression',
+      '',
+      'One route returns about 100 kB of JSON from a handler that does nothing, behind response compression ' +
+        'configured with gzip level 6 and Brotli quality 11 (Express `compression`, Fastify `@fastify/compress`); ' +
+        'the client\'s `Accept-Encoding` picks the encoding. The route has `@AfterResponse({ timing: true })`: ' +
+        '*handler ms* is the time until the handler returned and *send ms* the time from then until the response ' +
+        'finished (serialisation, compression, writing), both from `stats().routes`. The handler stays fast; ' +
+        'the sending is where Brotli 11 spends its time.',
+      '',
+      renderCompressionMarkdown(report.compression),
+    );
+  }
   if (report.skipped.length > 0) {
     lines.push('', '## Skipped', '');
     for (const s of report.skipped) lines.push(`- **${s.scenario}** (${s.scenarioLabel}): ${s.reason}`);

@@ -5,11 +5,12 @@
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
+import * as http from 'node:http';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
-import { expectedItems, parseArgs, scenarioInfo, USAGE, UsageError, VARIANTS } from './args.js';
+import { ACCEPT_ENCODING, ENCODINGS, expectedItems, parseArgs, scenarioInfo, USAGE, UsageError, VARIANTS } from './args.js';
 import {
   type DelayProxy,
   type LogReceiver,
@@ -24,6 +25,9 @@ import {
   checkTargets,
   computeRatios,
   formatNumber,
+  median,
+  renderCompressionJson,
+  renderCompressionTable,
   renderJson,
   renderMarkdown,
   renderTable,
@@ -31,9 +35,10 @@ import {
 } from './report.js';
 import { renderSvg } from './svg.js';
 import type {
-  Adapter,
   BenchOptions,
   BenchReport,
+  CompressionRow,
+  Encoding,
   ResultRow,
   RunSample,
   ScenarioId,
@@ -134,8 +139,53 @@ async function snapshot(server: ServerHandle, flush: boolean): Promise<ServerSna
   return (await response.json()) as ServerSnapshot;
 }
 
-async function drive(url: string, connections: number, duration: number): Promise<autocannon.Result> {
-  return autocannon({ url, connections, duration, pipelining: 1, timeout: 10 });
+async function drive(url: string, connections: number, duration: number, headers?: Record<string, string>): Promise<autocannon.Result> {
+  return autocannon({ url, connections, duration, pipelining: 1, timeout: 10, headers });
+}
+
+const COMPRESSION_URL_PATH = '/compression/report';
+const COMPRESSION_ROUTE_KEY = `GET ${COMPRESSION_URL_PATH}`;
+
+/** Bytes of one response body as sent (not decompressed), for an `Accept-Encoding`. */
+function bodyBytes(url: string, acceptEncoding: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = http.get(url, { headers: { 'accept-encoding': acceptEncoding } }, (res) => {
+      let bytes = 0;
+      res.on('data', (chunk: Buffer) => (bytes += chunk.length));
+      res.on('end', () => resolve(bytes));
+      res.on('error', reject);
+    });
+    req.setTimeout(30_000, () => req.destroy(new Error('timed out')));
+    req.on('error', reject);
+  });
+}
+
+/** One measured run of the compression route with one encoding. */
+async function measureCompression(server: ServerHandle, encoding: Encoding, options: BenchOptions) {
+  const before = await snapshot(server, true);
+  const result = await drive(`${server.base}${COMPRESSION_URL_PATH}`, options.connections, options.duration, {
+    'accept-encoding': ACCEPT_ENCODING[encoding],
+  });
+  const after = await snapshot(server, true);
+  const t0 = before.routes[COMPRESSION_ROUTE_KEY] ?? { count: 0, handlerMsAvg: 0, sendMsAvg: 0 };
+  const t1 = after.routes[COMPRESSION_ROUTE_KEY] ?? { count: 0, handlerMsAvg: 0, sendMsAvg: 0 };
+  const measured = t1.count - t0.count;
+  const key = COMPRESSION_URL_PATH.slice(1);
+  const serverRequests = (after.handled[key] ?? 0) - (before.handled[key] ?? 0);
+  const cpuUs = after.cpu.user + after.cpu.system - (before.cpu.user + before.cpu.system);
+  const d = (pick: (s: ServerSnapshot['deferred']) => number) => pick(after.deferred) - pick(before.deferred);
+  return {
+    requests: result.requests.total,
+    reqPerSec: result.requests.total / result.duration,
+    latencyAvgMs: result.latency.average,
+    latencyP99Ms: result.latency.p99,
+    cpuUsPerRequest: serverRequests > 0 ? cpuUs / serverRequests : Number.NaN,
+    handlerMsAvg: measured > 0 ? (t1.handlerMsAvg * t1.count - t0.handlerMsAvg * t0.count) / measured : Number.NaN,
+    sendMsAvg: measured > 0 ? (t1.sendMsAvg * t1.count - t0.sendMsAvg * t0.count) / measured : Number.NaN,
+    itemsExpected: expectedItems(scenarioInfo('compression'), d((s) => s.requests.finished), d((s) => s.requests.aborted)),
+    itemsDelivered: d((s) => s.delivered),
+    errors: result.errors + result.non2xx,
+  };
 }
 
 /** Counts what a scenario's destination holds (receiver records, Bull jobs), when it has one. */
@@ -268,9 +318,11 @@ async function main(): Promise<void> {
   }
 
   const scenarios = options.scenarios.filter((id) => !skipped.some((s) => s.scenario === id));
-  const totalRuns = scenarios.length * options.adapters.length * VARIANTS.length * options.repeats;
-  const estimate =
-    scenarios.length * options.adapters.length * VARIANTS.length * (options.warmup + options.repeats * (options.duration + 0.3));
+  const variantScenarios = scenarios.filter((id) => scenarioInfo(id).kind === 'variants');
+  const withCompression = scenarios.includes('compression');
+  const perAdapter = variantScenarios.length * VARIANTS.length + (withCompression ? ENCODINGS.length : 0);
+  const totalRuns = perAdapter * options.adapters.length * options.repeats;
+  const estimate = perAdapter * options.adapters.length * (options.warmup + options.repeats * (options.duration + 0.3));
   log(`${totalRuns} measured runs, about ${Math.ceil(estimate / 60)} min\n`);
 
   const destination = (scenario: ScenarioId): DestinationCounter | undefined => {
@@ -290,61 +342,119 @@ async function main(): Promise<void> {
   };
 
   const rows: ResultRow[] = [];
+  const compressionRows: CompressionRow[] = [];
   let done = 0;
+  const progress = () => `[${String(done).padStart(String(totalRuns).length)}/${totalRuns} ${elapsed()}]`;
   try {
     for (const adapter of options.adapters) {
-      const config: ServerConfig = {
-        adapter,
-        scenarios,
-        redisUrl: redis?.url,
-        proxiedRedisUrl: proxy ? `redis://127.0.0.1:${proxy.port}` : undefined,
-        logReceiverUrl: receiver?.url,
-      };
-      const server = await startServer(config, options, profileDir);
-      log(`[${elapsed()}] ${adapter}: server pid ${server.child.pid} at ${server.base}`);
-      try {
-        for (const scenario of scenarios) {
-          log(`[${elapsed()}] ${adapter} · ${scenario} (${scenarioLabel(scenario, options)})`);
-          if (options.warmup > 0) {
-            for (const variant of VARIANTS) await drive(`${server.base}/${scenario}/${variant}`, options.connections, options.warmup);
-            await snapshot(server, true);
+      if (variantScenarios.length > 0) {
+        const config: ServerConfig = {
+          adapter,
+          scenarios: variantScenarios,
+          redisUrl: redis?.url,
+          proxiedRedisUrl: proxy ? `redis://127.0.0.1:${proxy.port}` : undefined,
+          logReceiverUrl: receiver?.url,
+        };
+        const server = await startServer(config, options, profileDir);
+        log(`[${elapsed()}] ${adapter}: server pid ${server.child.pid} at ${server.base}`);
+        try {
+          for (const scenario of variantScenarios) {
+            log(`[${elapsed()}] ${adapter} · ${scenario} (${scenarioLabel(scenario, options)})`);
+            if (options.warmup > 0) {
+              for (const variant of VARIANTS) await drive(`${server.base}/${scenario}/${variant}`, options.connections, options.warmup);
+              await snapshot(server, true);
+            }
+            const samples = new Map<Variant, RunSample[]>(VARIANTS.map((v) => [v, []]));
+            for (let r = 0; r < options.repeats; r++) {
+              for (const variant of variantOrder(r)) {
+                const sample = await measure(server, scenario, variant, options, destination(scenario));
+                samples.get(variant)!.push(sample);
+                done++;
+                const atDestination =
+                  sample.itemsAtDestination !== undefined ? ` (${sample.itemsAtDestination} at the destination)` : '';
+                const items =
+                  sample.itemsExpected > 0 || sample.itemsDelivered > 0
+                    ? `, items ${sample.itemsDelivered}/${sample.itemsExpected}${atDestination}${sample.itemsLost ? `, ${sample.itemsLost} lost` : ''}`
+                    : '';
+                const problems = sample.errors + sample.non2xx > 0 ? `, ${sample.errors} errors, ${sample.non2xx} non-2xx` : '';
+                log(
+                  `  ${progress()} ${variant.padEnd(16)} #${r + 1}: ` +
+                    `${formatNumber(sample.reqPerSec, 0).padStart(7)} req/s, p99 ${formatNumber(sample.latencyP99Ms, 0)} ms, ` +
+                    `${formatNumber(sample.cpuUsPerRequest, 0)} µs CPU/req${items}${problems}`,
+                );
+              }
+            }
+            for (const variant of VARIANTS) {
+              rows.push(
+                aggregateRuns(
+                  { scenario, scenarioLabel: scenarioLabel(scenario, options), adapter, variant, connections: options.connections },
+                  samples.get(variant)!,
+                ),
+              );
+            }
+            const ratio = computeRatios(rows).find((x) => x.scenario === scenario && x.adapter === adapter);
+            log(
+              `  → deferred ÷ blocking ${ratio?.deferredVsBlocking?.toFixed(2) ?? 'n/a'}×, deferred ÷ plain ${ratio?.deferredVsPlain?.toFixed(2) ?? 'n/a'}×, ` +
+                `CPU deferred ÷ noop ${ratio?.cpuDeferredVsNoop?.toFixed(2) ?? 'n/a'}×`,
+            );
           }
-          const samples = new Map<Variant, RunSample[]>(VARIANTS.map((v) => [v, []]));
+        } finally {
+          await server.stop();
+        }
+      }
+
+      if (withCompression) {
+        const server = await startServer({ adapter, scenarios: ['compression'], compression: true }, options, profileDir);
+        log(`[${elapsed()}] ${adapter} · compression (${scenarioLabel('compression', options)}), server pid ${server.child.pid}`);
+        try {
+          const bytes = new Map<Encoding, number>();
+          for (const encoding of ENCODINGS) {
+            bytes.set(encoding, await bodyBytes(`${server.base}${COMPRESSION_URL_PATH}`, ACCEPT_ENCODING[encoding]));
+            if (options.warmup > 0) {
+              await drive(`${server.base}${COMPRESSION_URL_PATH}`, options.connections, options.warmup, {
+                'accept-encoding': ACCEPT_ENCODING[encoding],
+              });
+            }
+          }
+          await snapshot(server, true);
+          const samples = new Map<Encoding, Awaited<ReturnType<typeof measureCompression>>[]>(ENCODINGS.map((e) => [e, []]));
           for (let r = 0; r < options.repeats; r++) {
-            for (const variant of variantOrder(r)) {
-              const sample = await measure(server, scenario, variant, options, destination(scenario));
-              samples.get(variant)!.push(sample);
+            for (let i = 0; i < ENCODINGS.length; i++) {
+              const encoding = ENCODINGS[(i + r) % ENCODINGS.length];
+              const sample = await measureCompression(server, encoding, options);
+              samples.get(encoding)!.push(sample);
               done++;
-              const atDestination =
-                sample.itemsAtDestination !== undefined ? ` (${sample.itemsAtDestination} at the destination)` : '';
-              const items =
-                sample.itemsExpected > 0 || sample.itemsDelivered > 0
-                  ? `, items ${sample.itemsDelivered}/${sample.itemsExpected}${atDestination}${sample.itemsLost ? `, ${sample.itemsLost} lost` : ''}`
-                  : '';
-              const problems = sample.errors + sample.non2xx > 0 ? `, ${sample.errors} errors, ${sample.non2xx} non-2xx` : '';
               log(
-                `  [${String(done).padStart(String(totalRuns).length)}/${totalRuns} ${elapsed()}] ${variant.padEnd(16)} #${r + 1}: ` +
-                  `${formatNumber(sample.reqPerSec, 0).padStart(7)} req/s, p99 ${formatNumber(sample.latencyP99Ms, 0)} ms, ` +
-                  `${formatNumber(sample.cpuUsPerRequest, 0)} µs CPU/req${items}${problems}`,
+                `  ${progress()} ${encoding.padEnd(16)} #${r + 1}: ${formatNumber(sample.reqPerSec, 1).padStart(7)} req/s, ` +
+                  `handler ${formatNumber(sample.handlerMsAvg, 3)} ms, send ${formatNumber(sample.sendMsAvg, 2)} ms, ` +
+                  `${formatNumber(sample.cpuUsPerRequest, 0)} µs CPU/req, items ${sample.itemsDelivered}/${sample.itemsExpected}` +
+                  `${sample.errors > 0 ? `, ${sample.errors} errors` : ''}`,
               );
             }
           }
-          for (const variant of VARIANTS) {
-            rows.push(
-              aggregateRuns(
-                { scenario, scenarioLabel: scenarioLabel(scenario, options), adapter, variant, connections: options.connections },
-                samples.get(variant)!,
-              ),
-            );
+          for (const encoding of ENCODINGS) {
+            const runs = samples.get(encoding)!;
+            const med = (pick: (x: (typeof runs)[number]) => number) => median(runs.map(pick));
+            compressionRows.push({
+              adapter,
+              encoding,
+              connections: options.connections,
+              requests: runs.reduce((t, x) => t + x.requests, 0),
+              reqPerSec: med((x) => x.reqPerSec),
+              latencyAvgMs: med((x) => x.latencyAvgMs),
+              latencyP99Ms: med((x) => x.latencyP99Ms),
+              cpuUsPerRequest: med((x) => x.cpuUsPerRequest),
+              handlerMsAvg: med((x) => x.handlerMsAvg),
+              sendMsAvg: med((x) => x.sendMsAvg),
+              responseBytes: bytes.get(encoding) ?? Number.NaN,
+              itemsExpected: runs.reduce((t, x) => t + x.itemsExpected, 0),
+              itemsDelivered: runs.reduce((t, x) => t + x.itemsDelivered, 0),
+              repeats: runs.length,
+            });
           }
-          const ratio = computeRatios(rows).find((x) => x.scenario === scenario && x.adapter === adapter);
-          log(
-            `  → deferred ÷ blocking ${ratio?.deferredVsBlocking?.toFixed(2) ?? 'n/a'}×, deferred ÷ plain ${ratio?.deferredVsPlain?.toFixed(2) ?? 'n/a'}×, ` +
-              `CPU deferred ÷ noop ${ratio?.cpuDeferredVsNoop?.toFixed(2) ?? 'n/a'}×`,
-          );
+        } finally {
+          await server.stop();
         }
-      } finally {
-        await server.stop();
       }
     }
   } finally {
@@ -371,6 +481,7 @@ async function main(): Promise<void> {
       proxyRttMs: options.proxyRttMs,
     },
     rows,
+    compression: compressionRows,
     skipped,
     ratios: computeRatios(rows),
     targets: checkTargets(rows, skipped),
@@ -382,14 +493,16 @@ async function main(): Promise<void> {
     renderSvg(rows, { title: `nestjs-deferred-work benchmark · ${options.connections} connections · ${report.machine.cpus} cores` }),
   );
   await writeFile(path.join(outDir, 'latest.md'), renderMarkdown(report, 'latest.svg'));
+  if (compressionRows.length > 0) await writeFile(path.join(outDir, 'latest-compression.json'), renderCompressionJson(compressionRows));
 
-  log(`\n${renderTable(rows)}\n`);
+  if (rows.length > 0) log(`\n${renderTable(rows)}\n`);
+  if (compressionRows.length > 0) log(`Compression (handler vs send time, from stats().routes):\n${renderCompressionTable(compressionRows)}\n`);
   log(`Targets (issue 4):\n${renderTargetsText(report.targets)}\n`);
   if (skipped.length > 0) {
     banner(['SKIPPED SCENARIOS', ...skipped.map((s) => `${s.scenario} (${s.scenarioLabel}): ${s.reason}`)]);
   }
   const rel = path.relative(process.cwd(), outDir) || '.';
-  log(`Wrote ${rel}/latest.json, latest.md and latest.svg in ${elapsed()}.${options.cpuProf ? ` CPU profiles in ${rel}/profiles.` : ''}`);
+  log(`Wrote ${rel}/latest.json, latest.md, latest.svg${compressionRows.length > 0 ? " and latest-compression.json" : ""} in ${elapsed()}.${options.cpuProf ? ` CPU profiles in ${rel}/profiles.` : ''}`);
 }
 
 main().catch((error: unknown) => {

@@ -18,7 +18,7 @@ export function escapeXml(text: string): string {
 }
 
 const fmt = (v: number): string =>
-  !Number.isFinite(v) ? 'n/a' : v >= 100 ? Math.round(v).toLocaleString('en-US') : v.toFixed(v >= 10 ? 1 : 2);
+  !Number.isFinite(v) ? 'n/a' : v === 0 ? '0' : v >= 100 ? Math.round(v).toLocaleString('en-US') : v.toFixed(v >= 10 ? 1 : 2);
 
 /** A round axis maximum at or above `max` (1, 2, 2.5 or 5 times a power of ten). */
 export function niceMax(max: number): number {

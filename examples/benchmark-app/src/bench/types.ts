@@ -6,7 +6,10 @@ export type Adapter = 'express' | 'fastify';
  * interceptor; `blocking`: awaits the side-effect in the handler; `deferred`: `@AfterResponse()`. */
 export type Variant = 'plain' | 'noop-interceptor' | 'blocking' | 'deferred';
 
-export type ScenarioId = 'sim5' | 'sim25' | 'bull-local' | 'bull-proxy' | 'http-log' | 'mix';
+export type ScenarioId = 'sim5' | 'sim25' | 'bull-local' | 'bull-proxy' | 'http-log' | 'mix' | 'compression';
+
+/** How the `compression` scenario's client asks for the large JSON body (`Accept-Encoding`). */
+export type Encoding = 'identity' | 'gzip-6' | 'br-11';
 
 /** Runner options, from the command line. */
 export interface BenchOptions {
@@ -86,6 +89,29 @@ export interface ResultRow {
   runs: RunSample[];
 }
 
+/**
+ * A row of `results/latest-compression.json`: the same large JSON route fetched with one
+ * `Accept-Encoding`, with the library's `timing` split of handler time and send time.
+ */
+export interface CompressionRow {
+  adapter: Adapter;
+  encoding: Encoding;
+  connections: number;
+  requests: number;
+  reqPerSec: number;
+  latencyAvgMs: number;
+  latencyP99Ms: number;
+  cpuUsPerRequest: number;
+  /** From `stats().routes`: mean time until the handler returned, and from then until the response finished. */
+  handlerMsAvg: number;
+  sendMsAvg: number;
+  /** Size of one response body on the wire. */
+  responseBytes: number;
+  itemsExpected: number;
+  itemsDelivered: number;
+  repeats: number;
+}
+
 /** A scenario left out, and why. */
 export interface SkippedScenario {
   scenario: ScenarioId;
@@ -124,6 +150,7 @@ export interface BenchReport {
   machine: { cpus: number; cpuModel: string; node: string; platform: string; loadAvg: number[] };
   options: Omit<BenchOptions, 'help' | 'out' | 'cpuProf'>;
   rows: ResultRow[];
+  compression: CompressionRow[];
   skipped: SkippedScenario[];
   ratios: ScenarioRatios[];
   targets: TargetCheck[];
@@ -137,6 +164,8 @@ export interface ServerSnapshot {
   handled: Record<string, number>;
   /** Blocking side-effects completed per route. */
   blockingDone: Record<string, number>;
+  /** `DeferredWork.stats().routes`: timing per `"METHOD /route"` (routes measured with `timing`). */
+  routes: Record<string, { count: number; handlerMsAvg: number; sendMsAvg: number }>;
   /** `DeferredWork.stats()` (totals). */
   deferred: {
     accepted: number;
@@ -162,4 +191,9 @@ export interface ServerConfig {
   proxiedRedisUrl?: string;
   /** Log receiver URL, for `http-log`. */
   logReceiverUrl?: string;
+  /**
+   * Put response compression in front of every route (Express `compression`, Fastify
+   * `@fastify/compress`; gzip level 6, Brotli quality 11). Only for the `compression` scenario's own server.
+   */
+  compression?: boolean;
 }

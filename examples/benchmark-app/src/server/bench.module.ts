@@ -13,6 +13,7 @@ import {
 } from 'nestjs-deferred-work';
 import type { ScenarioId, ServerConfig, ServerSnapshot } from '../bench/types.js';
 import { blockingDone, blockingInFlight, countHandled, handled, runBlocking } from './counters.js';
+import { CompressionController } from './compression.js';
 import type { ScenarioEffect, ScenarioResources } from './effects.js';
 import { NoopInterceptor } from './noop.interceptor.js';
 
@@ -82,6 +83,9 @@ class StatsController {
       cpu: process.cpuUsage(),
       rssBytes: process.memoryUsage.rss(),
       handled: { ...handled },
+      routes: Object.fromEntries(
+        Object.entries(s.routes ?? {}).map(([route, t]) => [route, { count: t.count, handlerMsAvg: t.handlerMsAvg, sendMsAvg: t.sendMsAvg }]),
+      ),
       blockingDone: { ...blockingDone },
       deferred: {
         accepted: s.accepted,
@@ -106,6 +110,7 @@ export class BenchModule {
       const effect = resources.effects.get(id);
       if (effect) controllers.push(scenarioController(id, effect));
     }
+    if (config.scenarios.includes('compression')) controllers.push(CompressionController);
     return {
       module: BenchModule,
       imports: [DeferredWorkModule.forRoot({ sinks: resources.sinks, registerInterceptor: false, shutdownTimeoutMs: 15_000 })],

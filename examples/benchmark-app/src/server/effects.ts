@@ -144,6 +144,8 @@ export async function createScenarios(config: ServerConfig): Promise<ScenarioRes
         if (!config.logReceiverUrl) throw new Error('Scenario http-log needs a receiver URL from the runner.');
         effects.set(id, httpLog(config.logReceiverUrl, sinks, closers));
         break;
+      case 'compression':
+        break; // its own controller (compression.ts), no side-effect
       default:
         throw new Error(`Unknown scenario ${String(id)}.`);
     }

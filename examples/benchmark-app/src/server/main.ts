@@ -10,6 +10,7 @@ import { ExpressAdapter } from '@nestjs/platform-express';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import type { ServerConfig } from '../bench/types.js';
 import { BenchModule } from './bench.module.js';
+import { installCompression } from './compression.js';
 import { createScenarios } from './effects.js';
 
 /** Messages exchanged with the runner over IPC. */
@@ -24,6 +25,7 @@ async function main(): Promise<void> {
   const app: INestApplication = await NestFactory.create(BenchModule.register(config, resources), adapter, {
     logger: ['error', 'warn'],
   });
+  if (config.compression) await installCompression(app, config.adapter);
   await app.listen(0, '127.0.0.1');
   const { port } = app.getHttpServer().address() as { port: number };
   let stopping = false;
