@@ -4,7 +4,7 @@ import { DeferredWork } from '../deferred-work.service';
 import { SinkWriteError } from '../errors/sink-write.error';
 import type { JobItem, SinkItem } from '../items/deferred-item.interface';
 import type { SinkWriteResult } from '../sinks/deferred-sink.interface';
-import { BULL_SINK_DEFAULTS, type BullBulkJob, bullQueueToken } from './bull-sink.options';
+import { BULL_SINK_DEFAULTS, type BullBulkJob, bullQueueToken, type ModuleRefLike } from './bull-sink.options';
 import { BullSink } from './bull.sink';
 
 /** A stand-in for a Bull queue: records addBulk calls; `reply` decides what each call returns. */
@@ -36,13 +36,14 @@ const job = (queue: string, name: string, data: unknown = {}, opts?: JobItem['op
 const ctx = (signal = new AbortController().signal) => ({ signal, attempt: 1 });
 
 /** A ModuleRef stand-in that knows providers by token, and throws like Nest for unknown ones. */
-const moduleRefOf = (providers: Record<string, unknown>, classes = new Map<unknown, unknown>()) => ({
-  get: jest.fn((token: unknown) => {
+const moduleRefOf = (providers: Record<string, unknown>, classes = new Map<unknown, unknown>()) => {
+  const get = jest.fn((token: unknown) => {
     if (typeof token === 'string' && token in providers) return providers[token];
     if (classes.has(token)) return classes.get(token);
     throw new Error(`Nest could not find ${String(token)} element`);
-  }),
-});
+  });
+  return { get } as unknown as ModuleRefLike & { get: typeof get };
+};
 
 describe('BullSink', () => {
   it('is named "bull" and brings Redis-minded dispatcher defaults', () => {
@@ -244,7 +245,7 @@ describe('BullSink', () => {
   it('makes a resolved @nestjs/bull queue drain the library before it closes', async () => {
     const order: string[] = [];
     const mail = Object.assign(new FakeQueue('mail'), {
-      onApplicationShutdown: jest.fn(function (this: unknown) {
+      onApplicationShutdown: jest.fn(function (this: unknown, _signal?: string) {
         order.push(this === mail ? 'close(queue)' : 'close(?)');
       }),
     });
