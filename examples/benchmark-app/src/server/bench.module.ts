@@ -20,6 +20,18 @@ import { NoopInterceptor } from './noop.interceptor.js';
 const OK = { ok: true } as const;
 
 /**
+ * One write is in flight per sink, so a sink delivers at most `maxBatchSize` items per write latency:
+ * with the defaults (512) and a 25–30 ms write that is about 20,000 items/s, which Fastify exceeds on
+ * the 25 ms and Redis-behind-a-proxy scenarios (the queue fills and items are dropped, and counted).
+ * The slow sinks therefore get bigger batches and room for one more batch's worth of backlog, as an
+ * app expecting that load would configure them.
+ */
+const HIGH_LATENCY_SINK_OPTIONS: Record<string, { maxBatchSize: number; maxQueueSize: number }> = {
+  callbacks: { maxBatchSize: 2048, maxQueueSize: 8192 },
+  'bull-proxy': { maxBatchSize: 2048, maxQueueSize: 8192 },
+};
+
+/**
  * One controller per scenario. The library's interceptor is bound only on the `deferred` route
  * (`registerInterceptor: false`), so `plain` runs with no interceptor at all and `noop-interceptor`
  * isolates what any interceptor costs.
@@ -113,7 +125,19 @@ export class BenchModule {
     if (config.scenarios.includes('compression')) controllers.push(CompressionController);
     return {
       module: BenchModule,
-      imports: [DeferredWorkModule.forRoot({ sinks: resources.sinks, registerInterceptor: false, shutdownTimeoutMs: 15_000 })],
+      imports: [
+        DeferredWorkModule.forRoot({
+          sinks: resources.sinks,
+          registerInterceptor: false,
+          shutdownTimeoutMs: 15_000,
+          // only for sinks this server has (an unknown sink name fails the bootstrap)
+          sinkOptions: Object.fromEntries(
+            Object.entries(HIGH_LATENCY_SINK_OPTIONS).filter(
+              ([name]) => name === 'callbacks' || resources.sinks.some((sink) => sink.name === name),
+            ),
+          ),
+        }),
+      ],
       controllers,
       providers: [NoopInterceptor],
     };
