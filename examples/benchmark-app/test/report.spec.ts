@@ -252,6 +252,15 @@ describe('renderers', () => {
     expect(md).toContain('2 × Test CPU');
   });
 
+  it('lists the Redis CPU per request of the blocking and deferred Bull rows', () => {
+    const withRedis = rows.map((r) =>
+      r.scenario === 'bull-local' ? { ...r, redisCpuUsPerRequest: r.variant === 'blocking' ? 31.4 : r.variant === 'deferred' ? 12.2 : 0.1 } : r,
+    );
+    const md = renderMarkdown({ ...report, rows: withRedis }, 'latest.svg');
+    expect(md).toContain('in the Bull scenarios: bull-local express blocking 31 µs, bull-local express deferred 12 µs.');
+    expect(renderMarkdown(report, 'latest.svg')).not.toContain('in the Bull scenarios');
+  });
+
   it('adds the compression section only when it was run', () => {
     expect(renderMarkdown(report, 'latest.svg')).not.toContain('## Response-time insight');
     const compression: CompressionRow[] = [

@@ -47,6 +47,33 @@ export function redisCommand(port: number, command: string, timeoutMs = 1000): P
   });
 }
 
+/** Redis's own CPU use so far (`INFO cpu`: used_cpu_user + used_cpu_sys), in µs. */
+export function redisCpuUs(port: number, timeoutMs = 1000): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1', () => socket.write('INFO cpu\r\n'));
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(new Error(`no reply to INFO cpu within ${timeoutMs} ms`));
+    }, timeoutMs);
+    let text = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (chunk: string) => {
+      text += chunk;
+      const user = /used_cpu_user:([\d.]+)/.exec(text);
+      const sys = /used_cpu_sys:([\d.]+)/.exec(text);
+      if (user && sys && /\r\n\r\n$|used_cpu_user_children/.test(text)) {
+        clearTimeout(timer);
+        socket.end();
+        resolve(Math.round((Number(user[1]) + Number(sys[1])) * 1e6));
+      }
+    });
+    socket.on('error', (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+  });
+}
+
 export interface PrivateRedis {
   port: number;
   url: string;

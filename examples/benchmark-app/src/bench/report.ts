@@ -52,6 +52,7 @@ export function aggregateRuns(
     itemsDelivered: sum((r) => r.itemsDelivered),
     itemsLost: sum((r) => r.itemsLost),
     itemsAtDestination: runs.every((r) => r.itemsAtDestination !== undefined) && runs.length > 0 ? sum((r) => r.itemsAtDestination!) : undefined,
+    redisCpuUsPerRequest: runs.some((r) => r.redisCpuUsPerRequest !== undefined) ? med((r) => r.redisCpuUsPerRequest ?? Number.NaN) : undefined,
     errors: sum((r) => r.errors),
     non2xx: sum((r) => r.non2xx),
     repeats: runs.length,
@@ -342,11 +343,19 @@ export function renderMarkdown(report: BenchReport, svgFileName: string): string
     `![req/s and CPU per request by scenario and variant](${svgFileName})`,
     '',
     renderMarkdownTable(report.rows),
-    '',
-    '## Targets (issue 4)',
-    '',
-    renderTargets(report.targets),
   ];
+  const redisRows = sortRows(report.rows).filter(
+    (r) => r.redisCpuUsPerRequest !== undefined && (r.variant === 'blocking' || r.variant === 'deferred'),
+  );
+  if (redisRows.length > 0) {
+    lines.push(
+      '',
+      'Redis runs on the same cores; its own CPU per request (`INFO cpu`) in the Bull scenarios: ' +
+        redisRows.map((r) => `${r.scenario} ${r.adapter} ${r.variant} ${formatNumber(r.redisCpuUsPerRequest!, 0)} µs`).join(', ') +
+        '.',
+    );
+  }
+  lines.push('', '## Targets (issue 4)', '', renderTargets(report.targets));
   if (report.compression.length > 0) {
     lines.push(
       '',

@@ -16,6 +16,7 @@ import {
   type LogReceiver,
   type PrivateRedis,
   redisCommand,
+  redisCpuUs,
   startDelayProxy,
   startLogReceiver,
   startRedis,
@@ -198,13 +199,16 @@ async function measure(
   variant: Variant,
   options: BenchOptions,
   destination?: DestinationCounter,
+  redisCpu?: () => Promise<number>,
 ): Promise<RunSample> {
   const key = `${scenario}/${variant}`;
   const before = await snapshot(server, true);
   const atDestinationBefore = await destination?.();
+  const redisBefore = await redisCpu?.();
   const result = await drive(`${server.base}/${key}`, options.connections, options.duration);
   const after = await snapshot(server, true);
   const atDestinationAfter = await destination?.();
+  const redisAfter = await redisCpu?.();
   const serverRequests = (after.handled[key] ?? 0) - (before.handled[key] ?? 0);
   const cpuUs = after.cpu.user + after.cpu.system - (before.cpu.user + before.cpu.system);
   const info = scenarioInfo(scenario);
@@ -239,6 +243,8 @@ async function measure(
       (variant === 'deferred' || variant === 'blocking') && atDestinationBefore !== undefined && atDestinationAfter !== undefined
         ? atDestinationAfter - atDestinationBefore
         : undefined,
+    redisCpuUsPerRequest:
+      redisBefore !== undefined && redisAfter !== undefined && serverRequests > 0 ? (redisAfter - redisBefore) / serverRequests : undefined,
   };
 }
 
@@ -367,7 +373,8 @@ async function main(): Promise<void> {
             const samples = new Map<Variant, RunSample[]>(VARIANTS.map((v) => [v, []]));
             for (let r = 0; r < options.repeats; r++) {
               for (const variant of variantOrder(r)) {
-                const sample = await measure(server, scenario, variant, options, destination(scenario));
+                const redisCpu = redis && scenario.startsWith('bull') ? () => redisCpuUs(redis!.port) : undefined;
+                const sample = await measure(server, scenario, variant, options, destination(scenario), redisCpu);
                 samples.get(variant)!.push(sample);
                 done++;
                 const atDestination =
@@ -376,11 +383,13 @@ async function main(): Promise<void> {
                   sample.itemsExpected > 0 || sample.itemsDelivered > 0
                     ? `, items ${sample.itemsDelivered}/${sample.itemsExpected}${atDestination}${sample.itemsLost ? `, ${sample.itemsLost} lost` : ''}`
                     : '';
+                const redisText =
+                  sample.redisCpuUsPerRequest !== undefined ? `, Redis ${formatNumber(sample.redisCpuUsPerRequest, 0)} µs/req` : '';
                 const problems = sample.errors + sample.non2xx > 0 ? `, ${sample.errors} errors, ${sample.non2xx} non-2xx` : '';
                 log(
                   `  ${progress()} ${variant.padEnd(16)} #${r + 1}: ` +
                     `${formatNumber(sample.reqPerSec, 0).padStart(7)} req/s, p99 ${formatNumber(sample.latencyP99Ms, 0)} ms, ` +
-                    `${formatNumber(sample.cpuUsPerRequest, 0)} µs CPU/req${items}${problems}`,
+                    `${formatNumber(sample.cpuUsPerRequest, 0)} µs CPU/req${redisText}${items}${problems}`,
                 );
               }
             }

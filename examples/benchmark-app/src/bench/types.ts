@@ -57,6 +57,8 @@ export interface RunSample {
    * when the scenario has one: an independent check of `itemsDelivered`.
    */
   itemsAtDestination?: number;
+  /** The private Redis's own CPU during the run, per server request (Bull scenarios). */
+  redisCpuUsPerRequest?: number;
 }
 
 /** A row of `results/latest.json`: one scenario × adapter × variant, aggregated over its repeats. */
@@ -81,6 +83,8 @@ export interface ResultRow {
   itemsLost: number;
   /** Summed over the repeats; absent when the scenario has no countable destination. */
   itemsAtDestination?: number;
+  /** Median over the repeats; Bull scenarios only. */
+  redisCpuUsPerRequest?: number;
   errors: number;
   non2xx: number;
   repeats: number;
