@@ -4,12 +4,16 @@ import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
 
 /** Every e2e spec runs once per HTTP adapter (the nestjs-pino convention). */
-export const platforms = [
+/** An HTTP adapter under test. */
+export interface Platform {
+  name: 'express' | 'fastify';
+  adapter: () => ExpressAdapter | FastifyAdapter;
+}
+
+export const platforms: readonly Platform[] = [
   { name: 'express', adapter: () => new ExpressAdapter() },
   { name: 'fastify', adapter: () => new FastifyAdapter() },
-] as const;
-
-export type Platform = (typeof platforms)[number];
+];
 
 /** A started app on 127.0.0.1 with a random port, and its base URL. */
 export interface StartedApp {

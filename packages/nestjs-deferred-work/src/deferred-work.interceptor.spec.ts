@@ -22,7 +22,7 @@ function httpContext(handler: () => void, request: Record<symbol, unknown>, resp
     getType: () => 'http',
     getHandler: () => handler,
     getClass: () => Controller,
-    switchToHttp: () => ({ getRequest: () => request, getResponse: () => response }),
+    getArgByIndex: (index: number) => [request, response][index],
   } as unknown as ExecutionContext;
 }
 

@@ -10,14 +10,10 @@ import { DEFERRED_SCOPE } from './request-scope/request-scope.constants';
 import { routeTemplate } from './request-scope/route-timing';
 import type { RouteSettings } from './request-scope/scope-base';
 
-interface CachedRoute {
-  cls: unknown;
-  settings: RouteSettings | null;
-}
 
 /** The part of Node's `ServerResponse` the interceptor uses (Fastify's `reply.raw` is one). */
 interface RawResponse {
-  once(event: 'close', listener: () => void): unknown;
+  on(event: 'close', listener: () => void): unknown;
   readonly writableFinished: boolean;
   readonly closed?: boolean;
   readonly statusCode: number;
@@ -30,7 +26,8 @@ interface RawResponse {
  */
 @Injectable()
 export class DeferredWorkInterceptor implements NestInterceptor {
-  private readonly routes = new WeakMap<object, CachedRoute>();
+  /** Settings per class, then per handler: a handler inherited by two controllers has two entries. */
+  private readonly routes = new WeakMap<object, WeakMap<object, RouteSettings | null>>();
 
   constructor(
     @Inject(Reflector) private readonly reflector: Reflector,
@@ -42,18 +39,19 @@ export class DeferredWorkInterceptor implements NestInterceptor {
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     if (context.getType() !== 'http') return next.handle();
     const settings = this.routeSettings(context);
-    const http = context.switchToHttp();
-    const request = http.getRequest<Record<symbol, unknown>>();
+    // getArgByIndex rather than switchToHttp(): the latter allocates three closures per call.
+    const request = context.getArgByIndex<Record<symbol, unknown>>(0);
     if (settings === null || this.dispatcher.inline) {
       request[DEFERRED_SCOPE] = this.direct;
       return next.handle();
     }
     const collector = new RequestCollector(settings, this.dispatcher);
     request[DEFERRED_SCOPE] = collector;
-    const reply = http.getResponse<RawResponse & { raw?: RawResponse }>();
+    const reply = context.getArgByIndex<RawResponse & { raw?: RawResponse }>(1);
     const response = reply.raw ?? reply;
+    // 'close' comes once, after 'finish' when the response completed, or alone when the client left.
     if (response.closed) collector.settle(response.writableFinished, response.statusCode);
-    else response.once('close', () => collector.settle(response.writableFinished, response.statusCode));
+    else response.on('close', () => collector.settle(response.writableFinished, response.statusCode));
     let handled: () => Observable<unknown> = () => next.handle();
     if (settings.timing) {
       collector.startTiming(String((request as { method?: unknown }).method ?? 'GET'));
@@ -68,10 +66,10 @@ export class DeferredWorkInterceptor implements NestInterceptor {
   private routeSettings(context: ExecutionContext): RouteSettings | null {
     const handler = context.getHandler();
     const cls = context.getClass();
-    const cached = this.routes.get(handler);
-    if (cached && cached.cls === cls) return cached.settings;
-    const settings = this.resolveRoute(handler, cls);
-    this.routes.set(handler, { cls, settings });
+    let byHandler = this.routes.get(cls);
+    if (!byHandler) this.routes.set(cls, (byHandler = new WeakMap()));
+    let settings = byHandler.get(handler);
+    if (settings === undefined) byHandler.set(handler, (settings = this.resolveRoute(handler, cls)));
     return settings;
   }
 

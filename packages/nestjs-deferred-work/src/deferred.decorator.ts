@@ -8,8 +8,8 @@ import type { DeferredScope } from './request-scope/deferred-scope.interface';
  * wait for the response to finish; elsewhere they go straight to the dispatcher.
  */
 export const Deferred = createParamDecorator((_data: unknown, context: ExecutionContext): DeferredScope => {
-  const request = context.switchToHttp().getRequest<Record<symbol, DeferredScope | undefined>>();
-  const scope = request?.[DEFERRED_SCOPE];
-  if (!scope) throw new DeferredContextError(`${context.getClass().name}.${context.getHandler().name}()`);
+  const request = context.getArgByIndex<Record<symbol, DeferredScope | undefined> | undefined>(0);
+  const scope = context.getType() === 'http' ? request?.[DEFERRED_SCOPE] : undefined;
+  if (!scope) throw new DeferredContextError(`${context.getClass().name}.${context.getHandler().name}()`, context.getType());
   return scope;
 });

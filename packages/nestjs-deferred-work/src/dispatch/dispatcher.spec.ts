@@ -5,6 +5,7 @@ import { resolveOptions } from '../options/resolve-options';
 import { MemorySink } from '../sinks/memory.sink';
 import type { DeadLetter } from './dead-letter.interface';
 import { Dispatcher } from './dispatcher';
+import { SinkWriteError } from '../errors/sink-write.error';
 
 const quiet = () => {
   const logger = new Logger('test');
@@ -18,27 +19,32 @@ const job = (data: unknown, extra: Partial<DeferredItem> = {}): DeferredItem =>
   ({ kind: 'job', queue: 'q', name: 'n', data, when: 'always', createdAt: 0, ...extra }) as DeferredItem;
 
 describe('Dispatcher', () => {
-  it('rejects unserialisable, oversized and malformed items with a clear message; others go through', async () => {
+  it.each([
+    ['circular data', (() => { const c: Record<string, unknown> = {}; c.self = c; return job(c); })(), /job "n" on queue "q": its data cannot be serialised to JSON \(.*circular/i],
+    ['BigInt', job({ n: 10n }), /BigInt/],
+    ['oversized data', job({ big: 'x'.repeat(200) }), /payload is \d+ bytes, over maxItemBytes \(100\)/],
+    ['NaN metric', { kind: 'metric', name: 'm', value: Number.NaN, when: 'always', createdAt: 0 } as DeferredItem, /finite number/],
+    ['unknown sink', job({ fine: true }, { sink: 'nowhere' }), /no sink is named "nowhere"/],
+    ['job to the callback runner', job({ fine: true }, { sink: 'callbacks' }), /no sink is named "callbacks"/],
+    ['bad when', job({ fine: true }, { when: 'sometimes' as never }), /"sometimes" is not a condition/],
+  ])('rejects %s with a clear message, counted, without touching other items', async (_what, bad, message) => {
     const sink = new MemorySink();
     const { logger, warnings } = quiet();
     const dispatcher = new Dispatcher(resolveOptions({ sinks: [sink], maxItemBytes: 100 }), logger);
-    const circular: Record<string, unknown> = {};
-    circular.self = circular;
-    dispatcher.dispatch(job(circular));
-    dispatcher.dispatch(job({ n: 10n }));
-    dispatcher.dispatch(job({ big: 'x'.repeat(200) }));
-    dispatcher.dispatch({ kind: 'metric', name: 'm', value: Number.NaN, when: 'always', createdAt: 0 });
-    dispatcher.dispatch(job({ fine: true }, { sink: 'nowhere' }));
+    dispatcher.dispatch(bad);
     dispatcher.dispatch(job({ fine: true }));
     await dispatcher.flush(1000);
     expect(sink.items).toHaveLength(1);
-    const stats = dispatcher.stats();
-    expect(stats).toMatchObject({ rejected: 5, accepted: 1, delivered: 1 });
-    expect(warnings.join('\n')).toMatch(/job "n" on queue "q": its data cannot be serialised to JSON \(.*circular/i);
-    expect(warnings.join('\n')).toMatch(/BigInt/);
-    expect(warnings.join('\n')).toMatch(/over maxItemBytes \(100\)/);
-    expect(warnings.join('\n')).toMatch(/finite number/);
-    expect(warnings.join('\n')).toMatch(/no sink is named "nowhere"/);
+    expect(dispatcher.stats()).toMatchObject({ rejected: 1, accepted: 1, delivered: 1 });
+    expect(warnings.join('\n')).toMatch(message);
+  });
+
+  it('rate-limits rejection warnings per kind, whatever the messages say', async () => {
+    const { logger, warnings } = quiet();
+    const dispatcher = new Dispatcher(resolveOptions({ maxItemBytes: 10 }), logger);
+    for (let i = 0; i < 50; i++) dispatcher.dispatch(job({ payload: `too large ${i}` }));
+    expect(dispatcher.stats().rejected).toBe(50);
+    expect(warnings).toHaveLength(1);
   });
 
   it('routes by kind and item sink, runs callbacks in-process', async () => {
@@ -88,5 +94,35 @@ describe('Dispatcher', () => {
     await dispatcher.flush(1000);
     await new Promise((r) => setImmediate(r));
     expect(warnings.join('\n')).toMatch(/Dead-letter handler failed: handler down/);
+  });
+
+  it('forwards dead letters to a fallback sink through its own queue, never back to itself', async () => {
+    const fallback = new MemorySink({ name: 'fallback' });
+    const primary = {
+      name: 'primary',
+      write: async () => {
+        throw new SinkWriteError('refused', { retryable: false });
+      },
+    };
+    const { logger } = quiet();
+    const dispatcher = new Dispatcher(resolveOptions({ sinks: [primary, fallback], deadLetter: 'fallback' }), logger);
+    dispatcher.dispatch(job({ id: 1 }));
+    dispatcher.dispatch({ kind: 'callback', fn: () => Promise.reject(new Error('cb')), when: 'always', createdAt: 0 });
+    await dispatcher.flush(1000);
+    await dispatcher.flush(1000); // the forwarded item was accepted by the fallback during the first flush
+    expect(fallback.items).toEqual([expect.objectContaining({ kind: 'job', data: { id: 1 } })]);
+    const stats = dispatcher.stats();
+    expect(stats.sinks.primary).toMatchObject({ accepted: 1, deadLettered: 1 });
+    expect(stats.sinks.fallback).toMatchObject({ accepted: 1, delivered: 1 });
+    expect(stats.accepted).toBe(stats.delivered + stats.pending + stats.dropped + stats.deadLettered);
+  });
+
+  it('a sink whose shutdown() hangs does not hold the application shutdown past its deadline', async () => {
+    const { logger, warnings } = quiet();
+    const hanging = Object.assign(new MemorySink({ name: 'stuck' }), { shutdown: () => new Promise<void>(() => undefined) });
+    const dispatcher = new Dispatcher(resolveOptions({ sinks: [hanging], shutdownTimeoutMs: 50 }), logger);
+    const report = await dispatcher.shutdown();
+    expect(report).toEqual({ drained: true, undelivered: {} });
+    expect(warnings.join('\n')).toMatch(/Sink "stuck" did not shut down within \d+ ms/);
   });
 });

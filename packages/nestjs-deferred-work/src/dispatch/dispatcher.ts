@@ -10,6 +10,21 @@ import { RouteTimings } from '../request-scope/route-timing';
 import { SinkProcessor } from './sink-processor';
 import type { DeferredStats, SinkStats } from './stats.interface';
 
+/** Largest delay a Node.js timer takes (2^31 - 1 ms). */
+const MAX_TIMER_MS = 2_147_483_647;
+
+async function settleWithin(promise: Promise<unknown>, ms: number): Promise<'fulfilled' | 'rejected' | 'timeout'> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<'timeout'>((resolve) => {
+    timer = setTimeout(() => resolve('timeout'), Math.min(ms, MAX_TIMER_MS));
+  });
+  try {
+    return await Promise.race([promise.then(() => 'fulfilled' as const, () => 'rejected' as const), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** What `shutdown()` reports. */
 export interface ShutdownReport {
   /** Whether everything pending was delivered (or dead-lettered for cause) before the deadline. */
@@ -61,7 +76,7 @@ export class Dispatcher {
       validateItem(item, this.options.maxItemBytes);
       const name = item.kind === 'callback' ? CALLBACK_SINK_NAME : (item.sink ?? this.options.routing[item.kind]);
       const processor = this.processors.get(name);
-      if (!processor) {
+      if (!processor || (name === CALLBACK_SINK_NAME && item.kind !== 'callback')) {
         throw new DeferredItemRejectedError(
           describeItem(item),
           `no sink is named "${name}"`,
@@ -79,7 +94,8 @@ export class Dispatcher {
     } catch (error) {
       this.rejected++;
       const message = error instanceof Error ? error.message : String(error);
-      this.warnings.warn(`rejected:${message}`, message);
+      // One key per kind: a message names the item, so keying on it would neither limit nor stay bounded.
+      this.warnings.warn(`rejected:${item?.kind}`, message);
     }
   }
 
@@ -114,6 +130,7 @@ export class Dispatcher {
    * by then has settled (delivered, dropped or dead-lettered): `true`; or `false` after `timeoutMs`.
    */
   async settled(timeoutMs = this.options.shutdownTimeoutMs): Promise<boolean> {
+    timeoutMs = Number.isFinite(timeoutMs) && timeoutMs >= 0 ? Math.min(timeoutMs, MAX_TIMER_MS) : this.options.shutdownTimeoutMs;
     const deadline = Date.now() + timeoutMs;
     if (this.open > 0) {
       const closed = await new Promise<boolean>((resolve) => {
@@ -156,7 +173,8 @@ export class Dispatcher {
    * delivered, dropped or dead-lettered — `true` — or after `timeoutMs` — `false`.
    */
   async flush(timeoutMs = this.options.shutdownTimeoutMs): Promise<boolean> {
-    const deadline = Date.now() + timeoutMs;
+    const ms = Number.isFinite(timeoutMs) && timeoutMs >= 0 ? Math.min(timeoutMs, MAX_TIMER_MS) : this.options.shutdownTimeoutMs;
+    const deadline = Date.now() + ms;
     const results = await Promise.all([...this.processors.values()].map((p) => p.flush(deadline)));
     return results.every(Boolean);
   }
@@ -174,10 +192,16 @@ export class Dispatcher {
       [...this.processors].map(async ([name, processor]) => {
         const lost = await processor.shutdown(deadline);
         if (lost > 0) undelivered[name] = lost;
-        try {
-          await processor.sink.shutdown?.();
-        } catch (error) {
-          this.logger.warn(`Sink "${name}" shutdown failed: ${error instanceof Error ? error.message : String(error)}`);
+        // A sink's own shutdown (closing a connection to a dead server, say) gets what is left of the
+        // deadline, and at least a second; it never holds the application's shutdown longer.
+        const allowed = Math.max(1000, deadline - Date.now());
+        const closed = await settleWithin(Promise.resolve().then(() => processor.sink.shutdown?.()), allowed);
+        if (closed === 'rejected' || closed === 'timeout') {
+          this.logger.warn(
+            closed === 'timeout'
+              ? `Sink "${name}" did not shut down within ${allowed} ms; going on without it.`
+              : `Sink "${name}" shutdown failed.`,
+          );
         }
       }),
     );
@@ -195,7 +219,7 @@ export class Dispatcher {
   private onDeadLetters(letters: DeadLetter[]): void {
     const capacity = this.options.deadLetterCapacity;
     if (capacity > 0) {
-      this.ring.push(...letters);
+      for (const letter of letters) this.ring.push(letter);
       if (this.ring.length > capacity) this.ring.splice(0, this.ring.length - capacity);
     }
     const first = letters[0];
@@ -206,18 +230,17 @@ export class Dispatcher {
     );
     const target = this.options.deadLetter;
     if (target === undefined) return;
-    const forward =
-      typeof target === 'function'
-        ? () => target(letters)
-        : () => {
-            const controller = new AbortController();
-            const timer = setTimeout(() => controller.abort(), this.options.processorOptions.get(target)!.writeTimeoutMs);
-            const items = letters.map((l) => l.item).filter((i) => i.kind !== 'callback');
-            return Promise.resolve(this.options.sinks.get(target)!.write(items as never, { signal: controller.signal, attempt: 1 }))
-              .finally(() => clearTimeout(timer));
-          };
+    if (typeof target === 'string') {
+      // Through the fallback sink's own processor: one writer per sink, its retries and accounting.
+      // Its own dead letters are not forwarded again (no loops); callbacks have nowhere to go.
+      const fallback = this.processors.get(target)!;
+      for (const letter of letters) {
+        if (letter.sink !== target && letter.item.kind !== 'callback') fallback.enqueue(letter.item);
+      }
+      return;
+    }
     Promise.resolve()
-      .then(forward)
+      .then(() => target(letters))
       .catch((error: unknown) =>
         this.warnings.warn(
           'dead-letter-handler',

@@ -40,6 +40,13 @@ function payloadBytes(item: DeferredItem, what: string, payload: unknown, maxIte
  * and how to fix it. `maxItemBytes` caps the serialised payload (job data, log fields, metric tags).
  */
 export function validateItem(item: DeferredItem, maxItemBytes: number): void {
+  if (item.when !== 'success' && item.when !== 'always' && item.when !== 'failure') {
+    throw new DeferredItemRejectedError(
+      describeItem(item),
+      `"${String(item.when)}" is not a condition`,
+      'Pass { when: "success" | "failure" | "always" }, or leave it out for the default',
+    );
+  }
   let bytes = 0;
   switch (item.kind) {
     case 'job':

@@ -4,6 +4,7 @@ import type { DeferredSink, SinkProcessorOptions, SinkWriteContext, SinkWriteRes
 import { PROCESSOR_DEFAULTS } from '../options/defaults';
 import type { DeadLetter } from './dead-letter.interface';
 import { SinkProcessor } from './sink-processor';
+import { AsyncLocalStorage } from 'node:async_hooks';
 
 const item = (n: number): DeferredItem => ({ kind: 'metric', name: `m${n}`, value: n, when: 'always', createdAt: 0 });
 
@@ -13,6 +14,7 @@ function setup(write: WriteFn, options: Partial<SinkProcessorOptions> = {}) {
   const batches: DeferredItem[][] = [];
   const letters: DeadLetter[] = [];
   const failures: string[] = [];
+  const sums: number[][] = []; // [accepted, delivered + pending + dropped + deadLettered] seen inside the hooks
   const sink: DeferredSink = {
     name: 'test',
     write: (batch, ctx) => {
@@ -23,14 +25,21 @@ function setup(write: WriteFn, options: Partial<SinkProcessorOptions> = {}) {
   const processor = new SinkProcessor(
     sink,
     { ...PROCESSOR_DEFAULTS, flushIntervalMs: 1, initialBackoffMs: 1, maxBackoffMs: 5, ...options },
-    { deadLetter: (l) => letters.push(...l), writeFailed: (_s, m) => failures.push(m) },
+    {
+      deadLetter: (l) => {
+        letters.push(...l);
+        const st = processor.stats();
+        sums.push([st.accepted, st.delivered + st.pending + st.dropped + st.deadLettered]);
+      },
+      writeFailed: (_s, m) => failures.push(m),
+    },
   );
   const identity = () => {
     const s = processor.stats();
     expect(s.accepted).toBe(s.delivered + s.pending + s.dropped + s.deadLettered);
     return s;
   };
-  return { processor, batches, letters, failures, identity };
+  return { processor, batches, letters, failures, identity, sums };
 }
 
 const ok: WriteFn = async () => undefined;
@@ -181,5 +190,88 @@ describe('SinkProcessor', () => {
     for (let i = 0; i < 95; i++) processor.enqueue(item(i));
     expect(await processor.shutdown(Date.now() + 2000)).toBe(0);
     expect(identity()).toMatchObject({ accepted: 95, delivered: 95, pending: 0 });
+  });
+
+  it('keeps the identity at the moment dead letters are reported', async () => {
+    const { processor, sums, identity } = setup(async () => {
+      throw new SinkWriteError('no', { retryable: false });
+    });
+    for (let i = 0; i < 3; i++) processor.enqueue(item(i));
+    await processor.flush(Date.now() + 1000);
+    expect(sums.length).toBeGreaterThan(0);
+    for (const [accepted, sum] of sums) expect(sum).toBe(accepted);
+    identity();
+  });
+
+  it('a malformed sink result dead-letters the batch instead of losing it or crashing', async () => {
+    const { processor, letters, identity } = setup(async () => ({ failed: 2 }) as never);
+    processor.enqueue(item(1));
+    processor.enqueue(item(2));
+    await processor.flush(Date.now() + 1000);
+    expect(letters).toHaveLength(2);
+    expect(letters[0].error).toMatch(/malformed result/);
+    expect(identity()).toMatchObject({ accepted: 2, deadLettered: 2, pending: 0 });
+  });
+
+  it('a write that settles within the grace period after its timeout counts, and writes never overlap', async () => {
+    let inFlight = 0;
+    let most = 0;
+    const { processor, identity } = setup(
+      async () => {
+        inFlight++;
+        most = Math.max(most, inFlight);
+        await later(15); // past the 10 ms timeout, within the grace period (another 10 ms)
+        inFlight--;
+      },
+      { writeTimeoutMs: 10, maxBatchSize: 1, maxAttempts: 1 },
+    );
+    for (let i = 0; i < 3; i++) processor.enqueue(item(i));
+    await processor.flush(Date.now() + 2000);
+    expect(most).toBe(1);
+    expect(identity()).toMatchObject({ delivered: 3, deadLettered: 0 });
+  });
+
+  it('flush() waits for the items accepted before it, even when later items are dropped', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const { processor } = setup(() => gate, { maxQueueSize: 2, maxBatchSize: 2 });
+    processor.enqueue(item(1));
+    processor.enqueue(item(2));
+    const flushed = processor.flush(Date.now() + 150);
+    for (let i = 0; i < 5; i++) processor.enqueue(item(10 + i)); // dropped: queue full
+    expect(await flushed).toBe(false); // the two accepted items are still pending
+    release();
+    expect(await processor.flush(Date.now() + 1000)).toBe(true);
+  });
+
+  it('shutdown waits for items that arrive during the drain instead of aborting them', async () => {
+    const { processor, letters, identity } = setup(async () => later(20), { maxBatchSize: 1 });
+    processor.enqueue(item(1));
+    const stopping = processor.shutdown(Date.now() + 2000);
+    setTimeout(() => processor.enqueue(item(2)), 5); // e.g. another module's shutdown hook
+    expect(await stopping).toBe(0);
+    expect(letters).toEqual([]);
+    expect(identity()).toMatchObject({ accepted: 2, delivered: 2 });
+  });
+
+  it('after shutdown, new items are dead-lettered at once and the sink is not called again', async () => {
+    const { processor, batches, letters, identity } = setup(ok);
+    await processor.shutdown(Date.now() + 100);
+    processor.enqueue(item(1));
+    await later(20);
+    expect(batches).toHaveLength(0);
+    expect(letters.map((l) => l.reason)).toEqual(['shutdown']);
+    expect(identity()).toMatchObject({ accepted: 1, deadLettered: 1, pending: 0 });
+  });
+
+  it('exports outside the async context of the request that enqueued', async () => {
+    const storage = new AsyncLocalStorage<string>();
+    const seen: Array<string | undefined> = [];
+    const { processor } = setup(async () => void seen.push(storage.getStore()), { flushIntervalMs: 1 });
+    storage.run('request A', () => processor.enqueue(item(1)));
+    await processor.flush(Date.now() + 1000);
+    storage.run('request B', () => processor.enqueue(item(2)));
+    await later(20);
+    expect(seen).toEqual([undefined, undefined]);
   });
 });

@@ -27,8 +27,8 @@ export type DeferredWorkHealthResult<Key extends string = string> = Record<
 
 /**
  * A health indicator for `@nestjs/terminus` (11 or later; none of its code is imported, so it is an
- * optional peer). `down` with `degraded: true` and the reasons when a sink's queue is near full, or
- * items were dropped or dead-lettered recently:
+ * optional peer). `down` with `degraded: true` and the reasons when a sink's queue is near full or
+ * items were dropped recently; `up` with `degraded: true` when items were only dead-lettered recently:
  *
  * ```ts
  * @Get('health')
@@ -50,6 +50,7 @@ export class DeferredWorkHealthIndicator {
     const recentMs = options.recentMs ?? 60_000;
     const now = Date.now();
     const reasons: string[] = [];
+    const deadLetters: string[] = [];
     const sinks: Record<string, SinkHealth> = {};
     for (const [name, s] of Object.entries(this.dispatcher.stats().sinks)) {
       const maxQueueSize = this.dispatcher.options.processorOptions.get(name)!.maxQueueSize;
@@ -59,10 +60,16 @@ export class DeferredWorkHealthIndicator {
       if (s.pending >= maxQueueSize * ratio) reasons.push(`sink "${name}" queue ${s.pending}/${maxQueueSize} is near full`);
       if (s.lastDropAt !== undefined && now - s.lastDropAt <= recentMs) reasons.push(`sink "${name}" dropped items in the last ${recentMs} ms`);
       if (s.lastDeadLetterAt !== undefined && now - s.lastDeadLetterAt <= recentMs) {
-        reasons.push(`sink "${name}" dead-lettered items in the last ${recentMs} ms${s.lastError ? ` (${s.lastError})` : ''}`);
+        deadLetters.push(`sink "${name}" dead-lettered items in the last ${recentMs} ms${s.lastError ? ` (${s.lastError})` : ''}`);
       }
     }
-    const degraded = reasons.length > 0;
-    return { [key]: { status: degraded ? 'down' : 'up', degraded, reasons, sinks } } as DeferredWorkHealthResult<Key>;
+    const degraded = reasons.length > 0 || deadLetters.length > 0;
+    // Capacity trouble (a queue near full, items dropped) is `down`; dead letters alone — a throwing
+    // callback, a bad item refused by the receiver — are `up` but degraded, so a liveness probe does not
+    // restart the app over them.
+    const status = reasons.length > 0 ? 'down' : 'up';
+    return {
+      [key]: { status, degraded, reasons: [...reasons, ...deadLetters], sinks },
+    } as DeferredWorkHealthResult<Key>;
   }
 }

@@ -39,7 +39,15 @@ export interface DeferredJobOptions extends DeferredItemOptions {
   removeOnFail?: boolean | number;
   /** Job priority (Bull `priority`, 1 is highest). */
   priority?: number;
-  /** Anything else the queue understands, passed through unchanged. */
+  /** Add to the right (newest first) end of the queue (Bull `lifo`). */
+  lifo?: boolean;
+  /** Milliseconds after which the queue fails the job (Bull `timeout`). */
+  timeout?: number;
+  /** Stack trace lines kept for a failed job (Bull `stackTraceLimit`). */
+  stackTraceLimit?: number;
+  /** Keep the job's data unparsed for the processor (Bull `preventParsingData`). */
+  preventParsingData?: boolean;
+  /** Any other option the queue understands (e.g. Bull's `debounce`), passed through unchanged. */
   [option: string]: unknown;
 }
 

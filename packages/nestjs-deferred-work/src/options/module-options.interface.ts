@@ -44,7 +44,8 @@ export interface DeferredWorkModuleOptions extends Partial<SinkProcessorOptions>
   /** Largest serialised size of one item's payload (job data, log fields, metric tags), in bytes. Default `1048576` (1 MiB, 2^20). */
   maxItemBytes?: number;
   /**
-   * Where dead letters go: a function, or the name of a sink that receives their items (one try).
+   * Where dead letters go: a function, or the name of a sink that receives their items through its own
+   * queue (with its retries; its own dead letters are not forwarded again).
    * Default: none; they are kept in an in-memory ring (see `deadLetterCapacity`) and one warning
    * per 30 s is logged.
    */

@@ -46,7 +46,10 @@ describe('resolveOptions', () => {
   it.each([
     [{ maxQueueSize: -1 }, 'maxQueueSize', /whole number >= 1, got -1/],
     [{ maxBatchSize: 0 }, 'maxBatchSize', /whole number >= 1/],
-    [{ flushIntervalMs: 1.5 }, 'flushIntervalMs', /whole number >= 0/],
+    [{ flushIntervalMs: 1.5 }, 'flushIntervalMs', /whole number between 0 and 2147483647/],
+    [{ writeTimeoutMs: 2 ** 31 }, 'writeTimeoutMs', /between 1 and 2147483647 \(the longest a timer can wait\), got 2147483648/],
+    [{ routing: { job: 'callbacks' } }, 'routing.job', /built-in runner of run\(fn\) callbacks/],
+    [{ deadLetter: 'callbacks' }, 'deadLetter', /built-in runner/],
     [{ shutdownTimeoutMs: '5s' }, 'shutdownTimeoutMs', /got "5s"/],
     [{ maxBatchSize: 10, maxQueueSize: 5 }, 'maxBatchSize', /larger than maxQueueSize/],
     [{ routing: { job: 'bull' } }, 'routing.job', /no sink is named "bull" \(configured: "memory"\)/],

@@ -10,7 +10,10 @@ const SINK_KINDS: readonly SinkKind[] = ['job', 'log', 'metric'];
 const KINDS: readonly DeferredKind[] = ['job', 'log', 'metric', 'callback'];
 const WHENS: readonly RunWhen[] = ['always', 'success', 'failure'];
 
-/** Smallest value of each numeric dispatcher option. */
+/** Largest delay a Node.js timer takes; longer ones fire after 1 ms. */
+const MAX_MS = 2_147_483_647;
+
+/** Smallest value of each numeric dispatcher option (options ending in `Ms` are capped at `MAX_MS`). */
 const NUMERIC: Record<keyof SinkProcessorOptions, number> = {
   maxQueueSize: 1,
   maxBatchSize: 1,
@@ -24,10 +27,12 @@ const NUMERIC: Record<keyof SinkProcessorOptions, number> = {
 
 function checkNumber(option: string, value: unknown, min: number): void {
   if (value === undefined) return;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min) {
+  const max = option.endsWith('Ms') ? MAX_MS : Number.MAX_SAFE_INTEGER;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    const range = max === MAX_MS ? `between ${min} and ${MAX_MS} (the longest a timer can wait)` : `>= ${min}`;
     throw new DeferredWorkConfigError(
       option,
-      `expected a whole number >= ${min}, got ${typeof value === 'number' ? value : JSON.stringify(value) ?? String(value)}`,
+      `expected a whole number ${range}, got ${typeof value === 'number' ? value : JSON.stringify(value) ?? String(value)}`,
       'Pass a whole number, or leave the option out to use its default.',
     );
   }
@@ -50,6 +55,13 @@ function pickProcessorOptions(source: Partial<SinkProcessorOptions> | undefined)
 }
 
 function checkSinkName(option: string, name: string | undefined, sinks: ReadonlyMap<string, DeferredSink>): void {
+  if (name === CALLBACK_SINK_NAME) {
+    throw new DeferredWorkConfigError(
+      option,
+      `"${CALLBACK_SINK_NAME}" is the built-in runner of run(fn) callbacks and takes nothing else`,
+      'Route to one of your sinks.',
+    );
+  }
   if (name === undefined || sinks.has(name)) return;
   const known = [...sinks.keys()].filter((n) => n !== CALLBACK_SINK_NAME);
   throw new DeferredWorkConfigError(
@@ -129,7 +141,7 @@ export function resolveOptions(options: DeferredWorkModuleOptions = {}): Resolve
 
   const processorOptions = new Map<string, SinkProcessorOptions>();
   for (const [name, perSink] of Object.entries(options.sinkOptions ?? {})) {
-    checkSinkName(`sinkOptions.${name}`, name, sinks);
+    if (name !== CALLBACK_SINK_NAME) checkSinkName(`sinkOptions.${name}`, name, sinks);
     checkProcessorOptions(`sinkOptions.${name}.`, perSink);
   }
   const globals = pickProcessorOptions(options);

@@ -30,8 +30,10 @@ export interface SinkWriteResult {
 }
 
 /**
- * A destination for deferred items. The dispatcher calls `write` with one batch at a time
- * (never two writes in flight on one sink), with a timeout, and retries what failed.
+ * A destination for deferred items. The dispatcher calls `write` with one batch at a time, with a
+ * timeout, and retries what failed. After a timeout it aborts `signal` and waits up to a second more
+ * for the write to settle before the next one starts: a sink that honours its signal never has two
+ * writes in flight.
  *
  * A sink must not keep a reference to the batch array after `write` settles.
  */

@@ -6,6 +6,7 @@ import { Dispatcher } from '../dispatch/dispatcher';
 import type { SinkItem } from '../items/deferred-item.interface';
 import type { DeferredWorkModuleOptions } from '../options/module-options.interface';
 import { resolveOptions } from '../options/resolve-options';
+import type { DeferredSink } from '../sinks/deferred-sink.interface';
 import { MemorySink } from '../sinks/memory.sink';
 
 /** Options of {@link withMemorySinks}. */
@@ -31,9 +32,10 @@ export function withMemorySinks(builder: TestingModuleBuilder, options: MemorySi
   return builder.overrideProvider(Dispatcher).useFactory({
     inject: [DEFERRED_WORK_MODULE_OPTIONS],
     factory: (configured: DeferredWorkModuleOptions) => {
-      const sinks = (configured.sinks?.length ? configured.sinks : [new MemorySink()]).map(
-        (sink) => new MemorySink({ name: sink.name }),
-      );
+      const replaced = configured.sinks?.length ? configured.sinks : [new MemorySink()];
+      // The real sinks are never written to; let them release what they hold (agents, connections).
+      for (const sink of replaced as DeferredSink[]) void Promise.resolve().then(() => sink.shutdown?.()).catch(() => undefined);
+      const sinks = replaced.map((sink) => new MemorySink({ name: sink.name }));
       return new Dispatcher(resolveOptions({ ...configured, sinks, deadLetter: undefined }), undefined, options.inline ?? false);
     },
   });
