@@ -17,7 +17,11 @@ const WHENS: readonly RunWhen[] = ['always', 'success', 'failure'];
 /**
  * The injectable face of the library. Its `job`/`log`/`metric`/`run` go to the current request's
  * collector when `asyncContext` is on and a decorated request is running; otherwise straight to the
- * dispatcher (use `@Deferred()` in a handler to defer until the response has finished).
+ * dispatcher.
+ *
+ * Inside an `@AfterResponse()` handler without `asyncContext`, these calls do NOT wait for the
+ * response and ignore `when` (a `success` job still runs if the handler throws later): use
+ * `@Deferred()` there, or `forRequest(req)`.
  */
 @Injectable()
 export class DeferredWork implements DeferredScope, OnModuleInit, OnApplicationShutdown {
