@@ -230,8 +230,14 @@ describe.each(platforms)('Bull sink against a real Redis ($name)', (platform) =>
     });
   });
 
+  /**
+   * Retries every ≤ 250 ms, 80 times (a budget of about 10 s): the outage below lasts a second or two,
+   * and once Redis is back the held items go out within a retry's wait, whatever the machine's load.
+   */
+  const outageRetries = { sinkOptions: { bull: { maxAttempts: 80, initialBackoffMs: 50, maxBackoffMs: 250 } } };
+
   it('keeps answering while Redis is down mid-load, holds the items, and delivers them all after Redis is back', async () => {
-    app = await startBullApp(platform);
+    app = await startBullApp(platform, { deferred: outageRetries });
     const { url } = app.started;
     const outage: Promise<void>[] = [];
     const pendingWhileDown: number[] = [];
@@ -254,7 +260,8 @@ describe.each(platforms)('Bull sink against a real Redis ($name)', (platform) =>
     // While Redis was down, responses went on and items piled up in the buffer (the handler never awaits Redis).
     expect(Math.max(0, ...pendingWhileDown)).toBeGreaterThan(0);
 
-    expect(await app.work.flush(20_000)).toBe(true);
+    const flushed = await app.work.flush(20_000);
+    if (!flushed) throw new Error(`not flushed: ${JSON.stringify({ bull: app.work.stats().sinks.bull, redis: app.queue.client.status })}`);
     const stats = app.work.stats();
     expect(identityHolds(stats)).toBe(true);
     expect(stats.sinks.bull).toMatchObject({ accepted: 150, delivered: 150, pending: 0, dropped: 0, deadLettered: 0 });
@@ -265,7 +272,7 @@ describe.each(platforms)('Bull sink against a real Redis ($name)', (platform) =>
   });
 
   it('with a small maxQueueSize, drops and counts what does not fit during the outage, and delivers the rest', async () => {
-    app = await startBullApp(platform, { deferred: { maxQueueSize: 20, maxBatchSize: 10 } });
+    app = await startBullApp(platform, { deferred: { maxQueueSize: 20, maxBatchSize: 10, ...outageRetries } });
     const { url } = app.started;
 
     await load(url, range(0, 20).map((i) => `/order/${i}`), 5);
@@ -280,7 +287,8 @@ describe.each(platforms)('Bull sink against a real Redis ($name)', (platform) =>
     expect(watched.broken).toEqual([]);
     expect(held.sinks.bull.pending).toBeLessThanOrEqual(20);
     expect(held.sinks.bull.dropped).toBe(80 - 20 - held.sinks.bull.pending);
-    expect(await app.work.flush(20_000)).toBe(true);
+    const flushed = await app.work.flush(20_000);
+    if (!flushed) throw new Error(`not flushed: ${JSON.stringify({ bull: app.work.stats().sinks.bull, redis: app.queue.client.status })}`);
     const stats = app.work.stats();
     expect(identityHolds(stats)).toBe(true);
     expect(stats.sinks.bull).toMatchObject({ accepted: 80, pending: 0, deadLettered: 0, dropped: held.sinks.bull.dropped });

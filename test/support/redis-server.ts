@@ -127,13 +127,14 @@ export class RedisServer {
     let last: unknown;
     while (Date.now() < deadline) {
       try {
-        if ((await this.command('PING')) === '+PONG') return;
+        // PING answers while an append-only file is still loading; EXISTS does not (-LOADING).
+        if ((await this.command('EXISTS', '__redis_server_probe__')).startsWith(':')) return;
       } catch (error) {
         last = error;
       }
       await new Promise((r) => setTimeout(r, 25));
     }
-    throw this.howToFix(`did not answer PING within ${timeoutMs} ms (${last instanceof Error ? last.message : String(last)})`);
+    throw this.howToFix(`was not ready within ${timeoutMs} ms (${last instanceof Error ? last.message : String(last)})`);
   }
 
   private howToFix(problem: string): Error {
