@@ -10,8 +10,8 @@ describe('parseArgs', () => {
   });
 
   it('reads --flag value and --flag=value', () => {
-    const options = parseArgs(['--duration', '2.5', '--connections=50', '--repeats', '3', '--warmup=0', '--proxy-rtt', '64']);
-    expect(options).toMatchObject({ duration: 2.5, connections: 50, repeats: 3, warmup: 0, proxyRttMs: 64 });
+    const options = parseArgs(['--duration', '2.5', '--connections=50', '--repeats', '4', '--warmup=0', '--proxy-rtt', '64']);
+    expect(options).toMatchObject({ duration: 2.5, connections: 50, repeats: 4, warmup: 0, proxyRttMs: 64 });
   });
 
   it('takes scenarios by id or by number, in the order given, without duplicates', () => {
@@ -26,7 +26,7 @@ describe('parseArgs', () => {
   });
 
   it('ignores a lone "--" (pnpm bench -- --duration 2)', () => {
-    expect(parseArgs(['--', '--duration', '2']).duration).toBe(2);
+    expect(parseArgs(['--', '--duration', '4']).duration).toBe(4);
   });
 
   it('reads --help, --cpu-prof and --out', () => {

@@ -162,7 +162,7 @@ describe('checkTargets', () => {
     });
     const checks = checkTargets(rows);
     const byTarget = (prefix: string) => checks.find((c) => c.target.startsWith(prefix))!;
-    expect(byTarget('5 ms')).toMatchObject({ pass: false, measured: '2.8×' });
+    expect(byTarget('5 ms')).toMatchObject({ pass: false, measured: '2.80×' });
     expect(byTarget('mix')).toMatchObject({ pass: false, measured: '1.23×' });
     expect(byTarget('delivered')).toMatchObject({ pass: false, measured: 'http-log/deferred: 199 of 200' });
   });

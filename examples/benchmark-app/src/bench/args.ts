@@ -57,9 +57,9 @@ export const VARIANTS: readonly Variant[] = ['plain', 'noop-interceptor', 'block
 export const ADAPTERS: readonly Adapter[] = ['express', 'fastify'];
 
 export const DEFAULT_OPTIONS: Readonly<Omit<BenchOptions, 'scenarios' | 'adapters'>> = Object.freeze({
-  duration: 3,
+  duration: 2,
   connections: 10,
-  repeats: 2,
+  repeats: 3,
   warmup: 1,
   out: 'results',
   proxyRttMs: 30,

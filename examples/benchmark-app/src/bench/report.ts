@@ -116,7 +116,7 @@ export function checkTargets(rows: readonly ResultRow[], skipped: readonly Skipp
       checks.push({
         adapter,
         target,
-        measured: value === undefined ? (r(scenario) ? 'n/a' : why(scenario)) : times(value, 1),
+        measured: value === undefined ? (r(scenario) ? 'n/a' : why(scenario)) : times(value),
         pass: value === undefined ? undefined : value >= min,
       });
 
