@@ -217,6 +217,7 @@ export class Dispatcher {
   }
 
   private onDeadLetters(letters: DeadLetter[]): void {
+    if (letters.length === 0) return; // e.g. shutdown() after the export loop already buried everything
     const capacity = this.options.deadLetterCapacity;
     if (capacity > 0) {
       for (const letter of letters) this.ring.push(letter);
