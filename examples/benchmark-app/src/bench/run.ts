@@ -511,7 +511,8 @@ async function main(): Promise<void> {
     banner(['SKIPPED SCENARIOS', ...skipped.map((s) => `${s.scenario} (${s.scenarioLabel}): ${s.reason}`)]);
   }
   const rel = path.relative(process.cwd(), outDir) || '.';
-  log(`Wrote ${rel}/latest.json, latest.md, latest.svg${compressionRows.length > 0 ? " and latest-compression.json" : ""} in ${elapsed()}.${options.cpuProf ? ` CPU profiles in ${rel}/profiles.` : ''}`);
+  const written = ['latest.json', 'latest.md', 'latest.svg', ...(compressionRows.length > 0 ? ['latest-compression.json'] : [])];
+  log(`Wrote ${rel}/${written.slice(0, -1).join(', ')} and ${written.at(-1)} in ${elapsed()}.${options.cpuProf ? ` CPU profiles in ${rel}/profiles.` : ''}`);
 }
 
 main().catch((error: unknown) => {
