@@ -99,7 +99,10 @@ export async function startRedis(): Promise<PrivateRedis> {
     child.once('error', (error: NodeJS.ErrnoException) =>
       resolve(
         error.code === 'ENOENT'
-          ? new Error(`"${bin}" was not found on PATH. Install Redis (e.g. apt-get install redis-server) or set REDIS_SERVER_BIN.`)
+          ? new Error(
+              `"${bin}" was not found (no such file, or not on PATH). Install Redis (e.g. apt-get install redis-server) ` +
+                'or point REDIS_SERVER_BIN at a redis-server binary.',
+            )
           : error,
       ),
     );

@@ -278,7 +278,7 @@ async function main(): Promise<void> {
       `load ${os.loadavg().map((l) => l.toFixed(2)).join('/')}`,
   );
   log(
-    `${options.duration} s per run × ${options.repeats} repeats, ${options.warmup} s warm-up per variant, ` +
+    `${options.duration} s per run × ${options.repeats} repeat${options.repeats === 1 ? '' : 's'}, ${options.warmup} s warm-up per variant, ` +
       `${options.connections} connections, adapters ${options.adapters.join('+')}, scenarios ${options.scenarios.join(',')}`,
   );
 
