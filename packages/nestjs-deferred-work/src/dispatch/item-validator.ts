@@ -17,9 +17,69 @@ export function describeItem(item: DeferredItem): string {
   }
 }
 
-/** Serialised size in bytes; exact when it could matter (a UTF-8 byte is at most 3 per UTF-16 unit). */
+/** Nodes and depth the quick walk looks at before it leaves the answer to `JSON.stringify`. */
+const QUICK_NODES = 64;
+const QUICK_DEPTH = 6;
+
+/**
+ * An upper bound of `JSON.stringify(value)`'s UTF-8 size, found without serialising: strings count
+ * 6 bytes per UTF-16 unit (a `\uXXXX` escape), numbers 24. Returns -1 when a cheap walk cannot
+ * tell — a `BigInt`, a `toJSON` (dates), too many nodes or too deep (cycles end up here) — and the
+ * caller falls back to `JSON.stringify`, which then also produces the exact error.
+ */
+export function quickSizeBound(value: unknown): number {
+  let nodes = 0;
+  const walk = (v: unknown, depth: number): number => {
+    if (++nodes > QUICK_NODES) return -1;
+    switch (typeof v) {
+      case 'string':
+        return 2 + 6 * v.length;
+      case 'number':
+        return 24;
+      case 'boolean':
+        return 5;
+      case 'undefined':
+      case 'function':
+      case 'symbol':
+        return 4; // omitted in objects, null in arrays
+      case 'bigint':
+        return -1;
+    }
+    if (v === null) return 4;
+    if (depth >= QUICK_DEPTH || typeof (v as { toJSON?: unknown }).toJSON === 'function') return -1;
+    let size = 2;
+    if (Array.isArray(v)) {
+      for (let i = 0; i < v.length; i++) {
+        const s = walk(v[i], depth + 1);
+        if (s < 0) return -1;
+        size += s + 1;
+      }
+      return size;
+    }
+    for (const key in v as Record<string, unknown>) {
+      if (!Object.prototype.hasOwnProperty.call(v, key)) continue;
+      const s = walk((v as Record<string, unknown>)[key], depth + 1);
+      if (s < 0) return -1;
+      size += 6 * key.length + 4 + s;
+    }
+    return size;
+  };
+  try {
+    return walk(value, 0);
+  } catch {
+    return -1; // a throwing getter or proxy: let JSON.stringify report it
+  }
+}
+
+/**
+ * Serialised size in bytes, or an upper bound of it when that is already within `maxItemBytes`
+ * (the common case, without serialising); exact when it could matter.
+ */
 function payloadBytes(item: DeferredItem, what: string, payload: unknown, maxItemBytes: number): number {
   if (payload === undefined) return 0;
+  const bound = quickSizeBound(payload);
+  // At most two payloads per item (job data and options): each within half the limit cannot exceed it.
+  if (bound >= 0 && bound * 2 <= maxItemBytes) return bound;
   let json: string | undefined;
   try {
     json = JSON.stringify(payload);

@@ -20,10 +20,9 @@ interface Waiter {
  */
 export class MemorySink implements DeferredSink<SinkItem> {
   readonly name: string;
-  /** Delivered items, oldest first, at most `capacity` of them. */
-  readonly items: SinkItem[] = [];
-  /** Sizes of the batches written, in order. */
-  readonly batchSizes: number[] = [];
+  /** Items delivered, oldest first; trimmed back to `capacity` once it holds twice that (amortised). */
+  private kept: SinkItem[] = [];
+  private sizes: number[] = [];
   /** Items delivered since creation (or the last `clear()`), not capped by `capacity`. */
   delivered = 0;
   private readonly capacity: number;
@@ -37,11 +36,24 @@ export class MemorySink implements DeferredSink<SinkItem> {
     }
   }
 
+  /** Delivered items, oldest first: the last `capacity` of them. */
+  get items(): SinkItem[] {
+    if (this.kept.length > this.capacity) this.kept = this.kept.slice(this.kept.length - this.capacity);
+    return this.kept;
+  }
+
+  /** Sizes of the batches written, in order (the last 1000). */
+  get batchSizes(): number[] {
+    if (this.sizes.length > 1000) this.sizes = this.sizes.slice(-1000);
+    return this.sizes;
+  }
+
   async write(batch: readonly SinkItem[], _context?: SinkWriteContext): Promise<void> {
-    this.batchSizes.push(batch.length);
-    for (const item of batch) this.items.push(item);
-    const excess = this.items.length - this.capacity;
-    if (excess > 0) this.items.splice(0, excess);
+    this.sizes.push(batch.length);
+    if (this.sizes.length > 2000) this.sizes = this.sizes.slice(-1000);
+    for (let i = 0; i < batch.length; i++) this.kept.push(batch[i]);
+    // Trim only once twice the capacity is held: a copy every `capacity` items, not a shift per write.
+    if (this.kept.length > 2 * this.capacity) this.kept = this.kept.slice(this.kept.length - this.capacity);
     this.delivered += batch.length;
     // Released on the next turn, once the dispatcher has counted this write as delivered.
     if (this.waiters.length > 0) setImmediate(() => this.release());
@@ -76,8 +88,8 @@ export class MemorySink implements DeferredSink<SinkItem> {
 
   /** Forget what was delivered (pending `waitFor` calls keep waiting). */
   clear(): void {
-    this.items.length = 0;
-    this.batchSizes.length = 0;
+    this.kept = [];
+    this.sizes = [];
     this.delivered = 0;
   }
 
