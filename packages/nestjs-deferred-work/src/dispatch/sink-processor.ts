@@ -9,7 +9,6 @@ import type { SinkStats } from './stats.interface';
 interface Entry {
   item: DeferredItem;
   attempts: number;
-  queuedAt: number;
   /** Acceptance order; `flush()` waits for every entry accepted before it was called. */
   seq: number;
   /** Written by `writeNow` (inline mode): one try, outside the queue. */
@@ -112,7 +111,7 @@ export class SinkProcessor {
   /** Accept an item, or drop (and count) it when the queue is full. Returns whether it was queued. */
   enqueue(item: DeferredItem): boolean {
     this.accepted++;
-    const entry: Entry = { item, attempts: 0, queuedAt: performance.now(), seq: ++this.seq, inline: false };
+    const entry: Entry = { item, attempts: 0, seq: ++this.seq, inline: false };
     if (this.closed) {
       this.hooks.deadLetter(this.bury([{ entry, retryable: false, message: 'the application has shut down' }], 'shutdown'));
       return false;
@@ -133,7 +132,7 @@ export class SinkProcessor {
    */
   writeNow(item: DeferredItem): void {
     this.accepted++;
-    const entry: Entry = { item, attempts: 0, queuedAt: performance.now(), seq: ++this.seq, inline: true };
+    const entry: Entry = { item, attempts: 0, seq: ++this.seq, inline: true };
     if (this.closed) {
       this.hooks.deadLetter(this.bury([{ entry, retryable: false, message: 'the application has shut down' }], 'shutdown'));
       return;
@@ -220,7 +219,8 @@ export class SinkProcessor {
       return;
     }
     if (this.timer) return;
-    const waited = performance.now() - this.queue[0].queuedAt;
+    // The linger counts from when the oldest queued item was created (ms resolution is enough).
+    const waited = Date.now() - this.queue[0].item.createdAt;
     this.timer = setTimeout(this.onTimer, Math.max(0, this.options.flushIntervalMs - waited));
     this.timer.unref();
   }

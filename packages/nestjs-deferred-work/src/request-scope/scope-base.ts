@@ -28,8 +28,14 @@ export abstract class ScopeBase implements DeferredScope {
   job(queue: string, name: string, data: unknown, opts?: DeferredJobOptions): void {
     let jobOpts: DeferredJobOptions | undefined;
     if (opts) {
-      const { when: _when, sink: _sink, ...rest } = opts;
-      jobOpts = Object.keys(rest).length > 0 ? rest : undefined;
+      // Copy only when there is a queue option besides when/sink (no rest-spread on the hot path).
+      for (const key in opts) {
+        if (key !== 'when' && key !== 'sink') {
+          const { when: _when, sink: _sink, ...rest } = opts;
+          jobOpts = rest;
+          break;
+        }
+      }
     }
     this.add({
       kind: 'job',
