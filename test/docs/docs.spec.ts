@@ -117,7 +117,7 @@ describe('docs', () => {
         .map((cells) => [cells[1].replace(/`/g, ''), cells[2]] as const),
     );
     expect([...rows.keys()].sort()).toEqual([...documented.keys()].sort());
-    const runtime: Record<string, unknown> = { ...PROCESSOR_DEFAULTS, ...MODULE_DEFAULTS, isGlobal: true, registerInterceptor: true };
+    const runtime: Record<string, unknown> = { ...PROCESSOR_DEFAULTS, ...MODULE_DEFAULTS, isGlobal: true, registerInterceptor: 'auto' };
     for (const [option, value] of Object.entries(runtime)) {
       expect([option, rows.get(option)]).toEqual([option, `\`${String(value)}\``]);
       expect([option, documented.get(option)]).toEqual([option, `\`${String(value)}\``]);

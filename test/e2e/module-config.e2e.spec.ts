@@ -1,4 +1,4 @@
-import { Controller, Get, Inject, Injectable, Module, UseInterceptors } from '@nestjs/common';
+import { Controller, Get, Inject, Injectable, Module, Req, UseInterceptors } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import {
   AfterResponse,
@@ -11,6 +11,8 @@ import {
   type DeferredWorkModuleOptions,
   MemorySink,
 } from 'nestjs-deferred-work';
+import { GLOBAL_INTERCEPTOR_REGISTERED as GLOBAL_INTERCEPTOR_REGISTERED_FOR_TESTS } from '../../packages/nestjs-deferred-work/src/deferred-work.module-definition';
+import { eventually } from '../support/eventually';
 import { failOnUnhandledRejection, platforms, startApp, type StartedApp } from '../support/platforms';
 import { RecordingSink } from '../support/recording.sink';
 
@@ -32,6 +34,20 @@ class BoundController {
   bound(@Deferred() work: DeferredScope) {
     work.log('info', 'bound');
     return 'bound';
+  }
+}
+
+@Controller()
+class ForRequestController {
+  constructor(@Inject(DeferredWork) private readonly work: DeferredWork) {}
+
+  @Get('via-request')
+  @AfterResponse()
+  viaRequest(@Req() req: object) {
+    const scope = this.work.forRequest(req); // no @Deferred(): @AfterResponse() bound the interceptor here
+    scope.log('info', 'via request');
+    scope.job('mail', 'only-on-success', {});
+    throw new Error('after deferring');
   }
 }
 
@@ -95,17 +111,24 @@ describe.each(platforms)('DeferredWorkModule configuration ($name)', (platform) 
     await started.app.get(Settings, { strict: false }).sink.waitFor(1);
   });
 
-  it('registerInterceptor: false leaves routes alone unless the interceptor is bound with @UseInterceptors', async () => {
+  it('routes using @Deferred() need no interceptor; @AfterResponse() binds it where forRequest(req) is used', async () => {
     const sink = new MemorySink();
     started = await startApp(platform, {
-      imports: [DeferredWorkModule.forRoot({ sinks: [sink], registerInterceptor: false })],
-      controllers: [PingController, BoundController],
+      imports: [DeferredWorkModule.forRoot({ sinks: [sink], flushIntervalMs: 1 })],
+      controllers: [PingController, BoundController, ForRequestController],
     });
+    // No global interceptor, and none bound on a route that takes @Deferred().
+    expect(started.app.get(GLOBAL_INTERCEPTOR_REGISTERED_FOR_TESTS)).toBe(false);
+    expect(Reflect.getMetadata('__interceptors__', PingController.prototype.ping)).toBeUndefined();
+    expect(Reflect.getMetadata('__interceptors__', ForRequestController.prototype.viaRequest)).toEqual([DeferredWorkInterceptor]);
+    expect(await (await fetch(`${started.url}/ping`)).text()).toBe('pong');
     expect(await (await fetch(`${started.url}/bound`)).text()).toBe('bound');
-    await sink.waitFor(1);
-    expect(started.app.get(DeferredWork).stats().requests.finished).toBe(1);
-    // No interceptor on /ping: @Deferred() says how to fix it, as a 500, and no work is lost silently.
-    expect((await fetch(`${started.url}/ping`)).status).toBe(500);
+    const res = await fetch(`${started.url}/via-request`);
+    expect(res.status).toBe(500); // the handler threw after deferring: its success-only job must not run
+    await sink.waitFor(3);
+    await eventually(() => expect(started!.app.get(DeferredWork).stats().requests.finished).toBe(3));
+    expect(sink.items.map((i) => (i.kind === 'log' ? i.message : i.kind)).sort()).toEqual(['bound', 'ping', 'via request']);
+    expect(started.app.get(DeferredWork).stats().skipped).toBe(1);
   });
 
   it('application shutdown drains pending work', async () => {
@@ -141,6 +164,17 @@ describe('bad configuration fails at bootstrap with a fix', () => {
     await expect(
       Test.createTestingModule({ imports: [DeferredWorkModule.forRoot({ routing: { job: 'bull' } })] }).compile(),
     ).rejects.toThrow(/invalid option "routing.job": no sink is named "bull" \(configured: "memory"\)\. Add a sink/);
+  });
+
+  it('asyncContext through forRootAsync without registerInterceptor: true', async () => {
+    const moduleRef = await Test.createTestingModule({
+      imports: [DeferredWorkModule.forRootAsync({ useFactory: () => ({ asyncContext: true }) })],
+    }).compile();
+    const app = moduleRef.createNestApplication({ logger: false });
+    await expect(app.init()).rejects.toThrow(
+      /invalid option "asyncContext": asyncContext needs DeferredWorkInterceptor.*Pass registerInterceptor: true next to useFactory/,
+    );
+    await app.close();
   });
 
   it('an @AfterResponse() naming an unknown sink', async () => {

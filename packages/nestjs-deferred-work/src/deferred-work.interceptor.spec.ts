@@ -8,6 +8,7 @@ import { DeferredWorkInterceptor } from './deferred-work.interceptor';
 import { Dispatcher } from './dispatch/dispatcher';
 import { resolveOptions } from './options/resolve-options';
 import { DirectScope } from './request-scope/direct-scope';
+import { ScopeOpener } from './request-scope/scope-opener';
 import { RequestCollector } from './request-scope/request-collector';
 import { DEFERRED_SCOPE } from './request-scope/request-scope.constants';
 
@@ -35,7 +36,7 @@ describe('DeferredWorkInterceptor', () => {
   it('passes undecorated routes through, reading metadata once per handler', () => {
     const reflector = new Reflector();
     const get = jest.spyOn(reflector, 'get');
-    const interceptor = new DeferredWorkInterceptor(reflector, dispatcher, direct);
+    const interceptor = new DeferredWorkInterceptor(new ScopeOpener(reflector, dispatcher, direct));
     const response = new EventEmitter();
     for (let i = 0; i < 100; i++) {
       const request: Record<symbol, unknown> = {};
@@ -48,7 +49,7 @@ describe('DeferredWorkInterceptor', () => {
   });
 
   it('opens a collector on decorated routes and settles it on close', () => {
-    const interceptor = new DeferredWorkInterceptor(new Reflector(), dispatcher, direct);
+    const interceptor = new DeferredWorkInterceptor(new ScopeOpener(new Reflector(), dispatcher, direct));
     const request: Record<symbol, unknown> = {};
     const response = Object.assign(new EventEmitter(), { writableFinished: false, statusCode: 200 });
     interceptor.intercept(httpContext(Controller.prototype.decorated, request, response), next);
@@ -61,7 +62,7 @@ describe('DeferredWorkInterceptor', () => {
   });
 
   it('ignores non-HTTP contexts', () => {
-    const interceptor = new DeferredWorkInterceptor(new Reflector(), dispatcher, direct);
+    const interceptor = new DeferredWorkInterceptor(new ScopeOpener(new Reflector(), dispatcher, direct));
     const stream = of('rpc');
     const getHandler = jest.fn();
     const context = { getType: () => 'rpc', getHandler } as unknown as ExecutionContext;

@@ -3,6 +3,9 @@ import { APP_INTERCEPTOR } from '@nestjs/core';
 import { DeferredWorkInterceptor } from './deferred-work.interceptor';
 import type { DeferredWorkModuleExtras, DeferredWorkModuleOptions } from './options/module-options.interface';
 
+/** Whether `DeferredWorkInterceptor` was registered as an `APP_INTERCEPTOR` (checked at bootstrap). */
+export const GLOBAL_INTERCEPTOR_REGISTERED = Symbol('nestjs-deferred-work.global-interceptor');
+
 export const {
   ConfigurableModuleClass: DeferredWorkConfigurableModule,
   MODULE_OPTIONS_TOKEN: DEFERRED_WORK_MODULE_OPTIONS,
@@ -11,11 +14,19 @@ export const {
 } = new ConfigurableModuleBuilder<DeferredWorkModuleOptions>({ moduleName: 'DeferredWork' })
   .setClassMethodName('forRoot')
   .setFactoryMethodName('createDeferredWorkOptions')
-  .setExtras<Required<DeferredWorkModuleExtras>>({ isGlobal: true, registerInterceptor: true }, (definition, extras) => ({
-    ...definition,
-    global: extras.isGlobal,
-    providers: extras.registerInterceptor
-      ? [...(definition.providers ?? []), { provide: APP_INTERCEPTOR, useExisting: DeferredWorkInterceptor }]
-      : definition.providers,
-  }))
+  .setExtras<DeferredWorkModuleExtras>({ isGlobal: true, registerInterceptor: undefined }, (definition, extras) => {
+    // forRoot() passes every option here; forRootAsync() only the extras, so `auto` cannot see
+    // asyncContext/timing there — the bootstrap check then asks for registerInterceptor: true.
+    const seen = extras as DeferredWorkModuleExtras & Pick<DeferredWorkModuleOptions, 'asyncContext' | 'timing'>;
+    const register = extras.registerInterceptor ?? (seen.asyncContext === true || seen.timing === true);
+    return {
+      ...definition,
+      global: extras.isGlobal ?? true,
+      providers: [
+        ...(definition.providers ?? []),
+        { provide: GLOBAL_INTERCEPTOR_REGISTERED, useValue: register },
+        ...(register ? [{ provide: APP_INTERCEPTOR, useExisting: DeferredWorkInterceptor }] : []),
+      ],
+    };
+  })
   .build();

@@ -9,11 +9,12 @@ import type { DeferredWorkModuleOptions } from './options/module-options.interfa
 import { resolveOptions } from './options/resolve-options';
 import { DeferredAsyncContext } from './request-scope/async-context';
 import { DirectScope } from './request-scope/direct-scope';
+import { ScopeOpener } from './request-scope/scope-opener';
 
 /**
  * `DeferredWorkModule.forRoot(options)` / `forRootAsync({ imports, inject, useFactory | useClass |
- * useExisting })`. Global by default; registers `DeferredWorkInterceptor` for every route unless
- * `registerInterceptor: false`.
+ * useExisting })`. Global by default. Registers `DeferredWorkInterceptor` for every route only when
+ * `asyncContext` or `timing` needs it (`registerInterceptor`).
  */
 @Module({
   imports: [DiscoveryModule],
@@ -33,10 +34,19 @@ import { DirectScope } from './request-scope/direct-scope';
       inject: [Dispatcher],
       useFactory: (dispatcher: Dispatcher) => (dispatcher.options.asyncContext ? new DeferredAsyncContext() : null),
     },
+    ScopeOpener,
     DeferredWorkInterceptor,
     DeferredWork,
     DeferredWorkHealthIndicator,
   ],
-  exports: [DeferredWork, DeferredWorkInterceptor, DeferredWorkHealthIndicator, Dispatcher, DirectScope, DeferredAsyncContext],
+  exports: [
+    DeferredWork,
+    DeferredWorkInterceptor,
+    DeferredWorkHealthIndicator,
+    ScopeOpener,
+    Dispatcher,
+    DirectScope,
+    DeferredAsyncContext,
+  ],
 })
 export class DeferredWorkModule extends DeferredWorkConfigurableModule {}

@@ -1,5 +1,8 @@
 import { Inject, Injectable, type OnApplicationShutdown, type OnModuleInit, Optional } from '@nestjs/common';
-import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
+import { DiscoveryService, HttpAdapterHost, MetadataScanner, Reflector } from '@nestjs/core';
+import { GLOBAL_INTERCEPTOR_REGISTERED } from './deferred-work.module-definition';
+import { registerOpener, unregisterOpener } from './request-scope/runtime-registry';
+import { ScopeOpener } from './request-scope/scope-opener';
 import { AFTER_RESPONSE_METADATA, type AfterResponseOptions } from './after-response.decorator';
 import type { DeadLetter } from './dispatch/dead-letter.interface';
 import { Dispatcher, type ShutdownReport } from './dispatch/dispatcher';
@@ -31,7 +34,10 @@ export class DeferredWork implements DeferredScope, OnModuleInit, OnApplicationS
     @Inject(DiscoveryService) private readonly discovery: DiscoveryService,
     @Inject(MetadataScanner) private readonly scanner: MetadataScanner,
     @Inject(Reflector) private readonly reflector: Reflector,
-    @Optional() @Inject(DeferredAsyncContext) private readonly asyncContext?: DeferredAsyncContext,
+    @Inject(ScopeOpener) private readonly opener: ScopeOpener,
+    @Inject(GLOBAL_INTERCEPTOR_REGISTERED) private readonly globalInterceptor: boolean,
+    @Optional() @Inject(HttpAdapterHost) private readonly adapterHost?: HttpAdapterHost,
+    @Optional() @Inject(DeferredAsyncContext) private readonly asyncContext?: DeferredAsyncContext | null,
   ) {}
 
   /** The scope calls go to right now: the request's (async context mode) or the direct one. */
@@ -86,8 +92,30 @@ export class DeferredWork implements DeferredScope, OnModuleInit, OnApplicationS
     return this.dispatcher.settled(timeoutMs);
   }
 
-  /** Checks every `@AfterResponse()` at bootstrap, so a typo fails the start, not a request. */
+  /**
+   * Checks the options and every `@AfterResponse()` at bootstrap, so a mistake fails the start, not a
+   * request; and lets `@Deferred()` find this application's scopes through its HTTP framework instance.
+   */
   onModuleInit(): void {
+    const { asyncContext, timing } = this.dispatcher.options;
+    if ((asyncContext || timing) && !this.globalInterceptor) {
+      const option = asyncContext ? 'asyncContext' : 'timing';
+      throw new DeferredWorkConfigError(
+        option,
+        `${option} needs DeferredWorkInterceptor on every route, and it was not registered ` +
+          '(forRootAsync() cannot see options resolved at runtime, or registerInterceptor is false)',
+        asyncContext
+          ? 'Pass registerInterceptor: true next to useFactory in forRootAsync().'
+          : 'Pass registerInterceptor: true next to useFactory in forRootAsync(), or measure chosen routes with @AfterResponse({ timing: true }).',
+      );
+    }
+    let instance: object | undefined;
+    try {
+      instance = this.adapterHost?.httpAdapter?.getInstance?.() as object | undefined;
+    } catch {
+      instance = undefined; // no HTTP server (a standalone application context)
+    }
+    registerOpener(this.opener, instance);
     const sinks = this.dispatcher.options.sinks;
     for (const wrapper of this.discovery.getControllers()) {
       const cls = wrapper.metatype as (new (...args: never[]) => object) | undefined;
@@ -123,6 +151,7 @@ export class DeferredWork implements DeferredScope, OnModuleInit, OnApplicationS
 
   /** Drains pending work within `shutdownTimeoutMs` (needs `app.enableShutdownHooks()` for signals). */
   async onApplicationShutdown(): Promise<void> {
+    unregisterOpener(this.opener);
     await this.shutdown();
   }
 

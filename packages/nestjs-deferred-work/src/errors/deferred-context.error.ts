@@ -1,4 +1,4 @@
-/** Thrown when `@Deferred()` is used on a route that `DeferredWorkInterceptor` does not cover. */
+/** Thrown when `@Deferred()` cannot find the request's scope. */
 export class DeferredContextError extends Error {
   override readonly name = 'DeferredContextError';
 
@@ -7,9 +7,8 @@ export class DeferredContextError extends Error {
       contextType !== 'http'
         ? `@Deferred() was used in ${where}, a ${contextType} handler; it works in HTTP handlers only. ` +
             'Inject DeferredWork instead: outside an HTTP request its items go straight to the dispatcher.'
-        : `@Deferred() was used in ${where}, but DeferredWorkInterceptor did not run for this request. ` +
-            'Keep DeferredWorkModule.forRoot({ registerInterceptor: true }) (the default), or bind it with ' +
-            '@UseInterceptors(DeferredWorkInterceptor) on the controller.',
+        : `@Deferred() was used in ${where}, but no DeferredWorkModule is running for this request's application. ` +
+            'Import DeferredWorkModule.forRoot() (or forRootAsync()) in the application that serves this route.',
     );
   }
 }

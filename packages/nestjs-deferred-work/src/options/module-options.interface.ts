@@ -59,8 +59,10 @@ export interface DeferredWorkModuleExtras {
   /** Make the module global. Default `true`. */
   isGlobal?: boolean;
   /**
-   * Register `DeferredWorkInterceptor` as an `APP_INTERCEPTOR` for every route. Default `true`.
-   * Set `false` and bind it with `@UseInterceptors(DeferredWorkInterceptor)` where you need it.
+   * Register `DeferredWorkInterceptor` as an `APP_INTERCEPTOR` for every route. Default `auto`: only
+   * when `asyncContext` or `timing` is on in `forRoot()` (with `forRootAsync()`, say `true` yourself
+   * if they are). Routes using `@Deferred()` need no interceptor, and `@AfterResponse()` binds it
+   * to the decorated routes that do; any Nest interceptor costs its request pipeline on every route.
    */
   registerInterceptor?: boolean;
 }

@@ -41,6 +41,16 @@ export class RequestCollector extends ScopeBase {
     else this.release(item);
   }
 
+  /** Whether the route asked for `timing`. */
+  get measures(): boolean {
+    return this.route.timing === true;
+  }
+
+  /** Whether `startTiming` was called (an interceptor bound twice measures once). */
+  get timingStarted(): boolean {
+    return this.timing !== undefined;
+  }
+
   /** Starts measuring this request (the interceptor calls it when the route has `timing`). */
   startTiming(method: string): void {
     this.timing = { method, startedAt: performance.now() };

@@ -1,0 +1,73 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import { AFTER_RESPONSE_METADATA, type AfterResponseOptions } from '../after-response.metadata';
+import { Dispatcher } from '../dispatch/dispatcher';
+import type { DeferredScope } from './deferred-scope.interface';
+import { DirectScope } from './direct-scope';
+import { RequestCollector } from './request-collector';
+import { DEFERRED_SCOPE } from './request-scope.constants';
+import { routeTemplate } from './route-timing';
+import type { RouteSettings } from './scope-base';
+
+/** The part of Node's `ServerResponse` used here (Fastify's `reply.raw` is one). */
+interface RawResponse {
+  on(event: 'close', listener: () => void): unknown;
+  readonly writableFinished: boolean;
+  readonly closed?: boolean;
+  readonly statusCode: number;
+}
+
+/**
+ * Opens a request's scope, once: on an `@AfterResponse()` route a collector settled by the
+ * response's `close` event (after `finish`, or alone when the client left), elsewhere the direct
+ * scope. Used by `@Deferred()` — so a route needs no interceptor at all — and by
+ * `DeferredWorkInterceptor` where one is bound. Route settings are cached per class and handler.
+ */
+@Injectable()
+export class ScopeOpener {
+  /** Settings per class, then per handler: a handler inherited by two controllers has two entries. */
+  private readonly routes = new WeakMap<object, WeakMap<object, RouteSettings | null>>();
+
+  constructor(
+    @Inject(Reflector) private readonly reflector: Reflector,
+    @Inject(Dispatcher) private readonly dispatcher: Dispatcher,
+    @Inject(DirectScope) readonly direct: DirectScope,
+  ) {}
+
+  /** The request's scope, opening it on first use. */
+  open(request: object, reply: object, handler: object, cls: object): DeferredScope {
+    const holder = request as Record<symbol, DeferredScope | undefined>;
+    const existing = holder[DEFERRED_SCOPE];
+    if (existing) return existing;
+    const settings = this.settings(handler, cls);
+    if (settings === null || this.dispatcher.inline) return (holder[DEFERRED_SCOPE] = this.direct);
+    const collector = new RequestCollector(settings, this.dispatcher);
+    holder[DEFERRED_SCOPE] = collector;
+    const response = (reply as { raw?: RawResponse }).raw ?? (reply as RawResponse);
+    if (response.closed) collector.settle(response.writableFinished, response.statusCode);
+    else response.on('close', () => collector.settle(response.writableFinished, response.statusCode));
+    return collector;
+  }
+
+  /** The route's settings, or `null` when neither the handler nor its class is decorated. Cached. */
+  settings(handler: object, cls: object): RouteSettings | null {
+    let byHandler = this.routes.get(cls);
+    if (!byHandler) this.routes.set(cls, (byHandler = new WeakMap()));
+    let settings = byHandler.get(handler);
+    if (settings === undefined) byHandler.set(handler, (settings = this.resolve(handler, cls)));
+    return settings;
+  }
+
+  private resolve(handler: object, cls: object): RouteSettings | null {
+    const onClass = this.reflector.get<AfterResponseOptions | undefined>(AFTER_RESPONSE_METADATA, cls as never);
+    const onHandler = this.reflector.get<AfterResponseOptions | undefined>(AFTER_RESPONSE_METADATA, handler as never);
+    if (!onClass && !onHandler) return null;
+    const timing = onHandler?.timing ?? onClass?.timing ?? this.dispatcher.options.timing;
+    return {
+      when: { ...this.dispatcher.options.when, ...onClass?.when, ...onHandler?.when },
+      sinks: { ...onClass?.sinks, ...onHandler?.sinks },
+      timing,
+      path: timing ? routeTemplate(Reflect.getMetadata('path', cls), Reflect.getMetadata('path', handler)) : undefined,
+    };
+  }
+}
