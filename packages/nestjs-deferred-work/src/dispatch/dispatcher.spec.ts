@@ -125,4 +125,23 @@ describe('Dispatcher', () => {
     expect(report).toEqual({ drained: true, undelivered: {} });
     expect(warnings.join('\n')).toMatch(/Sink "stuck" did not shut down within \d+ ms/);
   });
+
+  it('a sink that hangs does not hold back another sink', async () => {
+    const healthy = new MemorySink({ name: 'healthy' });
+    const hanging = { name: 'hanging', write: () => new Promise<void>(() => undefined) };
+    const { logger } = quiet();
+    const dispatcher = new Dispatcher(
+      resolveOptions({ sinks: [healthy, hanging], routing: { log: 'hanging' }, maxBatchSize: 10, writeTimeoutMs: 60_000 }),
+      logger,
+    );
+    for (let i = 0; i < 100; i++) {
+      dispatcher.dispatch(job({ i }));
+      dispatcher.dispatch({ kind: 'log', level: 'info', message: `log ${i}`, when: 'always', createdAt: Date.now() });
+    }
+    await healthy.waitFor(100);
+    const stats = dispatcher.stats();
+    expect(stats.sinks.healthy).toMatchObject({ accepted: 100, delivered: 100, pending: 0 });
+    expect(stats.sinks.hanging).toMatchObject({ accepted: 100, delivered: 0, pending: 100, inFlight: 10 });
+    expect(stats.accepted).toBe(stats.delivered + stats.pending + stats.dropped + stats.deadLettered);
+  });
 });
