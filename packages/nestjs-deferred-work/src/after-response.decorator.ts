@@ -11,8 +11,31 @@ const INTERCEPTORS_METADATA = '__interceptors__';
 
 /** Whether a route method takes a `@Deferred()` parameter (parameter decorators apply before method ones). */
 function usesDeferredParam(cls: object, method: string | symbol): boolean {
+  // Reflect.getMetadata walks the constructor chain, as Nest does for inherited route arguments.
   const params = Reflect.getMetadata(ROUTE_ARGS_METADATA, cls, method) as Record<string, { factory?: unknown }> | undefined;
   return Object.values(params ?? {}).some((param) => param.factory === deferredParamFactory);
+}
+
+/**
+ * Whether every route of a controller, own or inherited, takes `@Deferred()` — and there is at least
+ * one (a base class without routes may get them from subclasses, which this decorator cannot see).
+ * Accessors are skipped without being called, as Nest's MetadataScanner does.
+ */
+function allRoutesTakeDeferred(cls: Function & { prototype: object }): boolean {
+  let routes = 0;
+  const seen = new Set<string>();
+  for (let proto: object | null = cls.prototype; proto && proto !== Object.prototype; proto = Object.getPrototypeOf(proto)) {
+    for (const name of Object.getOwnPropertyNames(proto)) {
+      if (name === 'constructor' || seen.has(name)) continue;
+      seen.add(name);
+      const descriptor = Object.getOwnPropertyDescriptor(proto, name);
+      const method = descriptor?.value as unknown;
+      if (typeof method !== 'function' || Reflect.getMetadata('path', method) === undefined) continue;
+      routes++;
+      if (!usesDeferredParam(cls, name)) return false;
+    }
+  }
+  return routes > 0;
 }
 
 function bindsInterceptor(target: object): boolean {
@@ -26,7 +49,8 @@ function bindsInterceptor(target: object): boolean {
  *
  * A route that takes `@Deferred()` needs no interceptor (resolving the parameter opens the request's
  * scope). On a route that does not — one that uses `DeferredWork.forRequest(req)` or `asyncContext` —
- * and on a route with `timing`, this decorator also binds `DeferredWorkInterceptor`.
+ * and on a route with `timing`, this decorator also binds `DeferredWorkInterceptor`. On a class, it
+ * binds it to the whole class unless every route (own and inherited) takes `@Deferred()`.
  *
  * @example
  * ```ts
@@ -50,21 +74,9 @@ export function AfterResponse(options: AfterResponseOptions = {}): ClassDecorato
       }
       return descriptor;
     }
-    const cls = target as { prototype: Record<string, unknown> };
+    const cls = target as Function & { prototype: object };
     setMetadata(cls as never);
-    if (options.timing) {
-      if (!bindsInterceptor(cls)) intercept(cls as never);
-      return target;
-    }
-    for (const name of Object.getOwnPropertyNames(cls.prototype)) {
-      if (name === 'constructor') continue;
-      const method = cls.prototype[name];
-      const route = typeof method === 'function' && Reflect.getMetadata('path', method) !== undefined;
-      if (route && !usesDeferredParam(cls, name) && !bindsInterceptor(method as object)) {
-        const described = Object.getOwnPropertyDescriptor(cls.prototype, name)!;
-        intercept(cls.prototype, name, described);
-      }
-    }
+    if (!bindsInterceptor(cls) && (options.timing || !allRoutesTakeDeferred(cls))) intercept(cls as never);
     return target;
   }) as ClassDecorator & MethodDecorator;
 }

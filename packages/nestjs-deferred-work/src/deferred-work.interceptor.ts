@@ -23,16 +23,22 @@ export class DeferredWorkInterceptor implements NestInterceptor {
     if (context.getType() !== 'http') return next.handle();
     // getArgByIndex rather than switchToHttp(): the latter allocates three closures per call.
     const request = context.getArgByIndex<object>(0);
-    const scope = this.opener.open(request, context.getArgByIndex<object>(1), context.getHandler(), context.getClass());
+    const handler = context.getHandler();
+    // Bound twice (globally and by @AfterResponse()): the first one did the work.
+    if (ScopeOpener.isOpen(request, handler)) return next.handle();
+    const scope = this.opener.open(request, context.getArgByIndex<object>(1), handler, context.getClass());
     if (!(scope instanceof RequestCollector)) return next.handle();
-    let handled: () => Observable<unknown> = () => next.handle();
-    if (scope.measures && !scope.timingStarted) {
-      scope.startTiming(String((request as { method?: unknown }).method ?? 'GET'));
-      const done = () => scope.handlerDone();
-      handled = () => next.handle().pipe(tap({ next: done, error: done, complete: done }));
-    }
+    const measured = scope.measures;
+    if (measured) scope.startTiming(String((request as { method?: unknown }).method ?? 'GET'));
     const asyncContext = this.asyncContext;
-    if (!asyncContext) return handled();
-    return new Observable((subscriber) => asyncContext.run(scope, () => handled().subscribe(subscriber)));
+    if (!asyncContext) return measured ? this.timed(next, scope) : next.handle();
+    return new Observable((subscriber) =>
+      asyncContext.run(scope, () => (measured ? this.timed(next, scope) : next.handle()).subscribe(subscriber)),
+    );
+  }
+
+  private timed(next: CallHandler, scope: RequestCollector): Observable<unknown> {
+    const done = () => scope.handlerDone();
+    return next.handle().pipe(tap({ next: done, error: done, complete: done }));
   }
 }

@@ -3,8 +3,12 @@ import { APP_INTERCEPTOR } from '@nestjs/core';
 import { DeferredWorkInterceptor } from './deferred-work.interceptor';
 import type { DeferredWorkModuleExtras, DeferredWorkModuleOptions } from './options/module-options.interface';
 
-/** Whether `DeferredWorkInterceptor` was registered as an `APP_INTERCEPTOR` (checked at bootstrap). */
+/**
+ * How `DeferredWorkInterceptor` stands globally (checked at bootstrap): registered as an
+ * `APP_INTERCEPTOR`, left out by `auto`, or left out on purpose (`registerInterceptor: false`).
+ */
 export const GLOBAL_INTERCEPTOR_REGISTERED = Symbol('nestjs-deferred-work.global-interceptor');
+export type GlobalInterceptorState = 'registered' | 'auto-off' | 'off';
 
 export const {
   ConfigurableModuleClass: DeferredWorkConfigurableModule,
@@ -24,7 +28,10 @@ export const {
       global: extras.isGlobal ?? true,
       providers: [
         ...(definition.providers ?? []),
-        { provide: GLOBAL_INTERCEPTOR_REGISTERED, useValue: register },
+        {
+          provide: GLOBAL_INTERCEPTOR_REGISTERED,
+          useValue: (register ? 'registered' : extras.registerInterceptor === false ? 'off' : 'auto-off') satisfies GlobalInterceptorState,
+        },
         ...(register ? [{ provide: APP_INTERCEPTOR, useExisting: DeferredWorkInterceptor }] : []),
       ],
     };

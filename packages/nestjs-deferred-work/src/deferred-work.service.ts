@@ -1,7 +1,7 @@
-import { Inject, Injectable, type OnApplicationShutdown, type OnModuleInit, Optional } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit, Optional } from '@nestjs/common';
 import { DiscoveryService, HttpAdapterHost, MetadataScanner, Reflector } from '@nestjs/core';
-import { GLOBAL_INTERCEPTOR_REGISTERED } from './deferred-work.module-definition';
-import { registerOpener, unregisterOpener } from './request-scope/runtime-registry';
+import { GLOBAL_INTERCEPTOR_REGISTERED, type GlobalInterceptorState } from './deferred-work.module-definition';
+import { openerOn, registerOpener, unregisterOpener } from './request-scope/runtime-registry';
 import { ScopeOpener } from './request-scope/scope-opener';
 import { AFTER_RESPONSE_METADATA, type AfterResponseOptions } from './after-response.decorator';
 import type { DeadLetter } from './dispatch/dead-letter.interface';
@@ -35,7 +35,7 @@ export class DeferredWork implements DeferredScope, OnModuleInit, OnApplicationS
     @Inject(MetadataScanner) private readonly scanner: MetadataScanner,
     @Inject(Reflector) private readonly reflector: Reflector,
     @Inject(ScopeOpener) private readonly opener: ScopeOpener,
-    @Inject(GLOBAL_INTERCEPTOR_REGISTERED) private readonly globalInterceptor: boolean,
+    @Inject(GLOBAL_INTERCEPTOR_REGISTERED) private readonly globalInterceptor: GlobalInterceptorState,
     @Optional() @Inject(HttpAdapterHost) private readonly adapterHost?: HttpAdapterHost,
     @Optional() @Inject(DeferredAsyncContext) private readonly asyncContext?: DeferredAsyncContext | null,
   ) {}
@@ -98,8 +98,13 @@ export class DeferredWork implements DeferredScope, OnModuleInit, OnApplicationS
    */
   onModuleInit(): void {
     const { asyncContext, timing } = this.dispatcher.options;
-    if ((asyncContext || timing) && !this.globalInterceptor) {
-      const option = asyncContext ? 'asyncContext' : 'timing';
+    const option = asyncContext ? 'asyncContext' : 'timing';
+    if ((asyncContext || timing) && this.globalInterceptor === 'off') {
+      new Logger('DeferredWork').warn(
+        `${option} is on and registerInterceptor is false: bind DeferredWorkInterceptor yourself (APP_INTERCEPTOR ` +
+          `or @UseInterceptors) on the routes that need it, or ${option} will not apply there.`,
+      );
+    } else if ((asyncContext || timing) && this.globalInterceptor === 'auto-off') {
       throw new DeferredWorkConfigError(
         option,
         `${option} needs DeferredWorkInterceptor on every route, and it was not registered ` +
@@ -109,13 +114,32 @@ export class DeferredWork implements DeferredScope, OnModuleInit, OnApplicationS
           : 'Pass registerInterceptor: true next to useFactory in forRootAsync(), or measure chosen routes with @AfterResponse({ timing: true }).',
       );
     }
-    let instance: object | undefined;
-    try {
-      instance = this.adapterHost?.httpAdapter?.getInstance?.() as object | undefined;
-    } catch {
-      instance = undefined; // no HTTP server (a standalone application context)
+    this.checkDecoratedRoutes();
+    const instance = this.frameworkInstance();
+    const other = openerOn(instance);
+    if (other && other !== this.opener && this.globalInterceptor !== 'registered') {
+      throw new DeferredWorkConfigError(
+        'registerInterceptor',
+        'another running application with DeferredWorkModule shares this HTTP server instance, so @Deferred() ' +
+          'cannot tell which application a request belongs to',
+        'Give each application its own HTTP adapter, or pass registerInterceptor: true (the interceptor opens each ' +
+          "request's scope through its own application's injector).",
+      );
     }
     registerOpener(this.opener, instance);
+  }
+
+  /** The Express app or Fastify instance serving this application, if it has an HTTP server. */
+  private frameworkInstance(): object | undefined {
+    try {
+      return this.adapterHost?.httpAdapter?.getInstance?.() as object | undefined;
+    } catch {
+      return undefined; // no HTTP server (a standalone application context)
+    }
+  }
+
+  /** Every sink name and `when` in `@AfterResponse()` must exist. */
+  private checkDecoratedRoutes(): void {
     const sinks = this.dispatcher.options.sinks;
     for (const wrapper of this.discovery.getControllers()) {
       const cls = wrapper.metatype as (new (...args: never[]) => object) | undefined;
@@ -151,7 +175,7 @@ export class DeferredWork implements DeferredScope, OnModuleInit, OnApplicationS
 
   /** Drains pending work within `shutdownTimeoutMs` (needs `app.enableShutdownHooks()` for signals). */
   async onApplicationShutdown(): Promise<void> {
-    unregisterOpener(this.opener);
+    unregisterOpener(this.opener, this.frameworkInstance());
     await this.shutdown();
   }
 

@@ -1,7 +1,7 @@
 import { createParamDecorator, type ExecutionContext } from '@nestjs/common';
 import { DeferredContextError } from './errors/deferred-context.error';
 import type { DeferredScope } from './request-scope/deferred-scope.interface';
-import { DEFERRED_SCOPE } from './request-scope/request-scope.constants';
+import { DEFERRED_HANDLER, DEFERRED_SCOPE } from './request-scope/request-scope.constants';
 import { findOpener } from './request-scope/runtime-registry';
 
 /**
@@ -9,14 +9,14 @@ import { findOpener } from './request-scope/runtime-registry';
  * Exported for `@AfterResponse()`, which checks whether a route uses `@Deferred()`.
  */
 export function deferredParamFactory(_data: unknown, context: ExecutionContext): DeferredScope {
-  const request = context.getArgByIndex<Record<symbol, DeferredScope | undefined> | undefined>(0);
-  const where = () => `${context.getClass().name}.${context.getHandler().name}()`;
-  if (context.getType() !== 'http' || !request) throw new DeferredContextError(where(), context.getType());
-  const existing = request[DEFERRED_SCOPE];
-  if (existing) return existing;
-  const opener = findOpener(request);
-  if (!opener) throw new DeferredContextError(where());
-  return opener.open(request, context.getArgByIndex<object>(1), context.getHandler(), context.getClass());
+  const request = context.getArgByIndex<Record<symbol, unknown> | undefined>(0);
+  const handler = context.getHandler();
+  if (context.getType() === 'http' && request) {
+    if (request[DEFERRED_HANDLER] === handler) return request[DEFERRED_SCOPE] as DeferredScope;
+    const opener = findOpener(request);
+    if (opener) return opener.open(request, context.getArgByIndex<object>(1), handler, context.getClass());
+  }
+  throw new DeferredContextError(`${context.getClass().name}.${handler.name}()`, context.getType());
 }
 
 /**

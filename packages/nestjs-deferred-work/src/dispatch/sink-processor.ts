@@ -282,11 +282,13 @@ export class SinkProcessor {
     const started = performance.now();
     let failures: Failure[];
     let retryAfterMs: number | undefined;
+    let cutByShutdown = false;
     try {
       const result = await this.awaitWrite(entries.map((e) => e.item), attempt);
       failures = this.failuresOf(result, entries);
       retryAfterMs = failures.length > 0 ? result?.retryAfterMs : undefined;
     } catch (error) {
+      cutByShutdown = this.hardStop.signal.aborted && error === this.hardStop.signal.reason;
       const retryable = !(error instanceof SinkWriteError) || error.retryable;
       retryAfterMs = error instanceof SinkWriteError ? error.retryAfterMs : undefined;
       const message = errorMessage(error);
@@ -294,7 +296,8 @@ export class SinkProcessor {
     }
     this.lastWriteMs = performance.now() - started;
     let summary: string | undefined;
-    if (failures.length > 0) {
+    // A write cut short by the shutdown deadline is not the sink's failure: keep its last real error.
+    if (failures.length > 0 && !cutByShutdown) {
       summary =
         failures.length === entries.length
           ? failures[0].message

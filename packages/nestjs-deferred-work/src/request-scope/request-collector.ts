@@ -19,7 +19,8 @@ export type RequestOutcome = 'success' | 'failure' | 'aborted';
  * the client went away, or one that ended the response itself) are judged at once.
  */
 export class RequestCollector extends ScopeBase {
-  private items: DeferredItem[] | undefined = [];
+  /** Items waiting for the outcome; created on the first item. */
+  private items: DeferredItem[] | undefined;
   private outcome: RequestOutcome | undefined;
   private timing: Timing | undefined;
 
@@ -37,18 +38,13 @@ export class RequestCollector extends ScopeBase {
   }
 
   protected add(item: DeferredItem): void {
-    if (this.items) this.items.push(item);
+    if (this.outcome === undefined) (this.items ??= []).push(item);
     else this.release(item);
   }
 
   /** Whether the route asked for `timing`. */
   get measures(): boolean {
     return this.route.timing === true;
-  }
-
-  /** Whether `startTiming` was called (an interceptor bound twice measures once). */
-  get timingStarted(): boolean {
-    return this.timing !== undefined;
   }
 
   /** Starts measuring this request (the interceptor calls it when the route has `timing`). */
@@ -67,9 +63,9 @@ export class RequestCollector extends ScopeBase {
     this.outcome = !finished ? 'aborted' : statusCode < 400 ? 'success' : 'failure';
     this.dispatcher.recordOutcome(finished ? 'finished' : 'aborted');
     if (this.timing && finished) this.emitTiming(statusCode);
-    const items = this.items!;
+    const items = this.items;
     this.items = undefined;
-    for (let i = 0; i < items.length; i++) this.release(items[i]);
+    if (items) for (let i = 0; i < items.length; i++) this.release(items[i]);
   }
 
   private emitTiming(statusCode: number): void {

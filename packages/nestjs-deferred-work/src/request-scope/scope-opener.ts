@@ -5,7 +5,7 @@ import { Dispatcher } from '../dispatch/dispatcher';
 import type { DeferredScope } from './deferred-scope.interface';
 import { DirectScope } from './direct-scope';
 import { RequestCollector } from './request-collector';
-import { DEFERRED_SCOPE } from './request-scope.constants';
+import { DEFERRED_HANDLER, DEFERRED_SCOPE } from './request-scope.constants';
 import { routeTemplate } from './route-timing';
 import type { RouteSettings } from './scope-base';
 
@@ -34,11 +34,19 @@ export class ScopeOpener {
     @Inject(DirectScope) readonly direct: DirectScope,
   ) {}
 
-  /** The request's scope, opening it on first use. */
+  /** Whether the request's scope is already open for this handler. */
+  static isOpen(request: object, handler: object): boolean {
+    return (request as Record<symbol, unknown>)[DEFERRED_HANDLER] === handler;
+  }
+
+  /**
+   * The request's scope for `handler`, opening it on first use. A request that falls through to
+   * another handler (Express `next()`) gets a new scope for it.
+   */
   open(request: object, reply: object, handler: object, cls: object): DeferredScope {
-    const holder = request as Record<symbol, DeferredScope | undefined>;
-    const existing = holder[DEFERRED_SCOPE];
-    if (existing) return existing;
+    const holder = request as Record<symbol, unknown>;
+    if (holder[DEFERRED_HANDLER] === handler) return holder[DEFERRED_SCOPE] as DeferredScope;
+    holder[DEFERRED_HANDLER] = handler;
     const settings = this.settings(handler, cls);
     if (settings === null || this.dispatcher.inline) return (holder[DEFERRED_SCOPE] = this.direct);
     const collector = new RequestCollector(settings, this.dispatcher);
