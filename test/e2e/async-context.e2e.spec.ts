@@ -1,7 +1,7 @@
 import { Controller, Get, Inject, Injectable, Param } from '@nestjs/common';
-import { AfterResponse, DeferredWork, DeferredWorkModule, MemorySink } from 'nestjs-deferred-work';
+import { AfterResponse, DeferredWork } from 'nestjs-deferred-work';
 import { eventually } from '../support/eventually';
-import { failOnUnhandledRejection, platforms, startApp, type StartedApp } from '../support/platforms';
+import { failOnUnhandledRejection, platforms, useMemoryApp } from '../support/platforms';
 
 @Injectable()
 class Billing {
@@ -34,27 +34,16 @@ class BillingController {
 
 describe.each(platforms)('asyncContext: true ($name)', (platform) => {
   failOnUnhandledRejection();
-  let started: StartedApp;
-  let sink: MemorySink;
-
-  beforeEach(async () => {
-    sink = new MemorySink();
-    started = await startApp(platform, {
-      imports: [DeferredWorkModule.forRoot({ sinks: [sink], asyncContext: true })],
-      controllers: [BillingController],
-      providers: [Billing],
-    });
-  });
-  afterEach(() => started.close());
+  const ctx = useMemoryApp(platform, { asyncContext: true }, { controllers: [BillingController], providers: [Billing] });
 
   it('the injectable DeferredWork finds the current request anywhere in the call chain', async () => {
     const ids = Array.from({ length: 60 }, (_, i) => String(i));
-    await Promise.all(ids.map((id) => fetch(`${started.url}/charge/${id}`).then((r) => r.json())));
-    await Promise.all(ids.map((id) => fetch(`${started.url}/fail/${id}`).then((r) => r.text())));
-    await sink.waitFor(60);
-    const work = started.app.get(DeferredWork);
+    await Promise.all(ids.map((id) => fetch(`${ctx.started.url}/charge/${id}`).then((r) => r.json())));
+    await Promise.all(ids.map((id) => fetch(`${ctx.started.url}/fail/${id}`).then((r) => r.text())));
+    await ctx.sink.waitFor(60);
+    const work = ctx.started.app.get(DeferredWork);
     await work.flush(1000);
-    expect(sink.items.map((i) => (i.kind === 'job' ? (i.data as { id: string }).id : '?')).sort()).toEqual([...ids].sort());
+    expect(ctx.sink.items.map((i) => (i.kind === 'job' ? (i.data as { id: string }).id : '?')).sort()).toEqual([...ids].sort());
     await eventually(() => expect(work.stats()).toMatchObject({ accepted: 60, skipped: 60, requests: { finished: 120 } }));
   });
 });

@@ -1,6 +1,6 @@
 import { Controller, Get, Param } from '@nestjs/common';
-import { AfterResponse, Deferred, type DeferredScope, DeferredWork, DeferredWorkModule, MemorySink } from 'nestjs-deferred-work';
-import { failOnUnhandledRejection, platforms, startApp, type StartedApp } from '../support/platforms';
+import { AfterResponse, Deferred, type DeferredScope, DeferredWork } from 'nestjs-deferred-work';
+import { failOnUnhandledRejection, platforms, useMemoryApp } from '../support/platforms';
 
 @Controller()
 class TagController {
@@ -19,33 +19,23 @@ class TagController {
 
 describe.each(platforms)('no context leaks between concurrent requests ($name)', (platform) => {
   failOnUnhandledRejection();
-  let started: StartedApp;
-  let sink: MemorySink;
-
-  beforeEach(async () => {
-    sink = new MemorySink();
-    started = await startApp(platform, {
-      imports: [DeferredWorkModule.forRoot({ sinks: [sink] })],
-      controllers: [TagController],
-    });
-  });
-  afterEach(() => started.close());
+  const ctx = useMemoryApp(platform, {}, { controllers: [TagController] });
 
   it('250 concurrent requests each get exactly their own three items', async () => {
     const ids = Array.from({ length: 250 }, (_, i) => String(i));
-    const bodies = await Promise.all(ids.map(async (id) => (await fetch(`${started.url}/tag/${id}`)).json()));
+    const bodies = await Promise.all(ids.map(async (id) => (await fetch(`${ctx.started.url}/tag/${id}`)).json()));
     expect(bodies).toEqual(ids.map((id) => ({ id })));
-    await sink.waitFor(750);
+    await ctx.sink.waitFor(750);
     const byId = new Map<string, string[]>();
-    for (const item of sink.items) {
+    for (const item of ctx.sink.items) {
       const id =
         item.kind === 'log' ? (item.fields!.id as string) : item.kind === 'metric' ? item.tags!.id : (item.data as { id: string }).id;
       byId.set(id, [...(byId.get(id) ?? []), item.kind].sort());
     }
     expect(byId.size).toBe(250);
     for (const id of ids) expect(byId.get(id)).toEqual(['job', 'log', 'metric']);
-    const stats = started.app.get(DeferredWork).stats();
+    const stats = ctx.started.app.get(DeferredWork).stats();
     expect(stats).toMatchObject({ accepted: 750, delivered: 750, requests: { finished: 250 } });
-    expect(Math.max(...sink.batchSizes)).toBeGreaterThan(1); // batched across requests
+    expect(Math.max(...ctx.sink.batchSizes)).toBeGreaterThan(1); // batched across requests
   });
 });

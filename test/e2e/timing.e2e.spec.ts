@@ -1,8 +1,8 @@
 import { Controller, Get, StreamableFile } from '@nestjs/common';
 import { Readable } from 'node:stream';
-import { AfterResponse, DeferredWork, DeferredWorkModule, MemorySink } from 'nestjs-deferred-work';
+import { AfterResponse, DeferredWork } from 'nestjs-deferred-work';
 import { eventually } from '../support/eventually';
-import { failOnUnhandledRejection, platforms, startApp, type StartedApp } from '../support/platforms';
+import { failOnUnhandledRejection, platforms, useMemoryApp } from '../support/platforms';
 
 @Controller('report')
 @AfterResponse({ timing: true })
@@ -38,25 +38,15 @@ class ReportController {
 
 describe.each(platforms)('response-time insight ($name)', (platform) => {
   failOnUnhandledRejection();
-  let started: StartedApp;
-  let sink: MemorySink;
-
-  beforeEach(async () => {
-    sink = new MemorySink();
-    started = await startApp(platform, {
-      imports: [DeferredWorkModule.forRoot({ sinks: [sink] })],
-      controllers: [ReportController],
-    });
-  });
-  afterEach(() => started.close());
+  const ctx = useMemoryApp(platform, {}, { controllers: [ReportController] });
 
   it('tells a fast handler with a slow response apart from a slow handler', async () => {
-    await (await fetch(`${started.url}/report/slow-send`)).text();
-    await (await fetch(`${started.url}/report/slow-handler`)).json();
-    await (await fetch(`${started.url}/report/untimed`)).text();
-    const work = started.app.get(DeferredWork);
+    await (await fetch(`${ctx.started.url}/report/slow-send`)).text();
+    await (await fetch(`${ctx.started.url}/report/slow-handler`)).json();
+    await (await fetch(`${ctx.started.url}/report/untimed`)).text();
+    const work = ctx.started.app.get(DeferredWork);
     await eventually(() => expect(work.stats().requests.finished).toBe(3));
-    await sink.waitFor(4);
+    await ctx.sink.waitFor(4);
     const routes = work.stats().routes;
     expect(Object.keys(routes).sort()).toEqual(['GET /report/slow-handler', 'GET /report/slow-send']);
     const slowSend = routes['GET /report/slow-send'];
@@ -66,7 +56,7 @@ describe.each(platforms)('response-time insight ($name)', (platform) => {
     expect(slowSend.sendMsAvg).toBeGreaterThan(slowSend.handlerMsAvg);
     expect(slowHandler.handlerMsAvg).toBeGreaterThanOrEqual(90);
     expect(slowHandler.handlerMsAvg).toBeGreaterThan(slowHandler.sendMsAvg);
-    const metrics = sink.ofKind('metric');
+    const metrics = ctx.sink.ofKind('metric');
     expect(metrics.map((m) => m.name).sort()).toEqual([
       'http.server.handler_ms',
       'http.server.handler_ms',

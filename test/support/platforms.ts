@@ -2,6 +2,12 @@ import type { INestApplication, ModuleMetadata } from '@nestjs/common';
 import { ExpressAdapter } from '@nestjs/platform-express';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
+import {
+  DeferredWorkModule,
+  type DeferredWorkModuleExtras,
+  type DeferredWorkModuleOptions,
+  MemorySink,
+} from 'nestjs-deferred-work';
 
 /** Every e2e spec runs once per HTTP adapter (the nestjs-pino convention). */
 /** An HTTP adapter under test. */
@@ -43,4 +49,31 @@ export function failOnUnhandledRejection(): { seen: unknown[] } {
     expect(seen).toEqual([]);
   });
   return { seen };
+}
+
+/** What `useMemoryApp` gives each test: the started app and its memory sink, fresh per test. */
+export interface MemoryAppContext {
+  started: StartedApp;
+  sink: MemorySink;
+}
+
+/**
+ * Starts a fresh app with `DeferredWorkModule.forRoot({ sinks: [sink], ...options })` and a new
+ * `MemorySink` before each test, and closes it after.
+ */
+export function useMemoryApp(
+  platform: Platform,
+  options: Omit<DeferredWorkModuleOptions, 'sinks'> & DeferredWorkModuleExtras,
+  metadata: ModuleMetadata,
+): MemoryAppContext {
+  const context = {} as MemoryAppContext;
+  beforeEach(async () => {
+    context.sink = new MemorySink();
+    context.started = await startApp(platform, {
+      ...metadata,
+      imports: [DeferredWorkModule.forRoot({ sinks: [context.sink], ...options }), ...(metadata.imports ?? [])],
+    });
+  });
+  afterEach(() => context.started.close());
+  return context;
 }

@@ -13,8 +13,6 @@ export type GlobalInterceptorState = 'registered' | 'auto-off' | 'off';
 export const {
   ConfigurableModuleClass: DeferredWorkConfigurableModule,
   MODULE_OPTIONS_TOKEN: DEFERRED_WORK_MODULE_OPTIONS,
-  OPTIONS_TYPE: DEFERRED_WORK_OPTIONS_TYPE,
-  ASYNC_OPTIONS_TYPE: DEFERRED_WORK_ASYNC_OPTIONS_TYPE,
 } = new ConfigurableModuleBuilder<DeferredWorkModuleOptions>({ moduleName: 'DeferredWork' })
   .setClassMethodName('forRoot')
   .setFactoryMethodName('createDeferredWorkOptions')
