@@ -12,7 +12,6 @@ import type { DeferredItemOptions, DeferredJobOptions, DeferredLogLevel, RunWhen
 import { DeferredAsyncContext } from './request-scope/async-context';
 import type { DeferredScope } from './request-scope/deferred-scope.interface';
 import { DirectScope } from './request-scope/direct-scope';
-import { CALLBACK_SINK_NAME } from './sinks/callback.sink';
 import { DEFERRED_SCOPE } from './request-scope/request-scope.constants';
 
 const WHENS: readonly RunWhen[] = ['always', 'success', 'failure'];
@@ -152,7 +151,7 @@ export class DeferredWork implements DeferredScope, OnModuleInit, OnApplicationS
         const options = this.reflector.get<AfterResponseOptions | undefined>(AFTER_RESPONSE_METADATA, target as never);
         if (!options) continue;
         for (const [kind, sink] of Object.entries(options.sinks ?? {})) {
-          if (sink !== undefined && (!sinks.has(sink) || sink === CALLBACK_SINK_NAME)) {
+          if (sink !== undefined && !sinks.has(sink)) {
             throw new DeferredWorkConfigError(
               `@AfterResponse({ sinks: { ${kind} } }) on ${where}`,
               `no sink is named "${sink}"`,

@@ -1,7 +1,14 @@
 import type { DeferredItem } from '../items/deferred-item.interface';
 
-/** Why an accepted item was given up on. */
-export type DeadLetterReason = 'attempts-exhausted' | 'not-retryable' | 'shutdown';
+/**
+ * Why an accepted item was given up on.
+ * - `attempts-exhausted`: every try failed.
+ * - `not-retryable`: the sink said retrying cannot help (e.g. the item was refused as invalid).
+ * - `shutdown`: shutdown's deadline passed before it was delivered.
+ * - `closed`: it was deferred after shutdown had finished; nothing runs any more.
+ * - `timeout`: a `run(fn)` callback ran past its `timeoutMs` (its signal was aborted; it may go on running).
+ */
+export type DeadLetterReason = 'attempts-exhausted' | 'not-retryable' | 'shutdown' | 'closed' | 'timeout';
 
 /** An item the dispatcher could not deliver. */
 export interface DeadLetter {

@@ -2,12 +2,13 @@ import { Logger } from '@nestjs/common';
 import { DeferredItemRejectedError } from '../errors/deferred-item-rejected.error';
 import type { DeferredItem } from '../items/deferred-item.interface';
 import type { ResolvedDeferredWorkOptions } from '../options/module-options.interface';
-import { CALLBACK_SINK_NAME } from '../sinks/callback.sink';
 import type { DeadLetter } from './dead-letter.interface';
 import { describeItem, validateItem } from './item-validator';
 import { RateLimitedLogger } from './rate-limited-logger';
 import { RouteTimings } from '../request-scope/route-timing';
 import { SinkProcessor } from './sink-processor';
+import { SinkWarnings } from './sink-warnings';
+import { CALLBACK_RUNNER_NAME, CallbackRunner } from './callback-runner';
 import type { DeferredStats, SinkStats } from './stats.interface';
 
 /** Largest delay a Node.js timer takes (2^31 - 1 ms). */
@@ -39,9 +40,12 @@ export interface ShutdownReport {
  */
 export class Dispatcher {
   private readonly processors = new Map<string, SinkProcessor>();
+  private readonly runner: CallbackRunner;
   private readonly warnings: RateLimitedLogger;
+  private readonly sinkWarnings: SinkWarnings;
   private readonly ring: DeadLetter[] = [];
   private rejected = 0;
+  private closed = 0;
   private skipped = 0;
   private finished = 0;
   private aborted = 0;
@@ -60,23 +64,29 @@ export class Dispatcher {
     readonly inline = false,
   ) {
     this.warnings = new RateLimitedLogger(logger);
+    this.sinkWarnings = new SinkWarnings(logger, this.warnings);
+    const hooks = {
+      deadLetter: (letters: DeadLetter[]) => this.onDeadLetters(letters),
+      writeFailed: (sinkName: string, message: string) => this.sinkWarnings.failed(sinkName, message),
+      recovered: (sinkName: string) => this.sinkWarnings.recovered(sinkName),
+    };
     for (const [name, sink] of options.sinks) {
-      const hooks = {
-        deadLetter: (letters: DeadLetter[]) => this.onDeadLetters(letters),
-        writeFailed: (sinkName: string, message: string) =>
-          this.warnings.warn(`write:${sinkName}`, `Sink "${sinkName}" write failed: ${message}`),
-      };
       this.processors.set(name, new SinkProcessor(sink, options.processorOptions.get(name)!, hooks));
     }
+    this.runner = new CallbackRunner(options.callbacks, hooks);
   }
 
   /** Validates, routes and enqueues one item. Never throws: a bad item is counted and logged. */
   dispatch(item: DeferredItem): void {
     try {
       validateItem(item, this.options.maxItemBytes);
-      const name = item.kind === 'callback' ? CALLBACK_SINK_NAME : (item.sink ?? this.options.routing[item.kind]);
+      if (item.kind === 'callback') {
+        if (!this.runner.enqueue(item, this.inline)) this.refused(CALLBACK_RUNNER_NAME, this.runner);
+        return;
+      }
+      const name = item.sink ?? this.options.routing[item.kind];
       const processor = this.processors.get(name);
-      if (!processor || (name === CALLBACK_SINK_NAME && item.kind !== 'callback')) {
+      if (!processor) {
         throw new DeferredItemRejectedError(
           describeItem(item),
           `no sink is named "${name}"`,
@@ -84,19 +94,31 @@ export class Dispatcher {
         );
       }
       if (this.inline) processor.writeNow(item);
-      else if (!processor.enqueue(item)) {
-        this.warnings.warn(
-          `full:${name}`,
-          `Sink "${name}" queue is full (maxQueueSize ${processor.options.maxQueueSize}); dropping items. ` +
-            'The sink is slower than the load or unreachable; see stats().sinks for details.',
-        );
-      }
+      else if (!processor.enqueue(item)) this.refused(name, processor);
     } catch (error) {
       this.rejected++;
       const message = error instanceof Error ? error.message : String(error);
       // One key per kind: a message names the item, so keying on it would neither limit nor stay bounded.
       this.warnings.warn(`rejected:${item?.kind}`, message);
     }
+  }
+
+  /** An accepted item that could not be queued: after shutdown (dead-lettered as `closed`), or the queue is full (dropped). */
+  private refused(name: string, target: SinkProcessor | CallbackRunner): void {
+    if (target.closed) {
+      this.closed++;
+      this.warnings.warn(
+        `closed:${name}`,
+        `An item for "${name}" was deferred after the application shut down; it was dead-lettered (reason "closed"). ` +
+          'Work deferred after app.close() does not run.',
+      );
+      return;
+    }
+    const limit =
+      target instanceof CallbackRunner
+        ? `${target.options.maxQueueSize} waiting with all ${target.options.concurrency} slots running; raise callbacks.maxQueueSize or callbacks.concurrency`
+        : `maxQueueSize ${target.options.maxQueueSize}; the sink is slower than the load or unreachable`;
+    this.warnings.warn(`full:${name}`, `"${name}" queue is full (${limit}); dropping items. See stats().sinks for details.`);
   }
 
   /** Counts an item that did not run because the request's outcome did not match its `when`. */
@@ -148,7 +170,7 @@ export class Dispatcher {
   stats(): DeferredStats {
     const sinks: Record<string, SinkStats> = {};
     const totals = { accepted: 0, delivered: 0, pending: 0, dropped: 0, deadLettered: 0, retried: 0 };
-    for (const [name, processor] of this.processors) {
+    for (const [name, processor] of [...this.processors, [CALLBACK_RUNNER_NAME, this.runner] as const]) {
       const s = processor.stats();
       sinks[name] = s;
       for (const key of Object.keys(totals) as (keyof typeof totals)[]) totals[key] += s[key];
@@ -157,6 +179,8 @@ export class Dispatcher {
       ...totals,
       rejected: this.rejected,
       skipped: this.skipped,
+      closed: this.closed,
+      callbacks: this.runner.runnerStats(),
       requests: { finished: this.finished, aborted: this.aborted, open: this.open },
       routes: this.timings.snapshot(),
       sinks,
@@ -175,7 +199,7 @@ export class Dispatcher {
   async flush(timeoutMs = this.options.shutdownTimeoutMs): Promise<boolean> {
     const ms = Number.isFinite(timeoutMs) && timeoutMs >= 0 ? Math.min(timeoutMs, MAX_TIMER_MS) : this.options.shutdownTimeoutMs;
     const deadline = Date.now() + ms;
-    const results = await Promise.all([...this.processors.values()].map((p) => p.flush(deadline)));
+    const results = await Promise.all([...this.processors.values(), this.runner].map((p) => p.flush(deadline)));
     return results.every(Boolean);
   }
 
@@ -188,6 +212,9 @@ export class Dispatcher {
   private async runShutdown(): Promise<ShutdownReport> {
     const deadline = Date.now() + this.options.shutdownTimeoutMs;
     const undelivered: Record<string, number> = {};
+    const runnerDone = this.runner.shutdown(deadline).then((lost) => {
+      if (lost > 0) undelivered[CALLBACK_RUNNER_NAME] = lost;
+    });
     await Promise.all(
       [...this.processors].map(async ([name, processor]) => {
         const lost = await processor.shutdown(deadline);
@@ -205,6 +232,7 @@ export class Dispatcher {
         }
       }),
     );
+    await runnerDone;
     const lostTotal = Object.values(undelivered).reduce((a, b) => a + b, 0);
     if (lostTotal > 0) {
       const per = Object.entries(undelivered).map(([n, c]) => `${n}: ${c}`).join(', ');

@@ -1,4 +1,7 @@
-import { Logger } from '@nestjs/common';
+import type { Logger } from '@nestjs/common';
+
+/** Most keys remembered; the oldest is forgotten beyond it, so keys built from messages stay bounded. */
+const MAX_KEYS = 512;
 
 /**
  * Logs a warning at most once per `intervalMs` for each key, and says how many were held back.
@@ -20,7 +23,14 @@ export class RateLimitedLogger {
       return;
     }
     const suffix = seen && seen.suppressed > 0 ? ` (${seen.suppressed} similar warnings held back)` : '';
+    this.last.delete(key);
     this.last.set(key, { at: now, suppressed: 0 });
+    if (this.last.size > MAX_KEYS) this.last.delete(this.last.keys().next().value!);
     this.logger.warn(message + suffix);
+  }
+
+  /** Forgets every key starting with `prefix`: their next warning is logged at once. */
+  forget(prefix: string): void {
+    for (const key of [...this.last.keys()]) if (key.startsWith(prefix)) this.last.delete(key);
   }
 }

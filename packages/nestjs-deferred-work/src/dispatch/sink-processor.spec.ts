@@ -260,7 +260,7 @@ describe('SinkProcessor', () => {
     processor.enqueue(item(1));
     await later(20);
     expect(batches).toHaveLength(0);
-    expect(letters.map((l) => l.reason)).toEqual(['shutdown']);
+    expect(letters.map((l) => l.reason)).toEqual(['closed']);
     expect(identity()).toMatchObject({ accepted: 1, deadLettered: 1, pending: 0 });
   });
 

@@ -3,6 +3,7 @@ import type { DeferredItem } from '../items/deferred-item.interface';
 import { SinkWriteError } from '../errors/sink-write.error';
 import type { DeferredSink, SinkProcessorOptions, SinkWriteResult } from '../sinks/deferred-sink.interface';
 import { retryDelayMs } from './backoff';
+import { errorMessage } from './error-message';
 import type { DeadLetter, DeadLetterReason } from './dead-letter.interface';
 import type { SinkStats } from './stats.interface';
 
@@ -25,21 +26,13 @@ interface Failure {
 export interface ProcessorHooks {
   deadLetter(letters: DeadLetter[]): void;
   writeFailed(sink: string, message: string): void;
+  /** A write went through completely after one or more failed (called once per episode). */
+  recovered?(sink: string): void;
 }
 
 class WriteTimeoutError extends Error {
   override readonly name = 'WriteTimeoutError';
 }
-
-const errorMessage = (error: unknown): string => {
-  if (error instanceof Error) return error.message;
-  if (typeof error === 'string') return error;
-  try {
-    return JSON.stringify(error) ?? String(error);
-  } catch {
-    return String(error);
-  }
-};
 
 /** After a write's timeout, how long to let it settle before the next write may start. */
 const ABORT_GRACE_MS = 1000;
@@ -61,8 +54,8 @@ export class SinkProcessor {
   private timer: NodeJS.Timeout | undefined;
   private flushers = 0;
   private stopped = false;
-  /** Shutdown finished: new items are dead-lettered at once. */
-  private closed = false;
+  /** Shutdown finished: new items are dead-lettered (`closed`) at once. */
+  private closedForGood = false;
   /** Aborted when shutdown's deadline passes: cuts retry waits and in-flight writes short. */
   private readonly hardStop = new AbortController();
   private waiters: Array<() => void> = [];
@@ -83,6 +76,8 @@ export class SinkProcessor {
   private lastWriteMs: number | undefined;
   private lastDropAt: number | undefined;
   private lastDeadLetterAt: number | undefined;
+  /** The last write failed (in whole or part): the next complete success is a recovery. */
+  private failing = false;
 
   constructor(
     readonly sink: DeferredSink,
@@ -103,6 +98,11 @@ export class SinkProcessor {
     return this.stopped || this.flushers > 0;
   }
 
+  /** Whether shutdown has finished (new items are refused). */
+  get closed(): boolean {
+    return this.closedForGood;
+  }
+
   /** Items queued, in flight or waiting for a retry. */
   get pending(): number {
     return this.queue.length + this.flight.length + this.inline.size;
@@ -112,8 +112,8 @@ export class SinkProcessor {
   enqueue(item: DeferredItem): boolean {
     this.accepted++;
     const entry: Entry = { item, attempts: 0, seq: ++this.seq, inline: false };
-    if (this.closed) {
-      this.hooks.deadLetter(this.bury([{ entry, retryable: false, message: 'the application has shut down' }], 'shutdown'));
+    if (this.closedForGood) {
+      this.hooks.deadLetter(this.bury([{ entry, retryable: false, message: 'deferred after the application shut down' }], 'closed'));
       return false;
     }
     if (this.pending >= this.options.maxQueueSize) {
@@ -133,8 +133,8 @@ export class SinkProcessor {
   writeNow(item: DeferredItem): void {
     this.accepted++;
     const entry: Entry = { item, attempts: 0, seq: ++this.seq, inline: true };
-    if (this.closed) {
-      this.hooks.deadLetter(this.bury([{ entry, retryable: false, message: 'the application has shut down' }], 'shutdown'));
+    if (this.closedForGood) {
+      this.hooks.deadLetter(this.bury([{ entry, retryable: false, message: 'deferred after the application shut down' }], 'closed'));
       return;
     }
     this.inline.add(entry);
@@ -198,7 +198,7 @@ export class SinkProcessor {
       const rest = this.queue.splice(0).map((entry) => ({ entry, retryable: false, message: 'shutdown deadline reached' }));
       this.hooks.deadLetter(this.bury(rest, 'shutdown'));
     }
-    this.closed = true;
+    this.closedForGood = true;
     this.clearTimer();
     return this.deadLettered - before;
   }
@@ -321,7 +321,13 @@ export class SinkProcessor {
     if (entries[0]?.inline) for (const entry of entries) this.inline.delete(entry);
     else this.flight = retry;
     const letters = [...this.bury(notRetryable, 'not-retryable'), ...this.bury(exhausted, stopping ? 'shutdown' : 'attempts-exhausted')];
-    if (summary !== undefined) this.hooks.writeFailed(this.sink.name, summary);
+    if (summary !== undefined) {
+      this.failing = true;
+      this.hooks.writeFailed(this.sink.name, summary);
+    } else if (this.failing && failures.length === 0) {
+      this.failing = false;
+      this.hooks.recovered?.(this.sink.name);
+    }
     if (letters.length > 0) this.hooks.deadLetter(letters);
     this.notifyProgress();
     return { retryAfterMs };

@@ -1,4 +1,5 @@
 import type { RouteTimingStats } from '../request-scope/route-timing';
+import type { CallbackRunnerStats } from './callback-runner.options';
 
 /** Counters of one sink. accepted = delivered + pending + dropped + deadLettered, always. */
 export interface SinkStats {
@@ -41,6 +42,13 @@ export interface DeferredStats {
   rejected: number;
   /** Items not run because the request's outcome did not match their `when`; not in `accepted`. */
   skipped: number;
+  /**
+   * Items deferred after shutdown had finished: accepted and dead-lettered at once with reason
+   * `closed` (included in `deadLettered`).
+   */
+  closed: number;
+  /** The `run(fn)` callback runner: running and queued callbacks, timeouts, the slowest runs. Its counters are `sinks.callbacks`. */
+  callbacks: CallbackRunnerStats;
   /** Decorated requests: finished, aborted, and still open (response not ended yet). */
   requests: { finished: number; aborted: number; open: number };
   sinks: Record<string, SinkStats>;

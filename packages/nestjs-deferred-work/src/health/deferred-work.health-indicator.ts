@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { Dispatcher } from '../dispatch/dispatcher';
-import { CALLBACK_SINK_NAME } from '../sinks/callback.sink';
+import { CALLBACK_RUNNER_NAME } from '../dispatch/callback-runner';
 
 /** Options of {@link DeferredWorkHealthIndicator.isHealthy}. */
 export interface DeferredWorkHealthOptions {
@@ -53,11 +53,16 @@ export class DeferredWorkHealthIndicator {
     const deadLetters: string[] = [];
     const sinks: Record<string, SinkHealth> = {};
     for (const [name, s] of Object.entries(this.dispatcher.stats().sinks)) {
-      const maxQueueSize = this.dispatcher.options.processorOptions.get(name)!.maxQueueSize;
-      if (name !== CALLBACK_SINK_NAME || s.accepted > 0) {
+      const runner = name === CALLBACK_RUNNER_NAME;
+      // The callback runner's bound is on callbacks waiting (running ones hold slots, not queue room).
+      const maxQueueSize = runner
+        ? this.dispatcher.options.callbacks.maxQueueSize
+        : this.dispatcher.options.processorOptions.get(name)!.maxQueueSize;
+      const held = runner ? s.queueDepth : s.pending;
+      if (!runner || s.accepted > 0) {
         sinks[name] = { pending: s.pending, maxQueueSize, dropped: s.dropped, deadLettered: s.deadLettered, lastError: s.lastError };
       }
-      if (s.pending >= maxQueueSize * ratio) reasons.push(`sink "${name}" queue ${s.pending}/${maxQueueSize} is near full`);
+      if (held >= maxQueueSize * ratio && maxQueueSize > 0) reasons.push(`sink "${name}" queue ${held}/${maxQueueSize} is near full`);
       if (s.lastDropAt !== undefined && now - s.lastDropAt <= recentMs) reasons.push(`sink "${name}" dropped items in the last ${recentMs} ms`);
       if (s.lastDeadLetterAt !== undefined && now - s.lastDeadLetterAt <= recentMs) {
         deadLetters.push(`sink "${name}" dead-lettered items in the last ${recentMs} ms${s.lastError ? ` (${s.lastError})` : ''}`);

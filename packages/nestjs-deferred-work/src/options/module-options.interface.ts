@@ -1,5 +1,6 @@
 import type { DeadLetterHandler } from '../dispatch/dead-letter.interface';
 import type { DeferredKind, RunWhen, SinkKind } from '../items/deferred-item.interface';
+import type { CallbackRunnerOptions } from '../dispatch/callback-runner.options';
 import type { DeferredSink, SinkProcessorOptions } from '../sinks/deferred-sink.interface';
 
 /** Which sink each kind of item goes to, by sink name. */
@@ -20,8 +21,19 @@ export interface DeferredWorkModuleOptions extends Partial<SinkProcessorOptions>
   sinks?: DeferredSink[];
   /** Which sink takes each kind. Default: every kind to `routing.default`, itself the first sink. */
   routing?: DeferredRouting;
-  /** Dispatcher settings for one sink, by name, over the globals and the sink's own `defaults`. */
+  /**
+   * Dispatcher settings for one sink, by name, over the globals and the sink's own `defaults`.
+   * (`sinkOptions.callbacks` is still read for the callback runner — `maxQueueSize`, `maxAttempts`,
+   * the backoffs, and `writeTimeoutMs` as its `timeoutMs` — but `callbacks` is the option to use.)
+   */
   sinkOptions?: Record<string, Partial<SinkProcessorOptions>>;
+  /**
+   * The runner of `run(fn)` callbacks: each callback runs as its own task, at most `concurrency` at
+   * once, with its own timeout. Defaults: `{ concurrency: 2048, maxQueueSize: 16384, timeoutMs: 5000,
+   * maxAttempts: 1, initialBackoffMs: 100, maxBackoffMs: 5000 }`. The global dispatcher settings
+   * (`maxQueueSize`, `writeTimeoutMs`, …) do not apply to callbacks.
+   */
+  callbacks?: Partial<CallbackRunnerOptions>;
   /** Default `when` per kind. Default: `{ job: 'success', callback: 'success', log: 'always', metric: 'always' }`. */
   when?: Partial<Record<DeferredKind, RunWhen>>;
   /**
@@ -72,6 +84,7 @@ export interface ResolvedDeferredWorkOptions {
   sinks: ReadonlyMap<string, DeferredSink>;
   routing: Readonly<Record<SinkKind, string>>;
   processorOptions: ReadonlyMap<string, SinkProcessorOptions>;
+  callbacks: Readonly<CallbackRunnerOptions>;
   when: Readonly<Record<DeferredKind, RunWhen>>;
   asyncContext: boolean;
   timing: boolean;

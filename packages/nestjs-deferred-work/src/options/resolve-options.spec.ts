@@ -1,5 +1,6 @@
 import { DeferredWorkConfigError } from '../errors/deferred-work-config.error';
 import { MemorySink } from '../sinks/memory.sink';
+import { CALLBACK_RUNNER_DEFAULTS } from '../dispatch/callback-runner.options';
 import { PROCESSOR_DEFAULTS } from './defaults';
 import { resolveOptions } from './resolve-options';
 
@@ -18,10 +19,12 @@ function configError(fn: () => unknown): DeferredWorkConfigError {
 describe('resolveOptions', () => {
   it('defaults to one memory sink that takes every kind, plus the callback runner', () => {
     const resolved = resolveOptions();
-    expect([...resolved.sinks.keys()]).toEqual(['memory', 'callbacks']);
+    expect([...resolved.sinks.keys()]).toEqual(['memory']);
     expect(resolved.routing).toEqual({ job: 'memory', log: 'memory', metric: 'memory' });
     expect(resolved.processorOptions.get('memory')).toEqual(PROCESSOR_DEFAULTS);
-    expect(resolved.processorOptions.get('callbacks')!.maxAttempts).toBe(1);
+    expect(resolved.processorOptions.has('callbacks')).toBe(false);
+    expect(resolved.callbacks).toEqual(CALLBACK_RUNNER_DEFAULTS);
+    expect(resolved.callbacks.maxAttempts).toBe(1);
     expect(resolved.when).toEqual({ job: 'success', callback: 'success', log: 'always', metric: 'always' });
     expect(resolved).toMatchObject({ asyncContext: false, shutdownTimeoutMs: 5000, maxItemBytes: 1_048_576 });
   });
@@ -30,6 +33,17 @@ describe('resolveOptions', () => {
     const resolved = resolveOptions({ sinks: [sink('a'), sink('b')], routing: { log: 'b' } });
     expect(resolved.routing).toEqual({ job: 'a', log: 'b', metric: 'a' });
     expect(resolveOptions({ sinks: [sink('a'), sink('b')], routing: { default: 'b' } }).routing.job).toBe('b');
+  });
+
+  it('takes the callback runner settings from callbacks, then the older sinkOptions.callbacks, never the globals', () => {
+    const resolved = resolveOptions({
+      writeTimeoutMs: 50,
+      maxQueueSize: 600,
+      callbacks: { concurrency: 4 },
+      sinkOptions: { callbacks: { writeTimeoutMs: 700, maxAttempts: 2 } },
+    });
+    expect(resolved.callbacks).toEqual({ ...CALLBACK_RUNNER_DEFAULTS, concurrency: 4, timeoutMs: 700, maxAttempts: 2 });
+    expect(resolveOptions({ callbacks: { timeoutMs: 9 }, sinkOptions: { callbacks: { writeTimeoutMs: 700 } } }).callbacks.timeoutMs).toBe(9);
   });
 
   it('layers defaults < globals < sink defaults < sinkOptions', () => {
@@ -61,6 +75,10 @@ describe('resolveOptions', () => {
     [{ sinks: [{ name: 'bad' }] }, 'sinks[0]', /not a sink/],
     [{ when: { job: 'sometimes' } }, 'when.job', /not a condition/],
     [{ deadLetter: 'nowhere' }, 'deadLetter', /no sink is named "nowhere"/],
+    [{ callbacks: { concurrency: 0 } }, 'callbacks.concurrency', /whole number >= 1, got 0/],
+    [{ callbacks: { timeoutMs: -5 } }, 'callbacks.timeoutMs', /between 1 and 2147483647/],
+    [{ callbacks: { parallel: 4 } }, 'callbacks.parallel', /not an option of the callback runner/],
+    [{ callbacks: 8 }, 'callbacks', /expected an object/],
   ])('rejects %j naming the option and the fix', (options, option, problem) => {
     const error = configError(() => resolveOptions(options as never));
     expect(error.option).toBe(option);

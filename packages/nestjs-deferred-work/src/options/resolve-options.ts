@@ -1,6 +1,11 @@
 import { DeferredWorkConfigError } from '../errors/deferred-work-config.error';
 import type { DeferredKind, RunWhen, SinkKind } from '../items/deferred-item.interface';
-import { CALLBACK_SINK_NAME, CallbackSink } from '../sinks/callback.sink';
+import { CALLBACK_RUNNER_NAME as CALLBACK_SINK_NAME } from '../dispatch/callback-runner';
+import {
+  CALLBACK_RUNNER_DEFAULTS,
+  CALLBACK_RUNNER_MINIMUMS,
+  type CallbackRunnerOptions,
+} from '../dispatch/callback-runner.options';
 import type { DeferredSink, SinkProcessorOptions } from '../sinks/deferred-sink.interface';
 import { MemorySink } from '../sinks/memory.sink';
 import { MODULE_DEFAULTS, PROCESSOR_DEFAULTS, WHEN_DEFAULTS } from './defaults';
@@ -111,7 +116,6 @@ export function resolveOptions(options: DeferredWorkModuleOptions = {}): Resolve
     sinks.set(sink.name, sink);
   });
   const first = configured[0].name;
-  sinks.set(CALLBACK_SINK_NAME, new CallbackSink());
 
   const routingIn = options.routing ?? {};
   for (const key of Object.keys(routingIn)) {
@@ -176,6 +180,7 @@ export function resolveOptions(options: DeferredWorkModuleOptions = {}): Resolve
     sinks,
     routing,
     processorOptions,
+    callbacks: resolveCallbackOptions(options),
     when,
     asyncContext: options.asyncContext ?? MODULE_DEFAULTS.asyncContext,
     timing: options.timing ?? MODULE_DEFAULTS.timing,
@@ -184,4 +189,39 @@ export function resolveOptions(options: DeferredWorkModuleOptions = {}): Resolve
     deadLetter,
     deadLetterCapacity: options.deadLetterCapacity ?? MODULE_DEFAULTS.deadLetterCapacity,
   };
+}
+
+/**
+ * The callback runner's settings: `callbacks`, over the older `sinkOptions.callbacks` (still read:
+ * `maxQueueSize`, `maxAttempts`, the backoffs, and `writeTimeoutMs` as `timeoutMs`), over the defaults.
+ */
+function resolveCallbackOptions(options: DeferredWorkModuleOptions): CallbackRunnerOptions {
+  const own = options.callbacks;
+  if (own !== undefined && (own === null || typeof own !== 'object' || Array.isArray(own))) {
+    throw new DeferredWorkConfigError('callbacks', 'expected an object', 'Pass callbacks: { concurrency: 2048, timeoutMs: 5000 } or leave it out.');
+  }
+  for (const key of Object.keys(own ?? {})) {
+    if (!(key in CALLBACK_RUNNER_MINIMUMS)) {
+      throw new DeferredWorkConfigError(
+        `callbacks.${key}`,
+        'not an option of the callback runner',
+        `Use ${Object.keys(CALLBACK_RUNNER_MINIMUMS).join(', ')}.`,
+      );
+    }
+  }
+  const legacy = options.sinkOptions?.[CALLBACK_SINK_NAME] ?? {};
+  const resolved: CallbackRunnerOptions = { ...CALLBACK_RUNNER_DEFAULTS };
+  const fromLegacy: Partial<CallbackRunnerOptions> = {
+    maxQueueSize: legacy.maxQueueSize,
+    timeoutMs: legacy.writeTimeoutMs,
+    maxAttempts: legacy.maxAttempts,
+    initialBackoffMs: legacy.initialBackoffMs,
+    maxBackoffMs: legacy.maxBackoffMs,
+  };
+  for (const key of Object.keys(CALLBACK_RUNNER_MINIMUMS) as (keyof CallbackRunnerOptions)[]) {
+    const value = own?.[key] ?? fromLegacy[key];
+    checkNumber(own?.[key] !== undefined ? `callbacks.${key}` : `sinkOptions.callbacks`, value, CALLBACK_RUNNER_MINIMUMS[key]);
+    if (value !== undefined) resolved[key] = value;
+  }
+  return resolved;
 }

@@ -66,7 +66,7 @@ export class DeferredWorkTesting {
   sink(name: string = this.dispatcher.options.routing.job): MemorySink {
     const sink = this.dispatcher.options.sinks.get(name);
     if (!(sink instanceof MemorySink)) {
-      const known = [...this.dispatcher.options.sinks.keys()].filter((n) => n !== 'callbacks');
+      const known = [...this.dispatcher.options.sinks.keys()];
       throw new Error(
         `DeferredWorkTesting: no memory sink named "${name}" (sinks: ${known.join(', ')}). ` +
           'Build the testing module with withMemorySinks(Test.createTestingModule(...)).',

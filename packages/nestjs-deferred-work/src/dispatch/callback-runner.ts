@@ -1,0 +1,333 @@
+import { AsyncResource } from 'node:async_hooks';
+import { SinkWriteError } from '../errors/sink-write.error';
+import type { CallbackItem } from '../items/deferred-item.interface';
+import { retryDelayMs } from './backoff';
+import type { CallbackRunnerOptions, CallbackRunnerStats } from './callback-runner.options';
+import type { DeadLetter, DeadLetterReason } from './dead-letter.interface';
+import { errorMessage } from './error-message';
+import type { ProcessorHooks } from './sink-processor';
+import type { SinkStats } from './stats.interface';
+import { TaskQueue } from './task-queue';
+
+/** Name under which the runner appears in `stats().sinks` and dead letters. */
+export const CALLBACK_RUNNER_NAME = 'callbacks';
+
+interface Task {
+  item: CallbackItem;
+  attempts: number;
+  /** Acceptance order, for `flush()`. */
+  seq: number;
+}
+
+/** A flush waiting for the tasks accepted before it (`seq <= target`) to settle. */
+interface FlushWaiter {
+  target: number;
+  remaining: number;
+  wake(): void;
+}
+
+class CallbackTimeoutError extends Error {
+  override readonly name = 'CallbackTimeoutError';
+}
+
+const SLOWEST_KEPT = 5;
+
+/**
+ * Runs `run(fn)` callbacks in-process as independent tasks: at most `concurrency` at once, each
+ * with its own timeout and `AbortSignal`, the rest waiting in a bounded queue. A slow callback holds
+ * only its own slot. Accounting as for sinks: `accepted = delivered + pending + dropped + deadLettered`
+ * at every moment, where pending = queued + running + waiting for a retry.
+ */
+export class CallbackRunner {
+  readonly name = CALLBACK_RUNNER_NAME;
+  private readonly queue = new TaskQueue<Task>();
+  private running = 0;
+  private retrying = 0;
+  private scheduled = false;
+  private stopped = false;
+  /** Shutdown finished: new callbacks are dead-lettered (`closed`) at once. */
+  private closedForGood = false;
+  /** Aborted when shutdown's deadline passes: aborts running callbacks and cuts retry waits. */
+  private readonly hardStop = new AbortController();
+  private readonly live = new Map<Task, AbortController>();
+  private flushes: FlushWaiter[] = [];
+  private seq = 0;
+  /** Starting runs happens in the async context the runner was created in, never in a request's. */
+  private readonly startQueued: () => void;
+
+  private accepted = 0;
+  private delivered = 0;
+  private dropped = 0;
+  private deadLettered = 0;
+  private retried = 0;
+  private runs = 0;
+  private failedRuns = 0;
+  private timedOut = 0;
+  private overdue = 0;
+  private finishedLate = 0;
+  private slowest: Array<{ ms: number; at: number }> = [];
+  private lastError: string | undefined;
+  private lastErrorAt: number | undefined;
+  private lastRunMs: number | undefined;
+  private lastDropAt: number | undefined;
+  private lastDeadLetterAt: number | undefined;
+
+  constructor(
+    readonly options: CallbackRunnerOptions,
+    private readonly hooks: ProcessorHooks,
+  ) {
+    this.startQueued = AsyncResource.bind(() => {
+      this.scheduled = false;
+      this.pump();
+    });
+  }
+
+  /** Callbacks queued, running or waiting for a retry. */
+  get pending(): number {
+    return this.queue.length + this.running + this.retrying;
+  }
+
+  /** Whether shutdown has finished (new callbacks are refused). */
+  get closed(): boolean {
+    return this.closedForGood;
+  }
+
+  /**
+   * Accept a callback; returns whether it was queued (when not, it was dropped or, after shutdown,
+   * dead-lettered — and counted either way). With `inline` (testing) it starts at once, in the
+   * caller's turn, whatever the concurrency.
+   */
+  enqueue(item: CallbackItem, inline = false): boolean {
+    this.accepted++;
+    const task: Task = { item, attempts: 0, seq: ++this.seq };
+    if (this.closedForGood) {
+      this.bury(task, 'closed', 'deferred after the application shut down');
+      return false;
+    }
+    if (inline) {
+      this.start(task);
+      return true;
+    }
+    if (this.queue.length >= this.options.maxQueueSize && this.running >= this.options.concurrency) {
+      this.dropped++;
+      this.lastDropAt = Date.now();
+      return false;
+    }
+    this.queue.push(task);
+    if (!this.scheduled) {
+      this.scheduled = true;
+      setImmediate(this.startQueued);
+    }
+    return true;
+  }
+
+  stats(): SinkStats {
+    return {
+      accepted: this.accepted,
+      delivered: this.delivered,
+      pending: this.pending,
+      dropped: this.dropped,
+      deadLettered: this.deadLettered,
+      retried: this.retried,
+      queueDepth: this.queue.length + this.retrying,
+      inFlight: this.running,
+      writes: this.runs,
+      failedWrites: this.failedRuns,
+      lastError: this.lastError,
+      lastErrorAt: this.lastErrorAt,
+      lastWriteMs: this.lastRunMs,
+      lastDropAt: this.lastDropAt,
+      lastDeadLetterAt: this.lastDeadLetterAt,
+    };
+  }
+
+  runnerStats(): CallbackRunnerStats {
+    return {
+      running: this.running,
+      queued: this.queue.length,
+      retrying: this.retrying,
+      concurrency: this.options.concurrency,
+      timedOut: this.timedOut,
+      overdue: this.overdue,
+      finishedLate: this.finishedLate,
+      slowest: this.slowest.map((s) => ({ ...s })),
+    };
+  }
+
+  /** Resolves `true` once every callback accepted before the call has settled, `false` at `deadline` (epoch ms). */
+  flush(deadline: number): Promise<boolean> {
+    this.pump();
+    const remaining = this.pending;
+    if (remaining === 0) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const waiter: FlushWaiter = { target: this.seq, remaining, wake: () => finish(true) };
+      const timer = setTimeout(() => finish(false), Math.max(0, deadline - Date.now()));
+      const finish = (done: boolean) => {
+        clearTimeout(timer);
+        this.flushes = this.flushes.filter((w) => w !== waiter);
+        resolve(done);
+      };
+      this.flushes.push(waiter);
+    });
+  }
+
+  /**
+   * Runs what is queued until nothing is pending or `deadline` passes — callbacks deferred meanwhile
+   * included — then aborts the running ones and dead-letters everything left (`shutdown`). From then
+   * on new callbacks are dead-lettered (`closed`). Idempotent. Resolves with the number given up on.
+   */
+  async shutdown(deadline: number): Promise<number> {
+    if (this.stopped) return 0;
+    this.stopped = true;
+    while (this.pending > 0 && Date.now() < deadline) await this.flush(deadline);
+    const before = this.deadLettered;
+    this.closedForGood = true;
+    if (this.pending > 0) {
+      this.hardStop.abort(new Error('shutdown deadline reached'));
+      for (const [task, controller] of [...this.live]) {
+        controller.abort(this.hardStop.signal.reason);
+        this.settleRunning(task, 'shutdown', 'shutdown deadline reached while it was running');
+      }
+      for (let task = this.queue.shift(); task; task = this.queue.shift()) this.bury(task, 'shutdown', 'shutdown deadline reached');
+      // Retry waits end at once (hardStop) and bury their task a few microtasks later.
+      while (this.retrying > 0) await new Promise((resolve) => setImmediate(resolve));
+    }
+    return this.deadLettered - before;
+  }
+
+  /** Starts queued callbacks while slots are free. */
+  private pump(): void {
+    while (this.running < this.options.concurrency && this.queue.length > 0) this.start(this.queue.shift()!);
+  }
+
+  private start(task: Task): void {
+    task.attempts++;
+    this.running++;
+    this.runs++;
+    const controller = new AbortController();
+    this.live.set(task, controller);
+    const started = performance.now();
+    const timer = setTimeout(() => this.onTimeout(task, controller), this.options.timeoutMs);
+    timer.unref();
+    let result: Promise<unknown>;
+    try {
+      // Called synchronously: in inline mode (testing) the callback's synchronous part runs at once.
+      result = Promise.resolve(task.item.fn(controller.signal));
+    } catch (error) {
+      result = Promise.reject(error);
+    }
+    result.then(
+      () => this.onSettled(task, timer, started, undefined),
+      (error: unknown) => this.onSettled(task, timer, started, error ?? new Error('callback rejected')),
+    );
+  }
+
+  private onTimeout(task: Task, controller: AbortController): void {
+    if (!this.live.has(task)) return;
+    this.timedOut++;
+    this.overdue++;
+    const message = `callback timed out after ${this.options.timeoutMs} ms; its signal was aborted`;
+    controller.abort(new CallbackTimeoutError(message));
+    this.settleRunning(task, 'timeout', message);
+    this.hooks.writeFailed(this.name, `${message} (it may still be running; see stats().callbacks.overdue)`);
+  }
+
+  private onSettled(task: Task, timer: NodeJS.Timeout, started: number, error: unknown): void {
+    clearTimeout(timer);
+    const ms = performance.now() - started;
+    this.recordDuration(ms);
+    if (!this.live.has(task)) {
+      // Timed out or cut by shutdown before: already dead-lettered; it ended after all.
+      this.overdue--;
+      this.finishedLate++;
+      return;
+    }
+    this.live.delete(task);
+    this.running--;
+    if (error === undefined) {
+      this.delivered++;
+      this.settledOne(task);
+    } else {
+      this.fail(task, error);
+    }
+    this.pump();
+  }
+
+  private fail(task: Task, error: unknown): void {
+    const message = errorMessage(error);
+    this.failedRuns++;
+    this.lastError = message;
+    this.lastErrorAt = Date.now();
+    const retryable = !(error instanceof SinkWriteError) || error.retryable;
+    if (!retryable) this.bury(task, 'not-retryable', message);
+    else if (task.attempts >= this.options.maxAttempts || this.hardStop.signal.aborted) {
+      this.bury(task, this.hardStop.signal.aborted ? 'shutdown' : 'attempts-exhausted', message);
+    } else {
+      this.retried++;
+      this.retrying++;
+      void this.retryLater(task);
+    }
+    this.hooks.writeFailed(this.name, `callback failed: ${message}`);
+  }
+
+  private async retryLater(task: Task): Promise<void> {
+    await this.sleep(retryDelayMs(task.attempts, { ...this.options, maxRetryAfterMs: 0 }));
+    this.retrying--;
+    if (this.hardStop.signal.aborted) this.bury(task, 'shutdown', 'shutdown deadline reached before its retry');
+    else {
+      this.queue.unshift(task);
+      this.pump();
+    }
+  }
+
+  /** A running task given up on (timeout, shutdown): its slot is freed now, whatever it does next. */
+  private settleRunning(task: Task, reason: DeadLetterReason, message: string): void {
+    this.live.delete(task);
+    this.running--;
+    if (reason === 'shutdown') this.overdue++;
+    this.bury(task, reason, message);
+    this.pump();
+  }
+
+  private bury(task: Task, reason: DeadLetterReason, message: string): void {
+    this.deadLettered++;
+    const at = Date.now();
+    this.lastDeadLetterAt = at;
+    const letter: DeadLetter = { item: task.item, sink: this.name, reason, error: message, attempts: task.attempts, at };
+    this.settledOne(task);
+    this.hooks.deadLetter([letter]);
+  }
+
+  /** Counts a task's end for the flushes waiting on it. */
+  private settledOne(task: Task): void {
+    if (this.flushes.length === 0) return;
+    for (const waiter of this.flushes) {
+      if (task.seq <= waiter.target && --waiter.remaining === 0) waiter.wake();
+    }
+  }
+
+  private recordDuration(ms: number): void {
+    this.lastRunMs = ms;
+    const slowest = this.slowest;
+    if (slowest.length >= SLOWEST_KEPT && ms <= slowest[slowest.length - 1].ms) return;
+    slowest.push({ ms: Math.round(ms * 10) / 10, at: Date.now() });
+    slowest.sort((a, b) => b.ms - a.ms);
+    if (slowest.length > SLOWEST_KEPT) slowest.length = SLOWEST_KEPT;
+  }
+
+  /** Waits `ms`, or less if shutdown's deadline passes. Never keeps the process alive by itself. */
+  private sleep(ms: number): Promise<void> {
+    const signal = this.hardStop.signal;
+    if (signal.aborted || ms <= 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      timer.unref();
+      signal.addEventListener('abort', done, { once: true });
+    });
+  }
+}
