@@ -108,7 +108,9 @@ export class CallbackRunner {
       this.start(task);
       return true;
     }
-    if (this.queue.length >= this.options.maxQueueSize && this.running >= this.options.concurrency) {
+    // Room for `maxQueueSize` waiting callbacks beyond the free slots (the queue also holds callbacks
+    // accepted in this turn, which start on the next).
+    if (this.queue.length + this.running >= this.options.maxQueueSize + this.options.concurrency) {
       this.dropped++;
       this.lastDropAt = Date.now();
       return false;
@@ -197,6 +199,7 @@ export class CallbackRunner {
 
   /** Starts queued callbacks while slots are free. */
   private pump(): void {
+    if (this.hardStop.signal.aborted) return;
     while (this.running < this.options.concurrency && this.queue.length > 0) this.start(this.queue.shift()!);
   }
 

@@ -1,0 +1,178 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { SinkWriteError } from '../errors/sink-write.error';
+import type { CallbackItem } from '../items/deferred-item.interface';
+import { CallbackRunner } from './callback-runner';
+import { CALLBACK_RUNNER_DEFAULTS, type CallbackRunnerOptions } from './callback-runner.options';
+import type { DeadLetter } from './dead-letter.interface';
+
+const later = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function setup(options: Partial<CallbackRunnerOptions> = {}) {
+  const letters: DeadLetter[] = [];
+  const failures: string[] = [];
+  const runner = new CallbackRunner(
+    { ...CALLBACK_RUNNER_DEFAULTS, ...options },
+    { deadLetter: (l) => void letters.push(...l), writeFailed: (_sink, message) => void failures.push(message) },
+  );
+  /** The counters, checked against the accounting identity on every read. */
+  const identity = () => {
+    const s = runner.stats();
+    expect(s.accepted).toBe(s.delivered + s.pending + s.dropped + s.deadLettered);
+    return s;
+  };
+  return { runner, letters, failures, identity };
+}
+
+const callback = (fn: CallbackItem['fn']): CallbackItem => ({ kind: 'callback', fn, when: 'always', createdAt: Date.now() });
+
+/** A callback that runs until released, recording that it started. */
+function gated() {
+  let release!: () => void;
+  const done = new Promise<void>((r) => (release = r));
+  const state = { started: false, release: () => release() };
+  return { state, item: callback(() => ((state.started = true), done)) };
+}
+
+describe('CallbackRunner', () => {
+  it('a slow callback holds only its own slot: the others run and finish meanwhile', async () => {
+    const { runner, identity } = setup({ concurrency: 3 });
+    const slow = gated();
+    runner.enqueue(slow.item);
+    let quick = 0;
+    for (let i = 0; i < 50; i++) runner.enqueue(callback(async () => void (await later(1), quick++)));
+    await later(150);
+    expect(quick).toBe(50);
+    expect(identity()).toMatchObject({ accepted: 51, delivered: 50, pending: 1 });
+    expect(runner.runnerStats()).toMatchObject({ running: 1, queued: 0 });
+    slow.state.release();
+    expect(await runner.flush(Date.now() + 1000)).toBe(true);
+    expect(identity()).toMatchObject({ delivered: 51, pending: 0 });
+  });
+
+  it('never runs more than `concurrency` callbacks at once', async () => {
+    const { runner, identity } = setup({ concurrency: 4 });
+    let now = 0;
+    let most = 0;
+    for (let i = 0; i < 40; i++) {
+      runner.enqueue(
+        callback(async () => {
+          most = Math.max(most, ++now);
+          await later(i % 3);
+          now--;
+        }),
+      );
+    }
+    await runner.flush(Date.now() + 2000);
+    expect(most).toBe(4);
+    expect(identity()).toMatchObject({ delivered: 40, pending: 0 });
+  });
+
+  it('times a callback out through its signal, dead-letters it at once and frees its slot; counts it finishing late', async () => {
+    const { runner, letters, identity } = setup({ concurrency: 1, timeoutMs: 30 });
+    let signal: AbortSignal | undefined;
+    let finish!: () => void;
+    runner.enqueue(callback((s) => ((signal = s), new Promise<void>((r) => (finish = r))))); // ignores its signal
+    let after = 0;
+    runner.enqueue(callback(() => void after++));
+    await later(80);
+    expect(signal!.aborted).toBe(true);
+    expect(after).toBe(1); // not blocked by the callback that ignores its signal
+    expect(letters.map((l) => [l.reason, l.error])).toEqual([['timeout', expect.stringMatching(/timed out after 30 ms/)]]);
+    expect(runner.runnerStats()).toMatchObject({ timedOut: 1, overdue: 1, finishedLate: 0, running: 0 });
+    expect(identity()).toMatchObject({ accepted: 2, delivered: 1, deadLettered: 1, pending: 0 });
+    finish();
+    await later(1);
+    expect(runner.runnerStats()).toMatchObject({ timedOut: 1, overdue: 0, finishedLate: 1 });
+    expect(identity()).toMatchObject({ delivered: 1, deadLettered: 1 }); // still counted as what it was
+  });
+
+  it('drops (and counts) callbacks only when every slot is busy and the queue is full', async () => {
+    const { runner, identity } = setup({ concurrency: 2, maxQueueSize: 3 });
+    const gates = Array.from({ length: 6 }, gated);
+    const queued = gates.map((g) => runner.enqueue(g.item));
+    await later(5);
+    expect(queued).toEqual([true, true, true, true, true, false]);
+    expect(identity()).toMatchObject({ accepted: 6, dropped: 1, pending: 5 });
+    expect(runner.runnerStats()).toMatchObject({ running: 2, queued: 3 });
+    for (const g of gates) g.state.release();
+    await runner.flush(Date.now() + 1000);
+    expect(identity()).toMatchObject({ delivered: 5, dropped: 1, pending: 0 });
+  });
+
+  it('retries a throwing callback up to maxAttempts, and never one whose error says it is not retryable', async () => {
+    const { runner, letters, identity } = setup({ maxAttempts: 3, initialBackoffMs: 1, maxBackoffMs: 2 });
+    let tries = 0;
+    runner.enqueue(callback(() => (++tries < 3 ? Promise.reject(new Error(`try ${tries}`)) : undefined)));
+    runner.enqueue(callback(() => Promise.reject(new SinkWriteError('bad input', { retryable: false }))));
+    runner.enqueue(callback(() => Promise.reject(new Error('always'))));
+    await runner.flush(Date.now() + 1000);
+    expect(tries).toBe(3);
+    expect(letters.map((l) => [l.reason, l.attempts])).toEqual([
+      ['not-retryable', 1],
+      ['attempts-exhausted', 3],
+    ]);
+    expect(identity()).toMatchObject({ accepted: 3, delivered: 1, deadLettered: 2, retried: 4 });
+  });
+
+  it('flush waits for the callbacks accepted before it, not for later ones', async () => {
+    const { runner } = setup();
+    const first = gated();
+    runner.enqueue(first.item);
+    const flushed = runner.flush(Date.now() + 1000);
+    const second = gated();
+    runner.enqueue(second.item);
+    setTimeout(first.state.release, 10);
+    expect(await flushed).toBe(true);
+    expect(runner.stats().pending).toBe(1);
+    expect(await runner.flush(Date.now() + 20)).toBe(false);
+    second.state.release();
+  });
+
+  it('shutdown drains, then at its deadline aborts what runs and dead-letters the rest; later callbacks are "closed"', async () => {
+    const { runner, letters, identity } = setup({ concurrency: 1 });
+    let quick = 0;
+    runner.enqueue(callback(async () => void (await later(5), quick++)));
+    const hung = gated();
+    runner.enqueue(hung.item);
+    runner.enqueue(callback(() => void quick++));
+    const lost = await runner.shutdown(Date.now() + 100);
+    expect(quick).toBe(1);
+    expect(lost).toBe(2);
+    expect(letters.map((l) => l.reason)).toEqual(['shutdown', 'shutdown']);
+    expect(runner.enqueue(callback(() => void quick++))).toBe(false);
+    expect(runner.closed).toBe(true);
+    expect(letters.at(-1)).toMatchObject({ reason: 'closed', attempts: 0 });
+    expect(identity()).toMatchObject({ accepted: 4, delivered: 1, deadLettered: 3, pending: 0 });
+    hung.state.release();
+    await later(1);
+    expect(runner.runnerStats()).toMatchObject({ overdue: 0, finishedLate: 1 });
+    expect(quick).toBe(1);
+  });
+
+  it('runs callbacks outside the async context of the request that deferred them', async () => {
+    const storage = new AsyncLocalStorage<string>();
+    const seen: Array<string | undefined> = [];
+    const { runner } = setup();
+    storage.run('request A', () => runner.enqueue(callback(() => void seen.push(storage.getStore()))));
+    await runner.flush(Date.now() + 1000);
+    expect(seen).toEqual([undefined]);
+  });
+
+  it('inline mode starts the callback in the caller’s turn', () => {
+    const { runner } = setup();
+    let ran = false;
+    runner.enqueue(callback(() => void (ran = true)), true);
+    expect(ran).toBe(true);
+  });
+
+  it('keeps the five slowest durations, longest first', async () => {
+    const { runner } = setup();
+    for (const ms of [1, 40, 3, 25, 2, 60, 4, 10]) runner.enqueue(callback(() => later(ms)));
+    await runner.flush(Date.now() + 1000);
+    const slowest = runner.runnerStats().slowest.map((s) => s.ms);
+    expect(slowest).toHaveLength(5);
+    expect(slowest[0]).toBeGreaterThanOrEqual(59);
+    expect([...slowest].sort((a, b) => b - a)).toEqual(slowest);
+    expect(slowest[4]).toBeGreaterThanOrEqual(3);
+  });
+});
