@@ -1,9 +1,9 @@
-import { DEFAULT_OPTIONS, expectedItems, parseArgs, SCENARIOS, scenarioInfo, UsageError } from '../src/bench/args';
+import { AWAITED_VARIANTS, DEFAULT_OPTIONS, expectedItems, parseArgs, SCENARIOS, scenarioInfo, UsageError, VARIANTS } from '../src/bench/args';
 
 describe('parseArgs', () => {
   it('defaults to every scenario on both adapters, with short bounded runs', () => {
     const options = parseArgs([]);
-    expect(options.scenarios).toEqual(['sim5', 'sim25', 'bull-local', 'bull-proxy', 'http-log', 'mix', 'compression']);
+    expect(options.scenarios).toEqual(['sim5', 'sim25', 'bull-local', 'bull-proxy', 'http-log', 'mix', 'sim5-tail', 'compression']);
     expect(options.adapters).toEqual(['express', 'fastify']);
     expect(options).toMatchObject({ duration: DEFAULT_OPTIONS.duration, connections: 10, repeats: DEFAULT_OPTIONS.repeats, help: false });
     expect(options.duration).toBeGreaterThan(0);
@@ -40,8 +40,8 @@ describe('parseArgs', () => {
     [['--connections', '2.5'], '--connections must be a whole number >= 1'],
     [['--connections'], '--connections needs a value'],
     [['--duration', '--connections', '5'], '--duration needs a value'],
-    [['--scenarios', 'redis'], 'Unknown scenario "redis". Use ids (sim5, sim25, bull-local, bull-proxy, http-log, mix, compression) or numbers 1-7'],
-    [['--scenarios', '8'], 'Unknown scenario "8"'],
+    [['--scenarios', 'redis'], 'Unknown scenario "redis". Use ids (sim5, sim25, bull-local, bull-proxy, http-log, mix, sim5-tail, compression) or numbers 1-8'],
+    [['--scenarios', '9'], 'Unknown scenario "9"'],
     [['--scenarios', '0'], 'Unknown scenario "0"'],
     [['--scenarios', ','], '--scenarios is empty'],
     [['--adapter', 'koa'], '--adapter must be express, fastify or both, got "koa"'],
@@ -53,7 +53,7 @@ describe('parseArgs', () => {
 });
 
 describe('scenario catalog', () => {
-  it('has the six scenarios of issue 4 with their items per request, then the compression study', () => {
+  it('has the six scenarios of issue 4 and the slow tail of issue 9 with their items per request, then the compression study', () => {
     expect(SCENARIOS.map((s) => [s.id, s.itemsPerRequest])).toEqual([
       ['sim5', 1],
       ['sim25', 1],
@@ -61,9 +61,10 @@ describe('scenario catalog', () => {
       ['bull-proxy', 1],
       ['http-log', 1],
       ['mix', 5],
+      ['sim5-tail', 1],
       ['compression', 2],
     ]);
-    expect(SCENARIOS.filter((s) => s.kind === 'variants')).toHaveLength(6);
+    expect(SCENARIOS.filter((s) => s.kind === 'variants')).toHaveLength(7);
     expect(scenarioInfo('compression').kind).toBe('encodings');
     expect(scenarioInfo('bull-proxy').needs).toEqual(['redis', 'redis-proxy']);
   });
@@ -75,5 +76,11 @@ describe('scenario catalog', () => {
     // a deferred callback runs on success only
     expect(expectedItems(scenarioInfo('sim5'), 40, 10)).toBe(40);
     expect(expectedItems(scenarioInfo('http-log'), 40, 10)).toBe(50);
+  });
+
+  it('runs every scenario six ways: the four of issue 4 and the two peers, which await the effect themselves', () => {
+    expect(VARIANTS).toEqual(['plain', 'noop-interceptor', 'blocking', 'deferred', 'article-tap', 'event-emitter']);
+    expect(AWAITED_VARIANTS).toEqual(['blocking', 'article-tap', 'event-emitter']);
+    expect(scenarioInfo('sim5-tail')).toMatchObject({ kind: 'variants', needs: [], alwaysItemsPerRequest: 0 });
   });
 });

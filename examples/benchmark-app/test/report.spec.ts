@@ -66,6 +66,8 @@ function passingRows(adapter: Adapter = 'express'): ResultRow[] {
     row(id, adapter, 'noop-interceptor', { reqPerSec: 7600, cpuUsPerRequest: 130 }),
     row(id, adapter, 'blocking', { reqPerSec: blocking, cpuUsPerRequest: 150, itemsExpected: 100 * items, itemsDelivered: 100 * items }),
     row(id, adapter, 'deferred', { reqPerSec: deferred, cpuUsPerRequest: 140, itemsExpected: 200 * items, itemsDelivered: 200 * items }),
+    row(id, adapter, 'article-tap', { reqPerSec: deferred / 2, cpuUsPerRequest: 160, itemsExpected: 150 * items, itemsDelivered: 150 * items }),
+    row(id, adapter, 'event-emitter', { reqPerSec: deferred / 4, cpuUsPerRequest: 170, itemsExpected: 120 * items, itemsDelivered: 120 * items }),
   ];
   return [
     ...scenario('sim5', 1600, 7000),
@@ -74,6 +76,7 @@ function passingRows(adapter: Adapter = 'express'): ResultRow[] {
     ...scenario('bull-proxy', 300, 6500),
     ...scenario('http-log', 3000, 6900),
     ...scenario('mix', 7000, 7100, 5),
+    ...scenario('sim5-tail', 1500, 7000),
   ];
 }
 
@@ -119,6 +122,8 @@ describe('aggregateRuns', () => {
     });
     expect(aggregated.runs).toHaveLength(3);
     expect(aggregateRuns(aggregated, [sample(), sample({ itemsAtDestination: 4 })]).itemsAtDestination).toBeUndefined();
+    expect(aggregated.unhandledRejections).toBeUndefined();
+    expect(aggregateRuns(aggregated, [sample({ unhandledRejections: 0 }), sample({ unhandledRejections: 3 })]).unhandledRejections).toBe(3);
   });
 });
 
@@ -138,17 +143,28 @@ describe('computeRatios', () => {
       adapter: 'express',
       deferredVsBlocking: 15,
       deferredVsPlain: 0.75,
+      deferredVsArticleTap: undefined,
+      deferredVsEventEmitter: undefined,
       cpuDeferredVsNoop: 1.2,
       p99BlockingVsDeferred: 10,
     });
     expect(ratios[1]).toMatchObject({ adapter: 'fastify', deferredVsBlocking: undefined, deferredVsPlain: undefined });
+  });
+
+  it('gives deferred ÷ article-tap and deferred ÷ event-emitter', () => {
+    const rows = [
+      row('sim5-tail', 'express', 'deferred', { reqPerSec: 6000 }),
+      row('sim5-tail', 'express', 'article-tap', { reqPerSec: 4000 }),
+      row('sim5-tail', 'express', 'event-emitter', { reqPerSec: 5000 }),
+    ];
+    expect(computeRatios(rows)[0]).toMatchObject({ deferredVsArticleTap: 1.5, deferredVsEventEmitter: 1.2 });
   });
 });
 
 describe('checkTargets', () => {
   it('marks every target met for a passing result set', () => {
     const checks = checkTargets(passingRows());
-    expect(checks).toHaveLength(7);
+    expect(checks).toHaveLength(9);
     expect(checks.every((c) => c.pass === true)).toBe(true);
     expect(checks.find((c) => c.target.startsWith('25 ms deferred'))?.measured).toBe('-2.9%');
   });
@@ -191,7 +207,33 @@ describe('checkTargets', () => {
 
   it('evaluates each adapter separately', () => {
     const checks = checkTargets([...passingRows('express'), ...passingRows('fastify')]);
-    expect(checks.filter((c) => c.adapter === 'fastify')).toHaveLength(7);
+    expect(checks.filter((c) => c.adapter === 'fastify')).toHaveLength(9);
+  });
+
+  it('checks the slow tail: deferred ÷ plain ≥ 0.85× and every deferred callback delivered', () => {
+    const met = checkTargets(passingRows());
+    expect(met.find((c) => c.target.startsWith('slow tail (1 call in 1000'))).toMatchObject({ pass: true, measured: '0.88×' });
+    expect(met.find((c) => c.target.startsWith('slow tail: delivered'))).toMatchObject({ pass: true, measured: '200 of 200' });
+    const rows = passingRows().map((r) =>
+      r.scenario === 'sim5-tail' && r.variant === 'deferred' ? { ...r, reqPerSec: 6000, itemsDelivered: 120, itemsLost: 80 } : r,
+    );
+    const checks = checkTargets(rows);
+    expect(checks.find((c) => c.target.startsWith('slow tail (1 call in 1000'))).toMatchObject({ pass: false, measured: '0.75×' });
+    expect(checks.find((c) => c.target.startsWith('slow tail: delivered'))).toMatchObject({ pass: false, measured: '120 of 200, 80 lost' });
+    expect(checks.find((c) => c.target.startsWith('delivered'))).toMatchObject({ pass: false, measured: 'sim5-tail/deferred: 120 of 200, 80 lost' });
+    const notRun = checkTargets(passingRows().filter((r) => r.scenario !== 'sim5-tail'));
+    expect(notRun.find((c) => c.target.startsWith('slow tail: delivered'))).toMatchObject({ pass: undefined, measured: 'not run' });
+  });
+
+  it('shows what a peer lost in its row without counting it against the library', () => {
+    const rows = passingRows().map((r) =>
+      r.scenario === 'http-log' && r.variant === 'article-tap' ? { ...r, itemsDelivered: 140, unhandledRejections: 10 } : r,
+    );
+    expect(checkTargets(rows).find((c) => c.target.startsWith('delivered'))?.pass).toBe(true);
+    const line = renderTable(rows)
+      .split('\n')
+      .find((l) => l.startsWith('http-log') && l.includes('article-tap'))!;
+    expect(line).toContain('140/150 (10 unhandled rejections!)');
   });
 });
 
@@ -215,6 +257,8 @@ describe('renderers', () => {
     const sim25Deferred = table.find((l) => l.startsWith('sim25') && l.includes('deferred'))!;
     expect(sim25Deferred).toContain('6,800');
     expect(sim25Deferred).toContain('17.89×');
+    expect(sim25Deferred).toMatch(/17\.89×\s+0\.85×\s+2\.00×\s+4\.00×$/);
+    expect(table[0]).toMatch(/÷ blocking\s+÷ plain\s+÷ article-tap\s+÷ event-emitter$/);
     expect(sim25Deferred).toContain('200/200');
     const sim25Blocking = table.find((l) => l.startsWith('sim25') && l.includes('blocking'))!;
     expect(sim25Blocking).not.toContain('×');
@@ -239,7 +283,7 @@ describe('renderers', () => {
     ]) {
       expect(parsed[0]).toHaveProperty(key);
     }
-    expect(parsed.map((r) => r.variant).slice(0, 4)).toEqual(['plain', 'noop-interceptor', 'blocking', 'deferred']);
+    expect(parsed.map((r) => r.variant).slice(0, 6)).toEqual(['plain', 'noop-interceptor', 'blocking', 'deferred', 'article-tap', 'event-emitter']);
   });
 
   it('writes Markdown with the chart, the table, the targets and what was skipped', () => {
@@ -247,7 +291,9 @@ describe('renderers', () => {
     expect(md).toContain('![req/s and CPU per request by scenario and variant](latest.svg)');
     expect(md).toContain(renderMarkdownTable(rows));
     expect(md).toContain('| sim25 | express | deferred | **6,800** |');
-    expect(md).toContain('## Targets (issue 4)');
+    expect(md).toContain('## Targets (issues 4 and 9)');
+    expect(md).toContain('| sim5-tail | express | article-tap | 3,500 |');
+    expect(md).toContain('- `event-emitter`: the handler emits');
     expect(md).toContain('**bull-proxy** (Bull <proxy>): no Redis');
     expect(md).toContain('2 × Test CPU');
   });

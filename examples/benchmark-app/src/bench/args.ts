@@ -10,19 +10,20 @@ export type ScenarioNeed = 'redis' | 'redis-proxy' | 'log-receiver';
 export interface ScenarioInfo {
   id: ScenarioId;
   label: string;
-  /** Deferred items per request. */
+  /** Items per request: deferred by `deferred`, delivered by one effect of the awaited variants. */
   itemsPerRequest: number;
   /** Of those, how many run even when the request is aborted (`when: 'always'`: logs and metrics). */
   alwaysItemsPerRequest: number;
   needs: ScenarioNeed[];
   /**
-   * `variants`: the four routes of issue 4 (plain, noop-interceptor, blocking, deferred);
+   * `variants`: the routes of issue 4 (plain, noop-interceptor, blocking, deferred) and their two peers
+   * of issue 9 (article-tap, event-emitter);
    * `encodings`: one large-JSON route fetched as identity, gzip 6 and Brotli 11 (issue 5), on its own server.
    */
   kind: 'variants' | 'encodings';
 }
 
-/** The scenarios of issue 4, in their default order. */
+/** The scenarios of issues 4 and 9, in their default order (new ones last, so the numbers stay). */
 export const SCENARIOS: readonly ScenarioInfo[] = [
   { id: 'sim5', label: 'simulated 5 ms side-effect', itemsPerRequest: 1, alwaysItemsPerRequest: 0, needs: [], kind: 'variants' },
   { id: 'sim25', label: 'simulated 25 ms side-effect', itemsPerRequest: 1, alwaysItemsPerRequest: 0, needs: [], kind: 'variants' },
@@ -37,6 +38,14 @@ export const SCENARIOS: readonly ScenarioInfo[] = [
   },
   { id: 'http-log', label: 'HTTP log sink, local receiver', itemsPerRequest: 1, alwaysItemsPerRequest: 1, needs: ['log-receiver'], kind: 'variants' },
   { id: 'mix', label: 'mix: 1 job + 2 logs + 2 metrics (memory sink)', itemsPerRequest: 5, alwaysItemsPerRequest: 4, needs: [], kind: 'variants' },
+  {
+    id: 'sim5-tail',
+    label: 'simulated 5 ms side-effect, every 1000th call 1 s',
+    itemsPerRequest: 1,
+    alwaysItemsPerRequest: 0,
+    needs: [],
+    kind: 'variants',
+  },
   {
     id: 'compression',
     label: 'large JSON through response compression (timing on)',
@@ -53,7 +62,9 @@ export const ENCODINGS: readonly Encoding[] = ['identity', 'gzip-6', 'br-11'];
 /** The `Accept-Encoding` the client sends for each encoding. */
 export const ACCEPT_ENCODING: Readonly<Record<Encoding, string>> = { identity: 'identity', 'gzip-6': 'gzip', 'br-11': 'br' };
 
-export const VARIANTS: readonly Variant[] = ['plain', 'noop-interceptor', 'blocking', 'deferred'];
+export const VARIANTS: readonly Variant[] = ['plain', 'noop-interceptor', 'blocking', 'deferred', 'article-tap', 'event-emitter'];
+/** The variants that await the side-effect themselves (in the handler, a `tap`, a listener): the app counts what they deliver. */
+export const AWAITED_VARIANTS: readonly Variant[] = ['blocking', 'article-tap', 'event-emitter'];
 export const ADAPTERS: readonly Adapter[] = ['express', 'fastify'];
 
 export const DEFAULT_OPTIONS: Readonly<Omit<BenchOptions, 'scenarios' | 'adapters'>> = Object.freeze({

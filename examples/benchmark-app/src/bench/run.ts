@@ -10,7 +10,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
-import { ACCEPT_ENCODING, ENCODINGS, expectedItems, parseArgs, scenarioInfo, USAGE, UsageError, VARIANTS } from './args.js';
+import { ACCEPT_ENCODING, AWAITED_VARIANTS, ENCODINGS, expectedItems, parseArgs, scenarioInfo, USAGE, UsageError, VARIANTS } from './args.js';
 import {
   type DelayProxy,
   type LogReceiver,
@@ -220,10 +220,13 @@ async function measure(
     itemsExpected = expectedItems(info, d((s) => s.requests.finished), d((s) => s.requests.aborted));
     itemsDelivered = d((s) => s.delivered);
     itemsLost = d((s) => s.dropped) + d((s) => s.deadLettered) + d((s) => s.rejected) + after.deferred.pending;
-  } else if (variant === 'blocking') {
+  } else if (AWAITED_VARIANTS.includes(variant)) {
+    // every handled request starts the side-effect once (after the handler for article-tap and event-emitter)
     itemsExpected = serverRequests * info.itemsPerRequest;
-    itemsDelivered = (after.blockingDone[key] ?? 0) - (before.blockingDone[key] ?? 0);
+    itemsDelivered = (after.effectsDone[key] ?? 0) - (before.effectsDone[key] ?? 0);
+    itemsLost = (after.effectsInFlight[key] ?? 0) * info.itemsPerRequest;
   }
+  const counted = variant === 'deferred' || AWAITED_VARIANTS.includes(variant);
   const requests = result.requests.total;
   return {
     requests,
@@ -240,11 +243,10 @@ async function measure(
     itemsDelivered,
     itemsLost,
     itemsAtDestination:
-      (variant === 'deferred' || variant === 'blocking') && atDestinationBefore !== undefined && atDestinationAfter !== undefined
-        ? atDestinationAfter - atDestinationBefore
-        : undefined,
+      counted && atDestinationBefore !== undefined && atDestinationAfter !== undefined ? atDestinationAfter - atDestinationBefore : undefined,
     redisCpuUsPerRequest:
       redisBefore !== undefined && redisAfter !== undefined && serverRequests > 0 ? (redisAfter - redisBefore) / serverRequests : undefined,
+    unhandledRejections: after.unhandledRejections - before.unhandledRejections,
   };
 }
 
@@ -385,7 +387,9 @@ async function main(): Promise<void> {
                     : '';
                 const redisText =
                   sample.redisCpuUsPerRequest !== undefined ? `, Redis ${formatNumber(sample.redisCpuUsPerRequest, 0)} µs/req` : '';
-                const problems = sample.errors + sample.non2xx > 0 ? `, ${sample.errors} errors, ${sample.non2xx} non-2xx` : '';
+                const problems =
+                  (sample.errors + sample.non2xx > 0 ? `, ${sample.errors} errors, ${sample.non2xx} non-2xx` : '') +
+                  (sample.unhandledRejections ? `, ${sample.unhandledRejections} unhandled rejections` : '');
                 log(
                   `  ${progress()} ${variant.padEnd(16)} #${r + 1}: ` +
                     `${formatNumber(sample.reqPerSec, 0).padStart(7)} req/s, p99 ${formatNumber(sample.latencyP99Ms, 0)} ms, ` +
@@ -402,9 +406,11 @@ async function main(): Promise<void> {
               );
             }
             const ratio = computeRatios(rows).find((x) => x.scenario === scenario && x.adapter === adapter);
+            const x = (value: number | undefined) => `${value?.toFixed(2) ?? 'n/a'}×`;
             log(
-              `  → deferred ÷ blocking ${ratio?.deferredVsBlocking?.toFixed(2) ?? 'n/a'}×, deferred ÷ plain ${ratio?.deferredVsPlain?.toFixed(2) ?? 'n/a'}×, ` +
-                `CPU deferred ÷ noop ${ratio?.cpuDeferredVsNoop?.toFixed(2) ?? 'n/a'}×`,
+              `  → deferred ÷ blocking ${x(ratio?.deferredVsBlocking)}, ÷ plain ${x(ratio?.deferredVsPlain)}, ` +
+                `÷ article-tap ${x(ratio?.deferredVsArticleTap)}, ÷ event-emitter ${x(ratio?.deferredVsEventEmitter)}, ` +
+                `CPU deferred ÷ noop ${x(ratio?.cpuDeferredVsNoop)}`,
             );
           }
         } finally {
@@ -506,7 +512,7 @@ async function main(): Promise<void> {
 
   if (rows.length > 0) log(`\n${renderTable(rows)}\n`);
   if (compressionRows.length > 0) log(`Compression (handler vs send time, from stats().routes):\n${renderCompressionTable(compressionRows)}\n`);
-  log(`Targets (issue 4):\n${renderTargetsText(report.targets)}\n`);
+  log(`Targets (issues 4 and 9):\n${renderTargetsText(report.targets)}\n`);
   if (skipped.length > 0) {
     banner(['SKIPPED SCENARIOS', ...skipped.map((s) => `${s.scenario} (${s.scenarioLabel}): ${s.reason}`)]);
   }

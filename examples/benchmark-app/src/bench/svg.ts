@@ -9,8 +9,10 @@ const COLORS: Record<Variant, string> = {
   'noop-interceptor': '#c3cad3',
   blocking: '#e4572e',
   deferred: '#2e86ab',
+  'article-tap': '#f2a541',
+  'event-emitter': '#8e6c8a',
 };
-const ORDER: readonly Variant[] = ['plain', 'noop-interceptor', 'blocking', 'deferred'];
+const ORDER: readonly Variant[] = ['plain', 'noop-interceptor', 'blocking', 'deferred', 'article-tap', 'event-emitter'];
 
 /** Escapes text for SVG content and attribute values. */
 export function escapeXml(text: string): string {

@@ -2,11 +2,15 @@
 
 export type Adapter = 'express' | 'fastify';
 
-/** `plain`: no side-effect, no interceptor (the ceiling); `noop-interceptor`: plain plus a pass-through
- * interceptor; `blocking`: awaits the side-effect in the handler; `deferred`: `@AfterResponse()`. */
-export type Variant = 'plain' | 'noop-interceptor' | 'blocking' | 'deferred';
+/**
+ * `plain`: no side-effect, no interceptor (the ceiling); `noop-interceptor`: plain plus a pass-through
+ * interceptor; `blocking`: awaits the side-effect in the handler; `deferred`: `@AfterResponse()`.
+ * The peers, written as their users write them: `article-tap`: a route interceptor running the
+ * side-effect in `tap(async () => ...)`; `event-emitter`: `@nestjs/event-emitter`, an async `@OnEvent` listener.
+ */
+export type Variant = 'plain' | 'noop-interceptor' | 'blocking' | 'deferred' | 'article-tap' | 'event-emitter';
 
-export type ScenarioId = 'sim5' | 'sim25' | 'bull-local' | 'bull-proxy' | 'http-log' | 'mix' | 'compression';
+export type ScenarioId = 'sim5' | 'sim25' | 'bull-local' | 'bull-proxy' | 'http-log' | 'mix' | 'sim5-tail' | 'compression';
 
 /** How the `compression` scenario's client asks for the large JSON body (`Accept-Encoding`). */
 export type Encoding = 'identity' | 'gzip-6' | 'br-11';
@@ -59,6 +63,8 @@ export interface RunSample {
   itemsAtDestination?: number;
   /** The private Redis's own CPU during the run, per server request (Bull scenarios). */
   redisCpuUsPerRequest?: number;
+  /** Unhandled promise rejections the server saw during the run (a side-effect fired without a catch). */
+  unhandledRejections?: number;
 }
 
 /** A row of `results/latest.json`: one scenario × adapter × variant, aggregated over its repeats. */
@@ -85,6 +91,8 @@ export interface ResultRow {
   itemsAtDestination?: number;
   /** Median over the repeats; Bull scenarios only. */
   redisCpuUsPerRequest?: number;
+  /** Summed over the repeats; absent when none was seen. */
+  unhandledRejections?: number;
   errors: number;
   non2xx: number;
   repeats: number;
@@ -131,13 +139,17 @@ export interface ScenarioRatios {
   deferredVsBlocking?: number;
   /** deferred req/s ÷ plain req/s. */
   deferredVsPlain?: number;
+  /** deferred req/s ÷ article-tap req/s. */
+  deferredVsArticleTap?: number;
+  /** deferred req/s ÷ event-emitter req/s. */
+  deferredVsEventEmitter?: number;
   /** deferred CPU µs/request ÷ noop-interceptor CPU µs/request. */
   cpuDeferredVsNoop?: number;
   /** blocking p99 ÷ deferred p99. */
   p99BlockingVsDeferred?: number;
 }
 
-/** One target of issue 4, evaluated. */
+/** One target of issue 4 or 9, evaluated. */
 export interface TargetCheck {
   adapter: Adapter;
   target: string;
@@ -166,8 +178,12 @@ export interface ServerSnapshot {
   rssBytes: number;
   /** Handler invocations per route (`scenario/variant`). */
   handled: Record<string, number>;
-  /** Blocking side-effects completed per route. */
-  blockingDone: Record<string, number>;
+  /** Items of awaited side-effects (blocking, article-tap, event-emitter) that completed, per route. */
+  effectsDone: Record<string, number>;
+  /** Awaited side-effects still running, per route (after a flush: those the bounded wait gave up on). */
+  effectsInFlight: Record<string, number>;
+  /** Unhandled promise rejections so far (counted by the server instead of ending the process). */
+  unhandledRejections: number;
   /** `DeferredWork.stats().routes`: timing per `"METHOD /route"` (routes measured with `timing`). */
   routes: Record<string, { count: number; handlerMsAvg: number; sendMsAvg: number }>;
   /** `DeferredWork.stats()` (totals). */

@@ -1,76 +1,33 @@
 /**
- * The benchmark app: for each scenario, four routes doing the same side-effect four ways
- * (`GET /<scenario>/<variant>`), plus the undecorated `GET /__bench/stats` the runner reads.
+ * The benchmark app: for each scenario, six routes doing the same side-effect six ways
+ * (`GET /<scenario>/<variant>`, see `scenario.controller.ts`), plus the undecorated
+ * `GET /__bench/stats` the runner reads.
  */
-import { Controller, type DynamicModule, Get, Inject, Module, Query, type Type, UseInterceptors } from '@nestjs/common';
-import {
-  AfterResponse,
-  Deferred,
-  type DeferredScope,
-  DeferredWork,
-  DeferredWorkModule,
-} from 'nestjs-deferred-work';
-import type { ScenarioId, ServerConfig, ServerSnapshot } from '../bench/types.js';
-import { blockingDone, blockingInFlight, countHandled, handled, runBlocking } from './counters.js';
+import { Controller, type DynamicModule, Get, Inject, Module, Query, type Type } from '@nestjs/common';
+import { EventEmitterModule } from '@nestjs/event-emitter';
+import { DeferredWork, DeferredWorkModule } from 'nestjs-deferred-work';
+import type { ServerConfig, ServerSnapshot } from '../bench/types.js';
 import { CompressionController } from './compression.js';
-import type { ScenarioEffect, ScenarioResources } from './effects.js';
+import { effectsDone, effectsInFlight, handled, routeKey, totalInFlight, unhandled } from './counters.js';
+import { effectListener } from './effect.listener.js';
+import type { ScenarioResources } from './effects.js';
 import { NoopInterceptor } from './noop.interceptor.js';
+import { scenarioController } from './scenario.controller.js';
 
-const OK = { ok: true } as const;
+/** How long `?flush=1` waits, at most, for deferred items and awaited side-effects still running. */
+const FLUSH_TIMEOUT_MS = 15_000;
 
 /**
  * One write is in flight per sink, so a sink delivers at most `maxBatchSize` items per write latency:
  * with the defaults (512) and a 25–30 ms write that is about 20,000 items/s, which Fastify exceeds on
- * the 25 ms and Redis-behind-a-proxy scenarios (the queue fills and items are dropped, and counted).
- * The slow sinks therefore get bigger batches and room for one more batch's worth of backlog, as an
- * app expecting that load would configure them.
+ * the Redis-behind-a-proxy scenario (the queue fills and items are dropped, and counted). That sink
+ * therefore gets bigger batches and room for one more batch's worth of backlog, as an app expecting
+ * that load would configure it. `run(fn)` callbacks use the library's defaults: they must absorb a
+ * slow tail (`sim25`, `sim5-tail`) without tuning.
  */
 const HIGH_LATENCY_SINK_OPTIONS: Record<string, { maxBatchSize: number; maxQueueSize: number }> = {
-  callbacks: { maxBatchSize: 2048, maxQueueSize: 8192 },
   'bull-proxy': { maxBatchSize: 2048, maxQueueSize: 8192 },
 };
-
-/**
- * One controller per scenario. The `deferred` route uses the library as an app would: `@AfterResponse()`
- * and `@Deferred()`, which need no interceptor (none is registered globally either), so `plain` runs
- * with no interceptor at all and `noop-interceptor` isolates what any Nest interceptor costs.
- */
-function scenarioController(id: ScenarioId, effect: ScenarioEffect): Type<unknown> {
-  const keys = { plain: `${id}/plain`, noop: `${id}/noop-interceptor`, blocking: `${id}/blocking`, deferred: `${id}/deferred` };
-
-  @Controller(id)
-  class ScenarioController {
-    @Get('plain')
-    plain() {
-      countHandled(keys.plain);
-      return OK;
-    }
-
-    @Get('noop-interceptor')
-    @UseInterceptors(NoopInterceptor)
-    noop() {
-      countHandled(keys.noop);
-      return OK;
-    }
-
-    @Get('blocking')
-    async blocking() {
-      countHandled(keys.blocking);
-      await runBlocking(keys.blocking, () => effect.blocking());
-      return OK;
-    }
-
-    @Get('deferred')
-    @AfterResponse(effect.afterResponse)
-    deferred(@Deferred() work: DeferredScope) {
-      countHandled(keys.deferred);
-      effect.defer(work);
-      return OK;
-    }
-  }
-  Object.defineProperty(ScenarioController, 'name', { value: `Controller_${id.replace(/\W/g, '_')}` });
-  return ScenarioController;
-}
 
 @Controller('__bench')
 class StatsController {
@@ -78,15 +35,17 @@ class StatsController {
 
   /**
    * Server CPU, counters and `stats()`; with `?flush=1`, after draining what is pending (deferred
-   * items and blocking handlers still awaiting their side-effect).
+   * items, and side-effects still awaited by blocking handlers, `tap`s and event listeners), bounded in time.
    */
   @Get('stats')
   async stats(@Query('flush') flush?: string): Promise<ServerSnapshot> {
     let flushed: boolean | undefined;
     if (flush) {
-      const deadline = Date.now() + 15_000;
-      while (blockingInFlight.count > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
-      flushed = (await this.work.flush(Math.max(1, deadline - Date.now()))) && blockingInFlight.count === 0;
+      const deadline = Date.now() + FLUSH_TIMEOUT_MS;
+      // listeners registered with `async: true` start on a later tick
+      await new Promise((r) => setImmediate(r));
+      while (totalInFlight() > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+      flushed = (await this.work.flush(Math.max(1, deadline - Date.now()))) && totalInFlight() === 0;
     }
     const s = this.work.stats();
     return {
@@ -96,7 +55,9 @@ class StatsController {
       routes: Object.fromEntries(
         Object.entries(s.routes ?? {}).map(([route, t]) => [route, { count: t.count, handlerMsAvg: t.handlerMsAvg, sendMsAvg: t.sendMsAvg }]),
       ),
-      blockingDone: { ...blockingDone },
+      effectsDone: { ...effectsDone },
+      effectsInFlight: { ...effectsInFlight },
+      unhandledRejections: unhandled.rejections,
       deferred: {
         accepted: s.accepted,
         delivered: s.delivered,
@@ -116,27 +77,29 @@ class StatsController {
 export class BenchModule {
   static register(config: ServerConfig, resources: ScenarioResources): DynamicModule {
     const controllers: Type<unknown>[] = [StatsController];
+    const listeners: Type<unknown>[] = [];
     for (const id of config.scenarios) {
       const effect = resources.effects.get(id);
-      if (effect) controllers.push(scenarioController(id, effect));
+      if (!effect) continue;
+      controllers.push(scenarioController(id, effect));
+      listeners.push(effectListener(id, routeKey(id, 'event-emitter'), () => effect.perform()));
     }
     if (config.scenarios.includes('compression')) controllers.push(CompressionController);
     return {
       module: BenchModule,
       imports: [
+        EventEmitterModule.forRoot(),
         DeferredWorkModule.forRoot({
           sinks: resources.sinks,
           shutdownTimeoutMs: 15_000,
           // only for sinks this server has (an unknown sink name fails the bootstrap)
           sinkOptions: Object.fromEntries(
-            Object.entries(HIGH_LATENCY_SINK_OPTIONS).filter(
-              ([name]) => name === 'callbacks' || resources.sinks.some((sink) => sink.name === name),
-            ),
+            Object.entries(HIGH_LATENCY_SINK_OPTIONS).filter(([name]) => resources.sinks.some((sink) => sink.name === name)),
           ),
         }),
       ],
       controllers,
-      providers: [NoopInterceptor],
+      providers: [NoopInterceptor, ...listeners],
     };
   }
 }

@@ -1,21 +1,38 @@
 /** Per-route counters the runner reads through `/__bench/stats` (plain objects: no cost worth measuring). */
 export const handled: Record<string, number> = Object.create(null) as Record<string, number>;
-/** Blocking side-effects that completed, per route (items). */
-export const blockingDone: Record<string, number> = Object.create(null) as Record<string, number>;
-/** Blocking handlers still awaiting their side-effect (a client may have gone away meanwhile). */
-export const blockingInFlight = { count: 0 };
+/** Items of awaited side-effects (blocking, article-tap, event-emitter) that completed, per route. */
+export const effectsDone: Record<string, number> = Object.create(null) as Record<string, number>;
+/** Awaited side-effects still running, per route (a client may have gone away meanwhile). */
+export const effectsInFlight: Record<string, number> = Object.create(null) as Record<string, number>;
+/** Unhandled promise rejections the process has seen (see `main.ts`). */
+export const unhandled = { rejections: 0 };
 
 export function countHandled(route: string): void {
   handled[route] = (handled[route] ?? 0) + 1;
 }
 
-/** Runs a blocking side-effect, counting what it delivered and while it is in flight. */
-export async function runBlocking(route: string, effect: () => Promise<number>): Promise<void> {
-  blockingInFlight.count++;
+/** Awaited side-effects still running, over every route. */
+export function totalInFlight(): number {
+  let total = 0;
+  for (const route in effectsInFlight) total += effectsInFlight[route];
+  return total;
+}
+
+/**
+ * Runs a side-effect, counting the items it delivered and while it is in flight. A rejection is
+ * passed on unchanged: where the caller drops the promise (a `tap(async ...)`), it stays unhandled.
+ */
+export async function runEffect(route: string, effect: () => Promise<number>): Promise<void> {
+  effectsInFlight[route] = (effectsInFlight[route] ?? 0) + 1;
   try {
     const items = await effect();
-    blockingDone[route] = (blockingDone[route] ?? 0) + items;
+    effectsDone[route] = (effectsDone[route] ?? 0) + items;
   } finally {
-    blockingInFlight.count--;
+    effectsInFlight[route]--;
   }
+}
+
+/** The counter key (and URL path) of a scenario's variant route: `sim5/blocking`. */
+export function routeKey(scenario: string, variant: string): string {
+  return `${scenario}/${variant}`;
 }

@@ -1,6 +1,7 @@
 /**
- * The side-effect of each scenario, in its two forms: awaited in the handler (`blocking`) and
- * handed to the library (`defer`). Both do the same work per request.
+ * The side-effect of each scenario, in its two forms: a function that performs it and resolves when
+ * it is done (awaited by `blocking` in the handler, by `article-tap` in its `tap`, by `event-emitter`
+ * in its listener) and the same work handed to the library (`defer`, the `deferred` route).
  */
 import Bull from 'bull';
 import type { AfterResponseOptions, DeferredScope, DeferredSink, LogItem, SinkItem } from 'nestjs-deferred-work';
@@ -9,8 +10,8 @@ import { BullSink } from 'nestjs-deferred-work/bull';
 import type { ScenarioId, ServerConfig } from '../bench/types.js';
 
 export interface ScenarioEffect {
-  /** Performs the side-effect and resolves when it is done; returns how many items it delivered. */
-  blocking(): Promise<number>;
+  /** Performs the side-effect and resolves when it is done; returns how many items it delivered; rejects where the real call would (Redis, HTTP). */
+  perform(): Promise<number>;
   /** Defers the same side-effect through the request's scope. */
   defer(work: DeferredScope): void;
   /** Route options of the deferred variant (e.g. which sink takes its jobs). */
@@ -31,15 +32,27 @@ const ORDER = { orderId: 4711, customer: 'c-42', total: 99.5, currency: 'EUR', l
 const FIELDS = { orderId: 4711, route: '/orders', status: 201 };
 const TAGS = { route: '/orders', status: '201' };
 
-/** A simulated remote call of `ms` milliseconds (a timer), run per request in both variants. */
-function simulated(ms: number): ScenarioEffect {
+/** A slow tail: every `every`-th call takes `ms` instead. */
+interface Tail {
+  every: number;
+  ms: number;
+}
+
+/**
+ * A simulated remote call of `ms` milliseconds (a timer), run per request in every variant. With a
+ * `tail`, a counter shared by the scenario's routes makes every `tail.every`-th call (counted when
+ * the call starts, whichever route makes it) take `tail.ms`: the same rule in every variant.
+ */
+function simulated(ms: number, tail?: Tail): ScenarioEffect {
+  let calls = 0;
+  const call = () => sleep(tail && ++calls % tail.every === 0 ? tail.ms : ms);
   return {
-    async blocking() {
-      await sleep(ms);
+    async perform() {
+      await call();
       return 1;
     },
     defer(work) {
-      work.run(() => sleep(ms));
+      work.run(call);
     },
     afterResponse: {},
   };
@@ -52,7 +65,7 @@ function mix(deferredSinkName: string): ScenarioEffect {
   const write = (item: SinkItem) => direct.write([item], { signal, attempt: 1 });
   const base = () => ({ when: 'always' as const, createdAt: Date.now() });
   return {
-    async blocking() {
+    async perform() {
       await write({ kind: 'job', queue: 'orders', name: 'confirm', data: ORDER, ...base() });
       await write({ kind: 'log', level: 'info', message: 'order accepted', fields: FIELDS, ...base() });
       await write({ kind: 'log', level: 'debug', message: 'stock reserved', fields: FIELDS, ...base() });
@@ -72,7 +85,7 @@ function mix(deferredSinkName: string): ScenarioEffect {
 }
 
 /**
- * A Bull job per request. `blocking` awaits `queue.add` in the handler (what apps do today);
+ * A Bull job per request. `perform` awaits `queue.add` (what apps do today, in the handler or after it);
  * `deferred` hands the job to a `BullSink` on the same queue, which adds whole batches with `addBulk`.
  */
 async function bullJob(scenario: string, redisUrl: string, sinks: DeferredSink[], closers: Array<() => Promise<void>>): Promise<ScenarioEffect> {
@@ -84,7 +97,7 @@ async function bullJob(scenario: string, redisUrl: string, sinks: DeferredSink[]
   const sink = new BullSink({ name: scenario, queues: { [queueName]: queue } });
   sinks.push(sink);
   return {
-    async blocking() {
+    async perform() {
       await queue.add('confirm', ORDER);
       return 1;
     },
@@ -95,7 +108,7 @@ async function bullJob(scenario: string, redisUrl: string, sinks: DeferredSink[]
   };
 }
 
-/** A log record per request to an HTTP receiver: `blocking` POSTs it (one record) in the handler; `deferred` batches. */
+/** A log record per request to an HTTP receiver: `perform` POSTs it (one record); `deferred` batches. */
 function httpLog(url: string, sinks: DeferredSink[], closers: Array<() => Promise<void>>): ScenarioEffect {
   const sink = new HttpSink({ name: 'http', url });
   const direct = new HttpSink({ name: 'blocking-http', url });
@@ -104,7 +117,7 @@ function httpLog(url: string, sinks: DeferredSink[], closers: Array<() => Promis
     await direct.shutdown?.();
   });
   return {
-    async blocking() {
+    async perform() {
       const item: LogItem = { kind: 'log', level: 'info', message: 'order accepted', fields: FIELDS, when: 'always', createdAt: Date.now() };
       const result = await direct.write([item], { signal: AbortSignal.timeout(5000), attempt: 1 });
       return result?.failed?.length ? 0 : 1;
@@ -129,6 +142,9 @@ export async function createScenarios(config: ServerConfig): Promise<ScenarioRes
         break;
       case 'sim25':
         effects.set(id, simulated(25));
+        break;
+      case 'sim5-tail':
+        effects.set(id, simulated(5, { every: 1000, ms: 1000 }));
         break;
       case 'mix':
         effects.set(id, mix(memory.name));

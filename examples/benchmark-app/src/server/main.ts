@@ -11,12 +11,27 @@ import { FastifyAdapter } from '@nestjs/platform-fastify';
 import type { ServerConfig } from '../bench/types.js';
 import { BenchModule } from './bench.module.js';
 import { installCompression } from './compression.js';
+import { unhandled } from './counters.js';
 import { createScenarios } from './effects.js';
 
 /** Messages exchanged with the runner over IPC. */
 export type ServerMessage = { type: 'ready'; port: number } | { type: 'error'; message: string };
 
+/**
+ * `article-tap` drops its side-effect's promise, so a failing effect (Redis or the receiver refusing)
+ * is an unhandled rejection, which ends a Node 20 process. An app would die there; the benchmark
+ * counts it instead (the runner reports it, and the effect as not delivered) and carries on.
+ */
+function countUnhandledRejections(): void {
+  process.on('unhandledRejection', (reason: unknown) => {
+    if (unhandled.rejections++ === 0) {
+      console.error(`benchmark server: unhandled rejection (counted, not fatal here; further ones are only counted): ${String(reason)}`);
+    }
+  });
+}
+
 async function main(): Promise<void> {
+  countUnhandledRejections();
   const raw = process.env.BENCH_SERVER_CONFIG;
   if (!raw) throw new Error('BENCH_SERVER_CONFIG is not set: this process is started by the runner (pnpm bench).');
   const config = JSON.parse(raw) as ServerConfig;

@@ -1,0 +1,82 @@
+/**
+ * One controller per scenario: the same side-effect six ways (`GET /<scenario>/<variant>`). The
+ * `deferred` route uses the library as an app would: `@AfterResponse()` and `@Deferred()`, which need
+ * no interceptor (none is registered globally either), so `plain` runs with no interceptor at all and
+ * `noop-interceptor` isolates what any Nest interceptor costs. `article-tap` and `event-emitter` are
+ * the peers, written as their users write them (see their files).
+ */
+import { Controller, Get, Inject, type Type, UseInterceptors } from '@nestjs/common';
+import { EventEmitter2 } from '@nestjs/event-emitter';
+import { AfterResponse, Deferred, type DeferredScope } from 'nestjs-deferred-work';
+import type { ScenarioId, Variant } from '../bench/types.js';
+import { articleTapInterceptor } from './article-tap.interceptor.js';
+import { countHandled, routeKey, runEffect } from './counters.js';
+import { type EffectEvent, effectEventName } from './effect.listener.js';
+import type { ScenarioEffect } from './effects.js';
+import { NoopInterceptor } from './noop.interceptor.js';
+
+const OK = { ok: true } as const;
+
+export function scenarioController(id: ScenarioId, effect: ScenarioEffect): Type<unknown> {
+  const key = (variant: Variant) => routeKey(id, variant);
+  const keys = {
+    plain: key('plain'),
+    noop: key('noop-interceptor'),
+    blocking: key('blocking'),
+    deferred: key('deferred'),
+    articleTap: key('article-tap'),
+    eventEmitter: key('event-emitter'),
+  };
+  const perform = () => effect.perform();
+  const eventName = effectEventName(id);
+  const event: EffectEvent = { scenario: id };
+
+  @Controller(id)
+  class ScenarioController {
+    constructor(@Inject(EventEmitter2) private readonly eventEmitter: EventEmitter2) {}
+
+    @Get('plain')
+    plain() {
+      countHandled(keys.plain);
+      return OK;
+    }
+
+    @Get('noop-interceptor')
+    @UseInterceptors(NoopInterceptor)
+    noop() {
+      countHandled(keys.noop);
+      return OK;
+    }
+
+    @Get('blocking')
+    async blocking() {
+      countHandled(keys.blocking);
+      await runEffect(keys.blocking, perform);
+      return OK;
+    }
+
+    @Get('deferred')
+    @AfterResponse(effect.afterResponse)
+    deferred(@Deferred() work: DeferredScope) {
+      countHandled(keys.deferred);
+      effect.defer(work);
+      return OK;
+    }
+
+    @Get('article-tap')
+    @UseInterceptors(articleTapInterceptor(keys.articleTap, perform))
+    articleTap() {
+      countHandled(keys.articleTap);
+      return OK;
+    }
+
+    @Get('event-emitter')
+    emitEvent() {
+      countHandled(keys.eventEmitter);
+      this.eventEmitter.emit(eventName, event);
+      return OK;
+    }
+  }
+  Object.defineProperty(ScenarioController, 'name', { value: `Controller_${id.replace(/\W/g, '_')}` });
+  return ScenarioController;
+}
