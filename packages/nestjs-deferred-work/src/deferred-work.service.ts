@@ -126,6 +126,29 @@ export class DeferredWork implements DeferredScope, OnModuleInit, OnApplicationS
       );
     }
     registerOpener(this.opener, instance);
+    this.attachSinks();
+  }
+
+  /** Gives every sink what it may need before its first write: the drain to wait for, and the app's providers. */
+  private attachSinks(): void {
+    const context = {
+      drain: () => this.shutdown(),
+      providers: () => this.singletons(),
+    };
+    for (const sink of this.dispatcher.options.sinks.values()) sink.attach?.(context);
+  }
+
+  private *singletons(): Iterable<{ token: unknown; instance: unknown }> {
+    for (const wrapper of this.discovery.getProviders()) {
+      let instance: unknown;
+      try {
+        if (!wrapper.isDependencyTreeStatic() || wrapper.isTransient) continue;
+        instance = wrapper.instance;
+      } catch {
+        continue;
+      }
+      if (instance) yield { token: wrapper.token, instance };
+    }
   }
 
   /** The Express app or Fastify instance serving this application, if it has an HTTP server. */

@@ -35,6 +35,7 @@ export type {
 export type {
   DeferredSink,
   SinkItemFailure,
+  SinkAttachContext,
   SinkProcessorOptions,
   SinkWriteContext,
   SinkWriteResult,

@@ -46,10 +46,12 @@ export interface BullSinkOptions {
   /**
    * `@nestjs/bull` closes its queues in their `onApplicationShutdown` hook, and Nest runs the
    * `onApplicationShutdown` hooks of a module registering queues *before* those of a global module
-   * such as `DeferredWorkModule`: the drain would then meet closed queues. When `true`, each queue the
-   * sink resolved through `moduleRef` gets its shutdown hook wrapped so that it first awaits
-   * `DeferredWork.shutdown()` (the library's drain, bounded by `shutdownTimeoutMs`), then closes.
-   * Needs `moduleRef`. Default `true`.
+   * such as `DeferredWorkModule`: the drain would then meet closed queues. When `true`, from bootstrap
+   * on, every queue the sink may write to — the `queues` given and, with `moduleRef`, every Bull queue
+   * registered in the app (found by its `queueToken`) — gets its shutdown hook wrapped so that it first
+   * awaits the library's drain (bounded by `shutdownTimeoutMs`), then closes. A queue first met later,
+   * even during shutdown, is held from then on. Queues without such a hook (created by the app itself)
+   * are left alone: close them after `app.close()`. Default `true`.
    */
   drainBeforeQueueClose?: boolean;
 }

@@ -1,6 +1,5 @@
 import { jest } from '@jest/globals';
 import { getQueueToken } from '@nestjs/bull';
-import { DeferredWork } from '../deferred-work.service';
 import { SinkWriteError } from '../errors/sink-write.error';
 import type { JobItem, SinkItem } from '../items/deferred-item.interface';
 import type { SinkWriteResult } from '../sinks/deferred-sink.interface';
@@ -36,10 +35,9 @@ const job = (queue: string, name: string, data: unknown = {}, opts?: JobItem['op
 const ctx = (signal = new AbortController().signal) => ({ signal, attempt: 1 });
 
 /** A ModuleRef stand-in that knows providers by token, and throws like Nest for unknown ones. */
-const moduleRefOf = (providers: Record<string, unknown>, classes = new Map<unknown, unknown>()) => {
+const moduleRefOf = (providers: Record<string, unknown>) => {
   const get = jest.fn((token: unknown) => {
     if (typeof token === 'string' && token in providers) return providers[token];
-    if (classes.has(token)) return classes.get(token);
     throw new Error(`Nest could not find ${String(token)} element`);
   });
   return { get } as unknown as ModuleRefLike & { get: typeof get };
@@ -249,19 +247,44 @@ describe('BullSink', () => {
         order.push(this === mail ? 'close(queue)' : 'close(?)');
       }),
     });
-    const work = { shutdown: jest.fn(async () => void order.push('drain')) };
-    const moduleRef = moduleRefOf({ BullQueue_mail: mail }, new Map<unknown, unknown>([[DeferredWork, work]]));
-    const sink = new BullSink({ moduleRef });
+    const drain = jest.fn(async () => void order.push('drain'));
+    const sink = new BullSink({ moduleRef: moduleRefOf({ BullQueue_mail: mail }) });
+    sink.attach({ drain, providers: () => [] });
 
     await sink.write([job('mail', 'a')], ctx());
     await sink.write([job('mail', 'b')], ctx()); // resolved once, wrapped once
     await mail.onApplicationShutdown('SIGTERM');
 
     expect(order).toEqual(['drain', 'close(queue)']);
-    expect(work.shutdown).toHaveBeenCalledTimes(1);
+    expect(drain).toHaveBeenCalledTimes(1);
   });
 
-  it('still closes the queue when DeferredWork cannot be found, and leaves queues alone when told to', async () => {
+  it('holds every registered Bull queue and every given queue open from bootstrap, written to or not', async () => {
+    const order: string[] = [];
+    const hooked = (name: string) =>
+      Object.assign(new FakeQueue(name), { onApplicationShutdown: jest.fn((_signal?: string) => void order.push(`close(${name})`)) });
+    const cold = hooked('cold');
+    const given = hooked('given');
+    const other = hooked('other'); // a queue under a token that is not its Bull queue token: not ours
+    const sink = new BullSink({ moduleRef: moduleRefOf({ BullQueue_cold: cold }), queues: [given] });
+    sink.attach({
+      drain: async () => void order.push('drain'),
+      providers: () => [
+        { token: 'BullQueue_cold', instance: cold },
+        { token: 'SomethingElse', instance: other },
+        { token: 'BullQueue_x', instance: { name: 'x' } }, // not a queue
+      ],
+    });
+
+    await cold.onApplicationShutdown('SIGTERM');
+    await given.onApplicationShutdown('SIGTERM');
+    await other.onApplicationShutdown('SIGTERM');
+
+    expect(order).toEqual(['drain', 'close(cold)', 'drain', 'close(given)', 'close(other)']);
+    expect(cold.calls).toHaveLength(0); // held without a single write
+  });
+
+  it('still closes the queue when the sink was never attached, and leaves queues alone when told to', async () => {
     const close = jest.fn();
     const mail = Object.assign(new FakeQueue('mail'), { onApplicationShutdown: close });
     await new BullSink({ moduleRef: moduleRefOf({ BullQueue_mail: mail }) }).write([job('mail', 'a')], ctx());
@@ -270,10 +293,9 @@ describe('BullSink', () => {
 
     const untouched = jest.fn();
     const audit = Object.assign(new FakeQueue('audit'), { onApplicationShutdown: untouched });
-    await new BullSink({ moduleRef: moduleRefOf({ BullQueue_audit: audit }), drainBeforeQueueClose: false }).write(
-      [job('audit', 'a')],
-      ctx(),
-    );
+    const sink = new BullSink({ moduleRef: moduleRefOf({ BullQueue_audit: audit }), drainBeforeQueueClose: false });
+    sink.attach({ drain: async () => undefined, providers: () => [{ token: 'BullQueue_audit', instance: audit }] });
+    await sink.write([job('audit', 'a')], ctx());
     expect(audit.onApplicationShutdown).toBe(untouched);
   });
 

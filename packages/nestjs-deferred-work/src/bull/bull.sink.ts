@@ -1,8 +1,9 @@
-import { DeferredWork } from '../deferred-work.service';
 import { SinkWriteError } from '../errors/sink-write.error';
 import type { JobItem, SinkItem } from '../items/deferred-item.interface';
+import { QueueHolder } from '../sinks/queue/queue-holder';
 import type {
   DeferredSink,
+  SinkAttachContext,
   SinkItemFailure,
   SinkProcessorOptions,
   SinkWriteContext,
@@ -31,7 +32,6 @@ interface QueueInternals {
   closing?: unknown;
   closed?: boolean;
   client?: { status?: string };
-  onApplicationShutdown?: (signal?: string) => unknown;
 }
 
 /**
@@ -55,7 +55,7 @@ export class BullSink implements DeferredSink<SinkItem> {
   private readonly resolved = new Map<string, BullQueueLike>();
   private readonly queueToken: (name: string) => unknown;
   private readonly drainBeforeQueueClose: boolean;
-  private readonly wrapped = new WeakSet<object>();
+  private readonly holder = new QueueHolder();
 
   constructor(options: BullSinkOptions) {
     if (!options || typeof options !== 'object') {
@@ -98,6 +98,21 @@ export class BullSink implements DeferredSink<SinkItem> {
     }
     this.queueToken = options.queueToken ?? bullQueueToken;
     this.drainBeforeQueueClose = options.drainBeforeQueueClose ?? true;
+  }
+
+  /**
+   * At bootstrap: with `drainBeforeQueueClose`, holds open every queue this sink may write to — the
+   * queues it was given and, with `moduleRef`, every Bull queue registered in the app — so that a
+   * queue nobody has written to yet is not closed before the drain either.
+   */
+  attach(context: SinkAttachContext): void {
+    this.holder.attach(context.drain);
+    if (!this.drainBeforeQueueClose) return;
+    for (const queue of this.given.values()) this.holder.hold(queue);
+    if (!this.moduleRef) return;
+    for (const { token, instance } of context.providers()) {
+      if (isQueue(instance) && typeof instance.name === 'string' && token === this.queueToken(instance.name)) this.holder.hold(instance);
+    }
   }
 
   async write(batch: readonly SinkItem[], { signal }: SinkWriteContext): Promise<void | SinkWriteResult> {
@@ -165,7 +180,7 @@ export class BullSink implements DeferredSink<SinkItem> {
       );
     }
     this.resolved.set(name, found);
-    if (this.drainBeforeQueueClose) this.holdOpenUntilDrained(found);
+    if (this.drainBeforeQueueClose) this.holder.hold(found); // first met now, even during shutdown
     return found;
   }
 
@@ -230,29 +245,6 @@ export class BullSink implements DeferredSink<SinkItem> {
       throw new TypeError(`BullSink: ${where} has no name; pass queues as { [queueName]: queue } instead.`);
     }
     this.given.set(name, queue);
-  }
-
-  /**
-   * Wraps the `onApplicationShutdown` that `@nestjs/bull` puts on each queue it creates so that the
-   * library drains (through `DeferredWork.shutdown()`, idempotent, bounded by `shutdownTimeoutMs`)
-   * before the queue closes. Nest runs a queue module's shutdown hooks before those of the global
-   * `DeferredWorkModule`; without this the drain would find the queues closed.
-   */
-  private holdOpenUntilDrained(queue: BullQueueLike): void {
-    const target = queue as BullQueueLike & QueueInternals;
-    const close = target.onApplicationShutdown;
-    if (typeof close !== 'function' || this.wrapped.has(target)) return;
-    this.wrapped.add(target);
-    const moduleRef = this.moduleRef!;
-    target.onApplicationShutdown = async function drainThenClose(this: unknown, signal?: string) {
-      try {
-        const work = moduleRef.get(DeferredWork, { strict: false });
-        await work.shutdown();
-      } catch {
-        // No DeferredWork (or its shutdown failed, which it logs itself): close anyway.
-      }
-      return close.call(this, signal);
-    };
   }
 }
 

@@ -47,8 +47,25 @@ export interface DeferredSink<T extends DeferredItem = DeferredItem> {
    * The module's `sinkOptions[name]` wins over these, and these over the module's globals.
    */
   readonly defaults?: Partial<SinkProcessorOptions>;
+  /**
+   * Called once at bootstrap, before any write, with what the library offers sinks: a way to wait
+   * for the drain (e.g. to keep a connection open until it ends) and the app's providers (e.g. to
+   * find the queues a Nest integration registered). Optional.
+   */
+  attach?(context: SinkAttachContext): void;
   /** Release resources; called once, after the last write, on application shutdown. */
   shutdown?(): Promise<void> | void;
+}
+
+/** Passed to {@link DeferredSink.attach} at bootstrap. */
+export interface SinkAttachContext {
+  /**
+   * Drains the deferred work (the library's shutdown: bounded by `shutdownTimeoutMs`, idempotent —
+   * every caller waits for the same drain). Resolves when it has ended.
+   */
+  drain(): Promise<unknown>;
+  /** The app's singleton providers, by injection token, as instantiated at bootstrap. */
+  providers(): Iterable<{ token: unknown; instance: unknown }>;
 }
 
 /** Dispatcher settings that can be set globally, per sink (`sinkOptions`) or by a sink (`defaults`). */

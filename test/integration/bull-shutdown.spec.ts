@@ -1,0 +1,86 @@
+import Bull from 'bull';
+import { compileFixture, NodeApp } from '../support/node-app';
+import { RedisServer } from '../support/redis-server';
+
+/**
+ * Backlog at shutdown, as a real process: jobs for a Bull queue that nothing has written to yet
+ * (a long linger holds them back), then SIGTERM. The queue was closed by `@nestjs/bull` before the
+ * drain when the sink held queues open only from their first write; now every registered queue is
+ * held from bootstrap.
+ */
+const redis = new RedisServer();
+const RUN = `dw-cold-${process.pid}-${Date.now().toString(36)}`;
+let app: NodeApp | undefined;
+let file: string;
+
+beforeAll(async () => {
+  file = compileFixture('cold-queue.app');
+  await redis.start();
+});
+afterEach(() => app?.kill());
+afterAll(() => redis.dispose());
+
+async function startColdApp(prefix: string, shutdownTimeoutMs: number): Promise<{ app: NodeApp; url: string }> {
+  const started = new NodeApp(file, { REDIS_PORT: String(redis.port), PREFIX: prefix, SHUTDOWN_TIMEOUT_MS: String(shutdownTimeoutMs) });
+  const { port } = await started.json<{ port: number }>('port');
+  return { app: started, url: `http://127.0.0.1:${port}` };
+}
+
+async function send(url: string, count: number): Promise<number[]> {
+  const statuses: number[] = [];
+  for (let i = 0; i < count; i += 30) {
+    const batch = Array.from({ length: Math.min(30, count - i) }, (_, j) => fetch(`${url}/job/${i + j}`).then((r) => r.status));
+    statuses.push(...(await Promise.all(batch)));
+  }
+  return statuses;
+}
+
+interface Final {
+  report: { drained: boolean; undelivered: Record<string, number> };
+  stats: { accepted: number; delivered: number; pending: number; deadLettered: number };
+}
+
+describe('Bull sink: backlog for a never-written queue at SIGTERM (a real process)', () => {
+  it('300 jobs held by the linger all reach Redis, and the process exits 0', async () => {
+    const prefix = `${RUN}-ok`;
+    const started = await startColdApp(prefix, 5000);
+    app = started.app;
+    expect((await send(started.url, 300)).every((s) => s === 200)).toBe(true);
+
+    app.signal('SIGTERM');
+    const exit = await app.exited;
+    const final = await app.json<Final>('report', 1000);
+
+    expect(exit).toEqual({ code: 0, signal: null });
+    expect(final.report).toEqual({ drained: true, undelivered: {} });
+    expect(final.stats).toMatchObject({ accepted: 300, delivered: 300, pending: 0, deadLettered: 0 });
+    expect(app.output).not.toMatch(/is closed|dead-lettered/);
+    const queue = new Bull('cold', { redis: { host: redis.host, port: redis.port }, prefix });
+    try {
+      expect(await queue.getWaitingCount()).toBe(300);
+      expect(await queue.getJob('job-299')).not.toBeNull();
+    } finally {
+      await queue.close();
+    }
+  }, 30_000);
+
+  it('with Redis stopped during shutdown, it ends by its deadline and reports the undelivered count', async () => {
+    const started = await startColdApp(`${RUN}-dead`, 1000);
+    app = started.app;
+    expect((await send(started.url, 300)).every((s) => s === 200)).toBe(true);
+    await redis.stop();
+
+    const began = Date.now();
+    app.signal('SIGTERM');
+    const exit = await app.exited;
+    const took = Date.now() - began;
+    const final = await app.json<Final>('report', 1000);
+
+    expect(exit).toEqual({ code: 0, signal: null });
+    expect(took).toBeLessThan(1000 + 4000); // the drain's deadline, then Bull's own bounded close
+    expect(final.report).toEqual({ drained: false, undelivered: { bull: 300 } });
+    expect(final.stats).toMatchObject({ accepted: 300, delivered: 0, pending: 0, deadLettered: 300 });
+    expect(app.output).toMatch(/Shutdown deadline \(1000 ms\) passed with 300 items undelivered \(bull: 300\)/);
+    await redis.start();
+  }, 30_000);
+});
