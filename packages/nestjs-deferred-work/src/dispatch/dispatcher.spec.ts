@@ -144,4 +144,56 @@ describe('Dispatcher', () => {
     expect(stats.sinks.hanging).toMatchObject({ accepted: 100, delivered: 0, pending: 100, inFlight: 10 });
     expect(stats.accepted).toBe(stats.delivered + stats.pending + stats.dropped + stats.deadLettered);
   });
+
+  it('counts and names items deferred after shutdown as "closed", never as a full queue', async () => {
+    const { logger, warnings } = quiet();
+    const dispatcher = new Dispatcher(resolveOptions({ shutdownTimeoutMs: 100 }), logger);
+    await dispatcher.shutdown();
+    dispatcher.dispatch(job(1));
+    dispatcher.dispatch(job(2));
+    dispatcher.dispatch({ kind: 'callback', fn: () => undefined, when: 'always', createdAt: 0 });
+    const stats = dispatcher.stats();
+    expect(stats).toMatchObject({ accepted: 3, deadLettered: 3, dropped: 0, closed: 3, pending: 0 });
+    expect(dispatcher.deadLetters().map((l) => l.reason)).toEqual(['closed', 'closed', 'closed']);
+    expect(warnings.join('\n')).not.toMatch(/full/);
+    expect(warnings.filter((w) => /deferred after the application shut down/.test(w))).toHaveLength(2); // once per sink
+  });
+
+  it('warns at the start of each failure episode and per condition, and logs a recovery once', async () => {
+    const { logger, warnings } = quiet();
+    const logs: string[] = [];
+    jest.spyOn(logger, 'log').mockImplementation((m: unknown) => void logs.push(String(m)));
+    let failure: string | undefined = 'Redis is not connected';
+    const flaky = {
+      name: 'flaky',
+      write: async () => {
+        if (failure) throw new Error(failure);
+      },
+    };
+    const dispatcher = new Dispatcher(
+      resolveOptions({ sinks: [flaky], maxAttempts: 100, initialBackoffMs: 1, maxBackoffMs: 1 }),
+      logger,
+    );
+    const writeWarnings = () => warnings.filter((w) => /write failed/.test(w));
+    dispatcher.dispatch(job(1));
+    await new Promise((r) => setTimeout(r, 30)); // many failed tries of one condition: one warning
+    expect(writeWarnings()).toEqual(['Sink "flaky" write failed: Redis is not connected']);
+    failure = undefined;
+    await dispatcher.flush(1000);
+    expect(logs.filter((l) => /recovered/.test(l))).toEqual([expect.stringMatching(/^Sink "flaky" recovered: a write succeeded after \d+ failed write\(s\)\.$/)]);
+
+    failure = 'Redis is not connected'; // a real outage a moment later: not silenced by the one at boot
+    dispatcher.dispatch(job(2));
+    await new Promise((r) => setTimeout(r, 20));
+    failure = 'queue "mail" is closed'; // another condition in the same episode: logged at once
+    await new Promise((r) => setTimeout(r, 20));
+    failure = undefined;
+    await dispatcher.flush(1000);
+    expect(writeWarnings()).toEqual([
+      'Sink "flaky" write failed: Redis is not connected',
+      'Sink "flaky" write failed: Redis is not connected',
+      'Sink "flaky" write failed: queue "mail" is closed',
+    ]);
+    expect(logs.filter((l) => /recovered/.test(l))).toHaveLength(2);
+  });
 });

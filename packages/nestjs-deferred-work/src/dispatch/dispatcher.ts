@@ -252,11 +252,21 @@ export class Dispatcher {
       if (this.ring.length > capacity) this.ring.splice(0, this.ring.length - capacity);
     }
     const first = letters[0];
+    // Items deferred after shutdown get their own warning (see refused()).
+    if (first.reason !== 'closed') this.warnDeadLetters(letters);
+    this.forwardDeadLetters(letters);
+  }
+
+  private warnDeadLetters(letters: DeadLetter[]): void {
+    const first = letters[0];
     this.warnings.warn(
       `dead:${first.sink}`,
       `${letters.length} item(s) for sink "${first.sink}" dead-lettered (${first.reason}` +
         `${first.error ? `: ${first.error}` : ''}). See DeferredWork.deadLetters() and stats().`,
     );
+  }
+
+  private forwardDeadLetters(letters: DeadLetter[]): void {
     const target = this.options.deadLetter;
     if (target === undefined) return;
     if (typeof target === 'string') {
