@@ -2,6 +2,7 @@ import { AsyncResource } from 'node:async_hooks';
 import { SinkWriteError } from '../errors/sink-write.error';
 import type { CallbackItem } from '../items/deferred-item.interface';
 import { retryDelayMs } from './backoff';
+import { sleepUnlessAborted } from './sleep';
 import type { CallbackRunnerOptions, CallbackRunnerStats } from './callback-runner.options';
 import type { DeadLetter, DeadLetterReason } from './dead-letter.interface';
 import { errorMessage } from './error-message';
@@ -320,17 +321,6 @@ export class CallbackRunner {
 
   /** Waits `ms`, or less if shutdown's deadline passes. Never keeps the process alive by itself. */
   private sleep(ms: number): Promise<void> {
-    const signal = this.hardStop.signal;
-    if (signal.aborted || ms <= 0) return Promise.resolve();
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        signal.removeEventListener('abort', done);
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      timer.unref();
-      signal.addEventListener('abort', done, { once: true });
-    });
+    return sleepUnlessAborted(ms, this.hardStop.signal);
   }
 }

@@ -3,6 +3,7 @@ import type { DeferredItem } from '../items/deferred-item.interface';
 import { SinkWriteError } from '../errors/sink-write.error';
 import type { DeferredSink, SinkProcessorOptions, SinkWriteResult } from '../sinks/deferred-sink.interface';
 import { retryDelayMs } from './backoff';
+import { sleepUnlessAborted } from './sleep';
 import { errorMessage } from './error-message';
 import type { DeadLetter, DeadLetterReason } from './dead-letter.interface';
 import type { SinkStats } from './stats.interface';
@@ -419,18 +420,7 @@ export class SinkProcessor {
 
   /** Waits `ms`, or less if shutdown's deadline passes. Never keeps the process alive by itself. */
   private sleep(ms: number): Promise<void> {
-    const signal = this.hardStop.signal;
-    if (signal.aborted || ms <= 0) return Promise.resolve();
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        signal.removeEventListener('abort', done);
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      timer.unref();
-      signal.addEventListener('abort', done, { once: true });
-    });
+    return sleepUnlessAborted(ms, this.hardStop.signal);
   }
 
   /** Resolves on the next settled entry or after `ms`; keeps the process alive (flush and drain wait here). */
