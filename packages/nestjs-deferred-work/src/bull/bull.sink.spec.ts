@@ -273,6 +273,8 @@ describe('BullSink', () => {
         { token: 'BullQueue_cold', instance: cold },
         { token: 'SomethingElse', instance: other },
         { token: 'BullQueue_x', instance: { name: 'x' } }, // not a queue
+        // A strict proxy provider (nestjs-cls) throws on any property access outside its context.
+        { token: 'Strict', instance: new Proxy({}, { get: () => { throw new Error('outside a CLS context'); } }) },
       ],
     });
 

@@ -111,7 +111,11 @@ export class BullSink implements DeferredSink<SinkItem> {
     for (const queue of this.given.values()) this.holder.hold(queue);
     if (!this.moduleRef) return;
     for (const { token, instance } of context.providers()) {
-      if (isQueue(instance) && typeof instance.name === 'string' && token === this.queueToken(instance.name)) this.holder.hold(instance);
+      try {
+        if (isQueue(instance) && typeof instance.name === 'string' && token === this.queueToken(instance.name)) this.holder.hold(instance);
+      } catch {
+        // A provider that throws on property access (a strict proxy outside its context) is no queue of ours.
+      }
     }
   }
 

@@ -17,8 +17,9 @@ export interface CallbackRunnerOptions {
   maxQueueSize: number;
   /**
    * Time one run of a callback may take, in ms. Then its `signal` is aborted and it is dead-lettered
-   * with reason `timeout` (its slot is freed at once); if it goes on running regardless it is counted
-   * in `stats().callbacks.overdue`, and once it ends in `finishedLate`. Default `5000`.
+   * with reason `timeout` at once; if it goes on running regardless it is counted in
+   * `stats().callbacks.overdue` and keeps its slot until it ends (`finishedLate`), so callbacks that
+   * ignore their signal cannot pile up against a hung upstream. Default `5000`.
    */
   timeoutMs: number;
   /** Runs per callback, the first included, when it throws. Default `1`: callbacks are arbitrary code that may not be safe to run twice. */

@@ -67,8 +67,8 @@ describe('CallbackRunner', () => {
     expect(identity()).toMatchObject({ delivered: 40, pending: 0 });
   });
 
-  it('times a callback out through its signal, dead-letters it at once and frees its slot; counts it finishing late', async () => {
-    const { runner, letters, identity } = setup({ concurrency: 1, timeoutMs: 30 });
+  it('times a callback out through its signal and dead-letters it at once; it keeps only its own slot until it ends', async () => {
+    const { runner, letters, identity } = setup({ concurrency: 2, timeoutMs: 30 });
     let signal: AbortSignal | undefined;
     let finish!: () => void;
     runner.enqueue(callback((s) => ((signal = s), new Promise<void>((r) => (finish = r))))); // ignores its signal
@@ -80,10 +80,16 @@ describe('CallbackRunner', () => {
     expect(letters.map((l) => [l.reason, l.error])).toEqual([['timeout', expect.stringMatching(/timed out after 30 ms/)]]);
     expect(runner.runnerStats()).toMatchObject({ timedOut: 1, overdue: 1, finishedLate: 0, running: 0 });
     expect(identity()).toMatchObject({ accepted: 2, delivered: 1, deadLettered: 1, pending: 0 });
+    // The overdue callback still holds its slot: with one slot left, callbacks run one at a time.
+    let most = 0;
+    let now = 0;
+    for (let i = 0; i < 5; i++) runner.enqueue(callback(async () => void ((most = Math.max(most, ++now)), await later(2), now--)));
+    await runner.flush(Date.now() + 1000);
+    expect(most).toBe(1);
     finish();
     await later(1);
     expect(runner.runnerStats()).toMatchObject({ timedOut: 1, overdue: 0, finishedLate: 1 });
-    expect(identity()).toMatchObject({ delivered: 1, deadLettered: 1 }); // still counted as what it was
+    expect(identity()).toMatchObject({ delivered: 6, deadLettered: 1 }); // still counted as what it was
   });
 
   it('drops (and counts) callbacks only when every slot is busy and the queue is full', async () => {
@@ -149,13 +155,18 @@ describe('CallbackRunner', () => {
     expect(quick).toBe(1);
   });
 
-  it('runs callbacks outside the async context of the request that deferred them', async () => {
+  it('runs callbacks outside the async context of the request that deferred or flushed them', async () => {
     const storage = new AsyncLocalStorage<string>();
     const seen: Array<string | undefined> = [];
-    const { runner } = setup();
+    const { runner } = setup({ concurrency: 1, maxAttempts: 2, initialBackoffMs: 1, maxBackoffMs: 1 });
     storage.run('request A', () => runner.enqueue(callback(() => void seen.push(storage.getStore()))));
     await runner.flush(Date.now() + 1000);
-    expect(seen).toEqual([undefined]);
+    runner.enqueue(callback(() => void seen.push(storage.getStore())));
+    await storage.run('request B', () => runner.flush(Date.now() + 1000)); // flush() starts it: not in B's context
+    let tries = 0;
+    runner.enqueue(callback(() => (seen.push(storage.getStore()), ++tries === 1 ? Promise.reject(new Error('x')) : undefined)));
+    await storage.run('request C', () => runner.flush(Date.now() + 1000)); // nor its retry
+    expect(seen).toEqual([undefined, undefined, undefined, undefined]);
   });
 
   it('inline mode starts the callback in the caller’s turn', () => {

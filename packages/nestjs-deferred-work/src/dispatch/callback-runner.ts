@@ -53,7 +53,8 @@ export class CallbackRunner {
   private readonly live = new Map<Task, AbortController>();
   private flushes: FlushWaiter[] = [];
   private seq = 0;
-  /** Starting runs happens in the async context the runner was created in, never in a request's. */
+  /** Starts what fits, always in the async context the runner was created in, never in a request's. */
+  private readonly pump: () => void;
   private readonly startQueued: () => void;
 
   private accepted = 0;
@@ -77,10 +78,11 @@ export class CallbackRunner {
     readonly options: CallbackRunnerOptions,
     private readonly hooks: ProcessorHooks,
   ) {
-    this.startQueued = AsyncResource.bind(() => {
+    this.pump = AsyncResource.bind(() => this.startWhatFits());
+    this.startQueued = () => {
       this.scheduled = false;
       this.pump();
-    });
+    };
   }
 
   /** Callbacks queued, running or waiting for a retry. */
@@ -111,7 +113,7 @@ export class CallbackRunner {
     }
     // Room for `maxQueueSize` waiting callbacks beyond the free slots (the queue also holds callbacks
     // accepted in this turn, which start on the next).
-    if (this.queue.length + this.running >= this.options.maxQueueSize + this.options.concurrency) {
+    if (this.queue.length + this.retrying + this.busySlots >= this.options.maxQueueSize + this.options.concurrency) {
       this.dropped++;
       this.lastDropAt = Date.now();
       return false;
@@ -198,10 +200,15 @@ export class CallbackRunner {
     return this.deadLettered - before;
   }
 
-  /** Starts queued callbacks while slots are free. */
-  private pump(): void {
+  /** Slots taken: running callbacks, and timed-out ones that ignore their signal and run on. */
+  private get busySlots(): number {
+    return this.running + this.overdue;
+  }
+
+  /** Starts queued callbacks while slots are free (call it through `pump`, for the async context). */
+  private startWhatFits(): void {
     if (this.hardStop.signal.aborted) return;
-    while (this.running < this.options.concurrency && this.queue.length > 0) this.start(this.queue.shift()!);
+    while (this.busySlots < this.options.concurrency && this.queue.length > 0) this.start(this.queue.shift()!);
   }
 
   private start(task: Task): void {
@@ -220,20 +227,35 @@ export class CallbackRunner {
     } catch (error) {
       result = Promise.reject(error);
     }
-    result.then(
-      () => this.onSettled(task, timer, started, undefined),
-      (error: unknown) => this.onSettled(task, timer, started, error ?? new Error('callback rejected')),
-    );
+    result
+      .then(
+        () => this.onSettled(task, timer, started, undefined),
+        (error: unknown) => this.onSettled(task, timer, started, error ?? new Error('callback rejected')),
+      )
+      .catch((error: unknown) => this.internalError(error));
   }
 
   private onTimeout(task: Task, controller: AbortController): void {
-    if (!this.live.has(task)) return;
-    this.timedOut++;
-    this.overdue++;
-    const message = `callback timed out after ${this.options.timeoutMs} ms; its signal was aborted`;
-    controller.abort(new CallbackTimeoutError(message));
-    this.settleRunning(task, 'timeout', message);
-    this.hooks.writeFailed(this.name, `${message} (it may still be running; see stats().callbacks.overdue)`);
+    try {
+      if (!this.live.has(task)) return;
+      this.timedOut++;
+      this.overdue++;
+      const message = `callback timed out after ${this.options.timeoutMs} ms; its signal was aborted`;
+      controller.abort(new CallbackTimeoutError(message));
+      this.settleRunning(task, 'timeout', message);
+      this.hooks.writeFailed(this.name, `${message} (it may still be running; see stats().callbacks.overdue)`);
+    } catch (error) {
+      this.internalError(error);
+    }
+  }
+
+  /** Last line of defence: a throwing hook (a logger, say) must not become an unhandled rejection or an uncaught exception. */
+  private internalError(error: unknown): void {
+    try {
+      this.hooks.writeFailed(this.name, `internal error: ${errorMessage(error)}`);
+    } catch {
+      // nothing left to tell
+    }
   }
 
   private onSettled(task: Task, timer: NodeJS.Timeout, started: number, error: unknown): void {
@@ -241,9 +263,10 @@ export class CallbackRunner {
     const ms = performance.now() - started;
     this.recordDuration(ms);
     if (!this.live.has(task)) {
-      // Timed out or cut by shutdown before: already dead-lettered; it ended after all.
+      // Timed out or cut by shutdown before: already dead-lettered; it ended after all, freeing its slot.
       this.overdue--;
       this.finishedLate++;
+      this.pump();
       return;
     }
     this.live.delete(task);
@@ -269,7 +292,7 @@ export class CallbackRunner {
     } else {
       this.retried++;
       this.retrying++;
-      void this.retryLater(task);
+      this.retryLater(task).catch((e: unknown) => this.internalError(e));
     }
     this.hooks.writeFailed(this.name, `callback failed: ${message}`);
   }
@@ -284,7 +307,7 @@ export class CallbackRunner {
     }
   }
 
-  /** A running task given up on (timeout, shutdown): its slot is freed now, whatever it does next. */
+  /** A running task given up on (timeout, shutdown): dead-lettered now; it keeps its slot (as overdue) until it ends. */
   private settleRunning(task: Task, reason: DeadLetterReason, message: string): void {
     this.live.delete(task);
     this.running--;

@@ -159,6 +159,56 @@ describe('Dispatcher', () => {
     expect(warnings.filter((w) => /deferred after the application shut down/.test(w))).toHaveLength(2); // once per sink
   });
 
+  it('delivers what a callback defers while shutdown drains (not "closed")', async () => {
+    const sink = new MemorySink();
+    const { logger } = quiet();
+    const dispatcher = new Dispatcher(resolveOptions({ sinks: [sink], shutdownTimeoutMs: 5000 }), logger);
+    dispatcher.dispatch({
+      kind: 'callback',
+      fn: async () => {
+        await new Promise((r) => setTimeout(r, 50));
+        dispatcher.dispatch({ kind: 'log', level: 'info', message: 'from the callback', when: 'always', createdAt: Date.now() });
+      },
+      when: 'always',
+      createdAt: 0,
+    });
+    expect(await dispatcher.shutdown()).toEqual({ drained: true, undelivered: {} });
+    expect(sink.items).toEqual([expect.objectContaining({ message: 'from the callback' })]);
+    expect(dispatcher.stats()).toMatchObject({ closed: 0, deadLettered: 0, delivered: 2 });
+  });
+
+  it('in inline (testing) mode too, items after shutdown are counted as closed', async () => {
+    const { logger } = quiet();
+    const dispatcher = new Dispatcher(resolveOptions({}), logger, true);
+    await dispatcher.shutdown();
+    dispatcher.dispatch(job(1));
+    expect(dispatcher.stats()).toMatchObject({ closed: 1, deadLettered: 1 });
+  });
+
+  it('a flapping sink or ever-new messages do not flood the log', async () => {
+    const { logger, warnings } = quiet();
+    const logs: string[] = [];
+    jest.spyOn(logger, 'log').mockImplementation((m: unknown) => void logs.push(String(m)));
+    let n = 0;
+    const flapping = {
+      name: 'flapping',
+      write: async () => {
+        if (++n % 2 === 0) throw new Error(`backend b-${Math.random().toString(36).slice(2)} refused`);
+      },
+    };
+    const dispatcher = new Dispatcher(resolveOptions({ sinks: [flapping], maxAttempts: 100, initialBackoffMs: 0, maxBackoffMs: 0, flushIntervalMs: 0 }), logger);
+    for (let i = 0; i < 200; i++) {
+      dispatcher.dispatch(job(i));
+      await dispatcher.flush(1000);
+    }
+    expect(n).toBeGreaterThan(200);
+    expect(warnings.filter((w) => /write failed/.test(w)).length).toBeLessThanOrEqual(3 + 9);
+    expect(logs.filter((l) => /recovered/.test(l)).length).toBeLessThanOrEqual(3);
+    for (let i = 0; i < 500; i++) dispatcher.dispatch({ kind: 'callback', fn: () => Promise.reject(new Error(`user error ${Math.random()} x${i}y`)), when: 'always', createdAt: 0 });
+    await dispatcher.flush(1000);
+    expect(warnings.filter((w) => /callback failed/.test(w)).length).toBeLessThanOrEqual(9);
+  });
+
   it('warns at the start of each failure episode and per condition, and logs a recovery once', async () => {
     const { logger, warnings } = quiet();
     const logs: string[] = [];

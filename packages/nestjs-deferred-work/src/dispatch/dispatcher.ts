@@ -93,8 +93,7 @@ export class Dispatcher {
           'Use the name of a sink configured in DeferredWorkModule.forRoot({ sinks })',
         );
       }
-      if (this.inline) processor.writeNow(item);
-      else if (!processor.enqueue(item)) this.refused(name, processor);
+      if (!(this.inline ? processor.writeNow(item) : processor.enqueue(item))) this.refused(name, processor);
     } catch (error) {
       this.rejected++;
       const message = error instanceof Error ? error.message : String(error);
@@ -212,9 +211,11 @@ export class Dispatcher {
   private async runShutdown(): Promise<ShutdownReport> {
     const deadline = Date.now() + this.options.shutdownTimeoutMs;
     const undelivered: Record<string, number> = {};
-    const runnerDone = this.runner.shutdown(deadline).then((lost) => {
-      if (lost > 0) undelivered[CALLBACK_RUNNER_NAME] = lost;
-    });
+    // First drain everything together, with every sink still accepting: a callback still running
+    // may defer more (a log, a job), and that belongs to the drain, not to after it.
+    while (this.stats().pending > 0 && Date.now() < deadline) await this.flush(Math.max(0, deadline - Date.now()));
+    const runnerLost = await this.runner.shutdown(deadline);
+    if (runnerLost > 0) undelivered[CALLBACK_RUNNER_NAME] = runnerLost;
     await Promise.all(
       [...this.processors].map(async ([name, processor]) => {
         const lost = await processor.shutdown(deadline);
@@ -232,7 +233,6 @@ export class Dispatcher {
         }
       }),
     );
-    await runnerDone;
     const lostTotal = Object.values(undelivered).reduce((a, b) => a + b, 0);
     if (lostTotal > 0) {
       const per = Object.entries(undelivered).map(([n, c]) => `${n}: ${c}`).join(', ');

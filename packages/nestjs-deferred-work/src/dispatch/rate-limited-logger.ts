@@ -8,7 +8,7 @@ const MAX_KEYS = 512;
  * Sinks failing under load must not flood the log.
  */
 export class RateLimitedLogger {
-  private readonly last = new Map<string, { at: number; suppressed: number }>();
+  private readonly last = new Map<string, { at: number; suppressed: number; count: number }>();
 
   constructor(
     private readonly logger: Logger,
@@ -23,10 +23,23 @@ export class RateLimitedLogger {
       return;
     }
     const suffix = seen && seen.suppressed > 0 ? ` (${seen.suppressed} similar warnings held back)` : '';
-    this.last.delete(key);
-    this.last.set(key, { at: now, suppressed: 0 });
-    if (this.last.size > MAX_KEYS) this.last.delete(this.last.keys().next().value!);
+    this.allow(key);
     this.logger.warn(message + suffix);
+  }
+
+  /** Whether `key` may act now (at most `times` per interval); counts the call as acting when it may. */
+  allow(key: string, times = 1): boolean {
+    const now = Date.now();
+    const seen = this.last.get(key);
+    if (seen && now - seen.at < this.intervalMs) {
+      if (seen.count >= times) return false;
+      seen.count++;
+      return true;
+    }
+    this.last.delete(key);
+    this.last.set(key, { at: now, suppressed: 0, count: 1 });
+    if (this.last.size > MAX_KEYS) this.last.delete(this.last.keys().next().value!);
+    return true;
   }
 
   /** Forgets every key starting with `prefix`: their next warning is logged at once. */

@@ -129,17 +129,19 @@ export class SinkProcessor {
 
   /**
    * Inline mode (testing): write this one item now, bypassing the queue, the linger and the
-   * one-write-in-flight rule; one try, then dead-letter. Counted like any other item.
+   * one-write-in-flight rule; one try, then dead-letter. Counted like any other item. Returns
+   * whether it was written (`false` after shutdown).
    */
-  writeNow(item: DeferredItem): void {
+  writeNow(item: DeferredItem): boolean {
     this.accepted++;
     const entry: Entry = { item, attempts: 0, seq: ++this.seq, inline: true };
     if (this.closedForGood) {
       this.hooks.deadLetter(this.bury([{ entry, retryable: false, message: 'deferred after the application shut down' }], 'closed'));
-      return;
+      return false;
     }
     this.inline.add(entry);
     void this.writeOnce([entry], 1).catch((error: unknown) => this.failInternally([entry], error));
+    return true;
   }
 
   stats(): SinkStats {
