@@ -7,7 +7,8 @@ export default {
   testPathIgnorePatterns: ['/node_modules/', '/dist/'],
   moduleNameMapper: {
     '^nestjs-deferred-work$': '<rootDir>/packages/nestjs-deferred-work/src/index.ts',
-    '^nestjs-deferred-work/(.*)$': '<rootDir>/packages/nestjs-deferred-work/src/$1/index.ts',
+    '^nestjs-deferred-work/testing$': '<rootDir>/packages/nestjs-deferred-work/src/testing/index.ts',
+    '^nestjs-deferred-work/(.*)$': '<rootDir>/packages/nestjs-deferred-work/src/sinks/$1/index.ts',
   },
   transform: {
     '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: '<rootDir>/tsconfig.json' }],

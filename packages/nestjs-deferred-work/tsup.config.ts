@@ -3,7 +3,7 @@ import { defineConfig } from 'tsup';
 export default defineConfig({
   entry: {
     index: 'src/index.ts',
-    'bull/index': 'src/bull/index.ts',
+    'bull/index': 'src/sinks/bull/index.ts',
     'testing/index': 'src/testing/index.ts',
   },
   format: ['cjs', 'esm'],

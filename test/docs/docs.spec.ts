@@ -1,7 +1,8 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import ts from 'typescript';
-import { MODULE_DEFAULTS, PROCESSOR_DEFAULTS } from '../../packages/nestjs-deferred-work/src/options/defaults';
+import { MODULE_DEFAULTS } from '../../packages/nestjs-deferred-work/src/nest/options/module.defaults';
+import { PROCESSOR_DEFAULTS } from '../../packages/nestjs-deferred-work/src/pipeline/defaults';
 
 const root = join(import.meta.dirname, '..', '..');
 const snippetsDir = join(root, 'test', 'docs', '.snippets');
@@ -53,7 +54,7 @@ describe('docs', () => {
       writeFileSync(path, snippet.code);
       files.set(path, snippet.from);
     });
-    const optionsFile = join(root, 'packages/nestjs-deferred-work/src/options/module-options.interface.ts');
+    const optionsFile = join(root, 'packages/nestjs-deferred-work/src/nest/options/module-options.interface.ts');
     program = ts.createProgram([...files.keys(), optionsFile], { ...compilerOptions(), noEmit: true, noUnusedLocals: false });
   });
   afterAll(() => rmSync(snippetsDir, { recursive: true, force: true }));
@@ -97,7 +98,7 @@ describe('docs', () => {
 
   it('the options table lists every module option with the default the code applies and documents', () => {
     const checker = program.getTypeChecker();
-    const source = program.getSourceFile(join(root, 'packages/nestjs-deferred-work/src/options/module-options.interface.ts'))!;
+    const source = program.getSourceFile(join(root, 'packages/nestjs-deferred-work/src/nest/options/module-options.interface.ts'))!;
     const documented = new Map<string, string>(); // option -> "Default `x`" from JSDoc
     const exported = checker.getExportsOfModule(checker.getSymbolAtLocation(source)!);
     for (const name of ['DeferredWorkModuleOptions', 'DeferredWorkModuleExtras']) {

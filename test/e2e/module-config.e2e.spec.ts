@@ -11,7 +11,7 @@ import {
   type DeferredWorkModuleOptions,
   MemorySink,
 } from 'nestjs-deferred-work';
-import { GLOBAL_INTERCEPTOR_REGISTERED as GLOBAL_INTERCEPTOR_REGISTERED_FOR_TESTS } from '../../packages/nestjs-deferred-work/src/deferred-work.module-definition';
+import { GLOBAL_INTERCEPTOR_REGISTERED as GLOBAL_INTERCEPTOR_REGISTERED_FOR_TESTS } from '../../packages/nestjs-deferred-work/src/nest/deferred-work.module-definition';
 import { eventually } from '../support/eventually';
 import { failOnUnhandledRejection, platforms, startApp, type StartedApp } from '../support/platforms';
 import { RecordingSink } from '../support/recording.sink';

@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { jest } from '@jest/globals';
-import { Dispatcher } from '../../packages/nestjs-deferred-work/src/dispatch/dispatcher';
-import { resolveOptions } from '../../packages/nestjs-deferred-work/src/options/resolve-options';
+import { Dispatcher } from '../../packages/nestjs-deferred-work/src/pipeline/dispatcher';
+import { resolveOptions } from '../../packages/nestjs-deferred-work/src/nest/options/resolve-options';
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 

@@ -1,18 +1,17 @@
-export { DeferredWorkModule } from './deferred-work.module';
-export { DEFERRED_WORK_MODULE_OPTIONS } from './deferred-work.module-definition';
-export { DeferredWorkInterceptor } from './deferred-work.interceptor';
-export { DeferredWork } from './deferred-work.service';
-export { AfterResponse, AFTER_RESPONSE_METADATA, type AfterResponseOptions } from './after-response.decorator';
-export { Deferred } from './deferred.decorator';
+export { DeferredWorkModule } from './nest/deferred-work.module';
+export { DEFERRED_WORK_MODULE_OPTIONS, RESOLVED_DEFERRED_WORK_OPTIONS } from './nest/deferred-work.module-definition';
+export { DeferredWorkInterceptor } from './nest/deferred-work.interceptor';
+export { DeferredWork } from './nest/deferred-work.service';
+export { AfterResponse, AFTER_RESPONSE_METADATA, type AfterResponseOptions } from './nest/after-response.decorator';
+export { Deferred } from './nest/deferred.decorator';
 export {
   DeferredWorkHealthIndicator,
   type DeferredWorkHealthOptions,
   type DeferredWorkHealthResult,
   type SinkHealth,
-} from './health/deferred-work.health-indicator';
-export type { RouteTimingStats } from './request-scope/route-timing';
-export type { DeferredScope } from './request-scope/deferred-scope.interface';
-export type { RequestOutcome } from './request-scope/request-collector';
+} from './nest/health/deferred-work.health-indicator';
+export type { DeferredScope } from './capture/deferred-scope.interface';
+export type { RequestOutcome } from './capture/request-collector';
 export type {
   CallbackItem,
   DeferredItem,
@@ -26,12 +25,12 @@ export type {
   RunWhen,
   SinkItem,
   SinkKind,
-} from './items/deferred-item.interface';
+} from './core/items/deferred-item.interface';
 export type {
   DeferredRouting,
   DeferredWorkModuleExtras,
   DeferredWorkModuleOptions,
-} from './options/module-options.interface';
+} from './nest/options/module-options.interface';
 export type {
   DeferredSink,
   SinkItemFailure,
@@ -39,14 +38,17 @@ export type {
   SinkProcessorOptions,
   SinkWriteContext,
   SinkWriteResult,
-} from './sinks/deferred-sink.interface';
-export { MemorySink, type MemorySinkOptions } from './sinks/memory.sink';
-export type { DeadLetter, DeadLetterHandler, DeadLetterReason } from './dispatch/dead-letter.interface';
-export type { DeferredStats, SinkStats } from './dispatch/stats.interface';
-export type { ShutdownReport } from './dispatch/dispatcher';
-export { SinkWriteError } from './errors/sink-write.error';
-export { DeferredWorkConfigError } from './errors/deferred-work-config.error';
-export { DeferredItemRejectedError } from './errors/deferred-item-rejected.error';
-export { DeferredContextError } from './errors/deferred-context.error';
-export { HttpSink } from './sinks/http.sink';
-export type { HttpSinkFormat, HttpSinkGzipOptions, HttpSinkOptions } from './sinks/http-sink.options';
+} from './core/sink.interface';
+export { MemorySink, type MemorySinkOptions } from './sinks/memory/memory.sink';
+export type { DeadLetter, DeadLetterHandler, DeadLetterReason } from './core/dead-letter.interface';
+export type { CallbackRunnerStats, DeferredStats, RouteTimingStats, SinkStats } from './core/stats.interface';
+export type { CallbackRunnerOptions } from './pipeline/callbacks/callback-runner.options';
+export type { ResolvedDeferredWorkOptions } from './pipeline/resolved-options.interface';
+export type { ShutdownReport } from './pipeline/dispatcher';
+export { SinkWriteError } from './core/errors/sink-write.error';
+export { DeferredWorkConfigError } from './core/errors/deferred-work-config.error';
+export { DeferredItemRejectedError } from './core/errors/deferred-item-rejected.error';
+export { DeferredContextError } from './core/errors/deferred-context.error';
+export { SinkConfigError } from './sinks/kit/sink-config.error';
+export { HttpSink } from './sinks/http/http.sink';
+export type { HttpSinkFormat, HttpSinkGzipOptions, HttpSinkOptions } from './sinks/http/http-sink.options';

@@ -1,4 +1,4 @@
-import type { DeferredKind, RunWhen, SinkKind } from './items/deferred-item.interface';
+import type { DeferredKind, RunWhen, SinkKind } from '../core/items/deferred-item.interface';
 
 /** Metadata key written by `@AfterResponse()`. */
 export const AFTER_RESPONSE_METADATA = 'nestjs-deferred-work:after-response';

@@ -1,4 +1,4 @@
-import type { DeferredItemOptions, DeferredJobOptions, DeferredLogLevel } from '../items/deferred-item.interface';
+import type { DeferredItemOptions, DeferredJobOptions, DeferredLogLevel } from '../core/items/deferred-item.interface';
 
 /**
  * What a handler uses to defer work. `@Deferred()` injects one bound to the current request;

@@ -1,5 +1,5 @@
-import type { DeferredItem } from '../items/deferred-item.interface';
-import type { Dispatcher } from '../dispatch/dispatcher';
+import type { DeferredItem } from '../core/items/deferred-item.interface';
+import type { Dispatcher } from '../pipeline/dispatcher';
 import { type RouteSettings, ScopeBase } from './scope-base';
 
 /**

@@ -1,5 +1,6 @@
-import type { DeferredItem } from '../items/deferred-item.interface';
-import type { Dispatcher } from '../dispatch/dispatcher';
+import type { DeferredItem } from '../core/items/deferred-item.interface';
+import type { Dispatcher } from '../pipeline/dispatcher';
+import type { RequestTracker } from './request-tracker';
 import { HANDLER_METRIC, SEND_METRIC } from './route-timing';
 import { type RouteSettings, ScopeBase } from './scope-base';
 
@@ -27,9 +28,10 @@ export class RequestCollector extends ScopeBase {
   constructor(
     route: RouteSettings,
     private readonly dispatcher: Dispatcher,
+    private readonly tracker: RequestTracker,
   ) {
     super(route);
-    dispatcher.requestOpened();
+    tracker.opened();
   }
 
   /** The outcome, once the response finished or the connection closed. */
@@ -61,7 +63,7 @@ export class RequestCollector extends ScopeBase {
   settle(finished: boolean, statusCode: number): void {
     if (this.outcome) return;
     this.outcome = !finished ? 'aborted' : statusCode < 400 ? 'success' : 'failure';
-    this.dispatcher.recordOutcome(finished ? 'finished' : 'aborted');
+    this.tracker.ended(finished ? 'finished' : 'aborted');
     if (this.timing && finished) this.emitTiming(statusCode);
     const items = this.items;
     this.items = undefined;
@@ -75,7 +77,7 @@ export class RequestCollector extends ScopeBase {
     const handlerMs = handlerDoneAt - timing.startedAt;
     const sendMs = now - handlerDoneAt;
     const route = this.route.path ?? '/';
-    this.dispatcher.recordTiming(`${timing.method} ${route}`, handlerMs, sendMs);
+    this.tracker.recordTiming(`${timing.method} ${route}`, handlerMs, sendMs);
     const tags = { route, method: timing.method, status: String(statusCode) };
     const createdAt = Date.now();
     const sink = this.route.sinks.metric;

@@ -1,18 +1,8 @@
+import type { RouteTimingStats } from '../core/stats.interface';
 /** Names of the metrics emitted by the `timing` option. */
 export const HANDLER_METRIC = 'http.server.handler_ms';
 export const SEND_METRIC = 'http.server.send_ms';
 
-/** Per-route timing sums, as `stats().routes[\`${method} ${route}\`]` shows them. */
-export interface RouteTimingStats {
-  /** Requests measured (finished responses only). */
-  count: number;
-  /** Mean and largest time from the request reaching the interceptor until the handler returned, in ms. */
-  handlerMsAvg: number;
-  handlerMsMax: number;
-  /** Mean and largest time from the handler's return until the response finished, in ms. */
-  sendMsAvg: number;
-  sendMsMax: number;
-}
 
 /** Accumulates timings per route; cheap enough to run on every measured request. */
 export class RouteTimings {

@@ -6,7 +6,7 @@ import type {
   DeferredLogLevel,
   RunWhen,
   SinkKind,
-} from '../items/deferred-item.interface';
+} from '../core/items/deferred-item.interface';
 import type { DeferredScope } from './deferred-scope.interface';
 
 /** A route's resolved `@AfterResponse()` settings. */

@@ -1,10 +1,11 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import { AFTER_RESPONSE_METADATA, type AfterResponseOptions } from '../after-response.metadata';
-import { Dispatcher } from '../dispatch/dispatcher';
+import { AFTER_RESPONSE_METADATA, type AfterResponseOptions } from './after-response.metadata';
+import { Dispatcher } from '../pipeline/dispatcher';
 import type { DeferredScope } from './deferred-scope.interface';
 import { DirectScope } from './direct-scope';
 import { RequestCollector } from './request-collector';
+import { RequestTracker } from './request-tracker';
 import { DEFERRED_HANDLER, DEFERRED_SCOPE } from './request-scope.constants';
 import { routeTemplate } from './route-timing';
 import type { RouteSettings } from './scope-base';
@@ -32,6 +33,7 @@ export class ScopeOpener {
     @Inject(Reflector) private readonly reflector: Reflector,
     @Inject(Dispatcher) private readonly dispatcher: Dispatcher,
     @Inject(DirectScope) readonly direct: DirectScope,
+    @Inject(RequestTracker) private readonly tracker: RequestTracker = new RequestTracker(),
   ) {}
 
   /** Whether the request's scope is already open for this handler. */
@@ -49,7 +51,7 @@ export class ScopeOpener {
     holder[DEFERRED_HANDLER] = handler;
     const settings = this.settings(handler, cls);
     if (settings === null || this.dispatcher.inline) return (holder[DEFERRED_SCOPE] = this.direct);
-    const collector = new RequestCollector(settings, this.dispatcher);
+    const collector = new RequestCollector(settings, this.dispatcher, this.tracker);
     holder[DEFERRED_SCOPE] = collector;
     const response = (reply as { raw?: RawResponse }).raw ?? (reply as RawResponse);
     if (response.closed) collector.settle(response.writableFinished, response.statusCode);

@@ -1,4 +1,4 @@
-import type { DeferredItem } from '../items/deferred-item.interface';
+import type { DeferredItem } from './items/deferred-item.interface';
 
 /**
  * Why an accepted item was given up on.

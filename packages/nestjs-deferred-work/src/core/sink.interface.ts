@@ -1,4 +1,4 @@
-import type { DeferredItem } from '../items/deferred-item.interface';
+import type { DeferredItem, SinkKind } from './items/deferred-item.interface';
 
 /** Passed to every {@link DeferredSink.write}. */
 export interface SinkWriteContext {
@@ -40,6 +40,11 @@ export interface SinkWriteResult {
 export interface DeferredSink<T extends DeferredItem = DeferredItem> {
   /** Unique name, used by routing (`routing`, `@AfterResponse({ sinks })`, item `sink`). */
   readonly name: string;
+  /**
+   * The kinds of item this sink takes. Routing another kind to it fails at bootstrap, and an item
+   * of another kind sent to it (its own `sink` option) is rejected and counted. Default: every kind.
+   */
+  readonly kinds?: readonly SinkKind[];
   /** Deliver a batch. Called only after the responses that produced the items finished. */
   write(batch: readonly T[], context: SinkWriteContext): Promise<void | SinkWriteResult>;
   /**

@@ -1,18 +1,19 @@
-import type { RouteTimingStats } from '../request-scope/route-timing';
-import type { CallbackRunnerStats } from './callback-runner.options';
-
-/** Counters of one sink. accepted = delivered + pending + dropped + deadLettered, always. */
-export interface SinkStats {
-  /** Items handed to this sink's queue (after validation), dropped ones included. */
+/** Where accepted items are. `accepted = delivered + pending + dropped + deadLettered`, always. */
+export interface ItemCounts {
+  /** Items handed to a sink's queue (after validation), dropped ones included. */
   accepted: number;
   delivered: number;
   /** Queued, in flight or waiting for a retry. */
   pending: number;
-  /** Refused because the queue held `maxQueueSize` items. */
+  /** Refused because the queue was full. */
   dropped: number;
   deadLettered: number;
   /** Item retries made (an item retried twice counts twice). */
   retried: number;
+}
+
+/** Counters of one sink. accepted = delivered + pending + dropped + deadLettered, always. */
+export interface SinkStats extends ItemCounts {
   /** Items waiting in the queue (not in flight). */
   queueDepth: number;
   /** Items in the write in flight or waiting for its retry. */
@@ -31,13 +32,7 @@ export interface SinkStats {
 }
 
 /** What `DeferredWork.stats()` returns. The totals are the sums over `sinks`. */
-export interface DeferredStats {
-  accepted: number;
-  delivered: number;
-  pending: number;
-  dropped: number;
-  deadLettered: number;
-  retried: number;
+export interface DeferredStats extends ItemCounts {
   /** Items refused before acceptance (invalid, unserialisable, too large, unknown sink); not in `accepted`. */
   rejected: number;
   /** Items not run because the request's outcome did not match their `when`; not in `accepted`. */
@@ -54,4 +49,39 @@ export interface DeferredStats {
   sinks: Record<string, SinkStats>;
   /** Handler and send time per `"METHOD /route"`, for routes measured with the `timing` option. */
   routes: Record<string, RouteTimingStats>;
+}
+
+/** What the dispatcher knows: everything in {@link DeferredStats} but the requests and their timings. */
+export type DispatcherStats = Omit<DeferredStats, 'requests' | 'routes'>;
+
+/** Per-route timing sums, as `stats().routes[\`${method} ${route}\`]` shows them. */
+export interface RouteTimingStats {
+  /** Requests measured (finished responses only). */
+  count: number;
+  /** Mean and largest time from the request reaching the interceptor until the handler returned, in ms. */
+  handlerMsAvg: number;
+  handlerMsMax: number;
+  /** Mean and largest time from the handler's return until the response finished, in ms. */
+  sendMsAvg: number;
+  sendMsMax: number;
+}
+
+/** What `stats().callbacks` reports about the runner. */
+export interface CallbackRunnerStats {
+  /** Callbacks running now (timed-out ones excluded). */
+  running: number;
+  /** Callbacks waiting for a slot. */
+  queued: number;
+  /** Callbacks waiting for their next try. */
+  retrying: number;
+  /** The configured `concurrency`. */
+  concurrency: number;
+  /** Callbacks that ran past `timeoutMs`: their signal was aborted and they were dead-lettered (reason `timeout`). */
+  timedOut: number;
+  /** Of those, the ones still running (they ignore their signal). */
+  overdue: number;
+  /** Of those, the ones that ended after all (resolved or rejected), late. */
+  finishedLate: number;
+  /** The longest runs seen (ms, longest first, at most 5), with when they ended (epoch ms). */
+  slowest: Array<{ ms: number; at: number }>;
 }

@@ -1,9 +1,9 @@
 import { SetMetadata, UseInterceptors } from '@nestjs/common';
-import { AFTER_RESPONSE_METADATA, type AfterResponseOptions } from './after-response.metadata';
+import { AFTER_RESPONSE_METADATA, type AfterResponseOptions } from '../capture/after-response.metadata';
 import { deferredParamFactory } from './deferred.decorator';
 import { DeferredWorkInterceptor } from './deferred-work.interceptor';
 
-export { AFTER_RESPONSE_METADATA, type AfterResponseOptions } from './after-response.metadata';
+export { AFTER_RESPONSE_METADATA, type AfterResponseOptions } from '../capture/after-response.metadata';
 
 /** Nest's keys for route parameter metadata and bound interceptors (stable since Nest 8). */
 const ROUTE_ARGS_METADATA = '__routeArguments__';

@@ -5,12 +5,12 @@ import { EventEmitter } from 'node:events';
 import { of } from 'rxjs';
 import { AfterResponse } from './after-response.decorator';
 import { DeferredWorkInterceptor } from './deferred-work.interceptor';
-import { Dispatcher } from './dispatch/dispatcher';
+import { Dispatcher } from '../pipeline/dispatcher';
 import { resolveOptions } from './options/resolve-options';
-import { DirectScope } from './request-scope/direct-scope';
-import { ScopeOpener } from './request-scope/scope-opener';
-import { RequestCollector } from './request-scope/request-collector';
-import { DEFERRED_SCOPE } from './request-scope/request-scope.constants';
+import { DirectScope } from '../capture/direct-scope';
+import { ScopeOpener } from '../capture/scope-opener';
+import { RequestCollector } from '../capture/request-collector';
+import { DEFERRED_SCOPE } from '../capture/request-scope.constants';
 
 class Controller {
   plain() {}

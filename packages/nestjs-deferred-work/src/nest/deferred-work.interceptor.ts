@@ -1,8 +1,8 @@
 import { type CallHandler, type ExecutionContext, Inject, Injectable, type NestInterceptor, Optional } from '@nestjs/common';
 import { Observable, tap } from 'rxjs';
-import { DeferredAsyncContext } from './request-scope/async-context';
-import { RequestCollector } from './request-scope/request-collector';
-import { ScopeOpener } from './request-scope/scope-opener';
+import { DeferredAsyncContext } from '../capture/async-context';
+import { RequestCollector } from '../capture/request-collector';
+import { ScopeOpener } from '../capture/scope-opener';
 
 /**
  * Opens the request's scope before the handler runs, for what `@Deferred()` alone cannot do:

@@ -10,6 +10,12 @@ import type { DeferredWorkModuleExtras, DeferredWorkModuleOptions } from './opti
 export const GLOBAL_INTERCEPTOR_REGISTERED = Symbol('nestjs-deferred-work.global-interceptor');
 export type GlobalInterceptorState = 'registered' | 'auto-off' | 'off';
 
+/**
+ * Injection token of the module's options with every default applied and validated
+ * (`ResolvedDeferredWorkOptions`): inject it to read what the library actually uses.
+ */
+export const RESOLVED_DEFERRED_WORK_OPTIONS = Symbol('nestjs-deferred-work.resolved-options');
+
 export const {
   ConfigurableModuleClass: DeferredWorkConfigurableModule,
   MODULE_OPTIONS_TOKEN: DEFERRED_WORK_MODULE_OPTIONS,

@@ -1,15 +1,22 @@
 import { Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
-import { DEFERRED_WORK_MODULE_OPTIONS, DeferredWorkConfigurableModule } from './deferred-work.module-definition';
+import { RequestTracker } from '../capture/request-tracker';
+import type { ResolvedDeferredWorkOptions } from '../pipeline/resolved-options.interface';
+import {
+  DEFERRED_WORK_MODULE_OPTIONS,
+  DeferredWorkConfigurableModule,
+  RESOLVED_DEFERRED_WORK_OPTIONS,
+} from './deferred-work.module-definition';
+import { DeferredWorkLifecycle } from './deferred-work.lifecycle';
 import { DeferredWorkInterceptor } from './deferred-work.interceptor';
 import { DeferredWork } from './deferred-work.service';
-import { Dispatcher } from './dispatch/dispatcher';
+import { Dispatcher } from '../pipeline/dispatcher';
 import { DeferredWorkHealthIndicator } from './health/deferred-work.health-indicator';
 import type { DeferredWorkModuleOptions } from './options/module-options.interface';
 import { resolveOptions } from './options/resolve-options';
-import { DeferredAsyncContext } from './request-scope/async-context';
-import { DirectScope } from './request-scope/direct-scope';
-import { ScopeOpener } from './request-scope/scope-opener';
+import { DeferredAsyncContext } from '../capture/async-context';
+import { DirectScope } from '../capture/direct-scope';
+import { ScopeOpener } from '../capture/scope-opener';
 
 /**
  * `DeferredWorkModule.forRoot(options)` / `forRootAsync({ imports, inject, useFactory | useClass |
@@ -20,10 +27,16 @@ import { ScopeOpener } from './request-scope/scope-opener';
   imports: [DiscoveryModule],
   providers: [
     {
-      provide: Dispatcher,
+      provide: RESOLVED_DEFERRED_WORK_OPTIONS,
       inject: [DEFERRED_WORK_MODULE_OPTIONS],
-      useFactory: (options: DeferredWorkModuleOptions) => new Dispatcher(resolveOptions(options)),
+      useFactory: (options: DeferredWorkModuleOptions) => resolveOptions(options),
     },
+    {
+      provide: Dispatcher,
+      inject: [RESOLVED_DEFERRED_WORK_OPTIONS],
+      useFactory: (options: ResolvedDeferredWorkOptions) => new Dispatcher(options),
+    },
+    RequestTracker,
     {
       provide: DirectScope,
       inject: [Dispatcher],
@@ -37,15 +50,16 @@ import { ScopeOpener } from './request-scope/scope-opener';
     ScopeOpener,
     DeferredWorkInterceptor,
     DeferredWork,
+    DeferredWorkLifecycle,
     DeferredWorkHealthIndicator,
   ],
   exports: [
     DeferredWork,
     DeferredWorkInterceptor,
     DeferredWorkHealthIndicator,
+    RESOLVED_DEFERRED_WORK_OPTIONS,
+    // What DeferredWorkInterceptor needs where @AfterResponse() binds it, in the user's modules.
     ScopeOpener,
-    Dispatcher,
-    DirectScope,
     DeferredAsyncContext,
   ],
 })

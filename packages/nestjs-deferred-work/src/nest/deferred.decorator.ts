@@ -1,8 +1,8 @@
 import { createParamDecorator, type ExecutionContext } from '@nestjs/common';
-import { DeferredContextError } from './errors/deferred-context.error';
-import type { DeferredScope } from './request-scope/deferred-scope.interface';
-import { DEFERRED_HANDLER, DEFERRED_SCOPE } from './request-scope/request-scope.constants';
-import { findOpener } from './request-scope/runtime-registry';
+import { DeferredContextError } from '../core/errors/deferred-context.error';
+import type { DeferredScope } from '../capture/deferred-scope.interface';
+import { DEFERRED_HANDLER, DEFERRED_SCOPE } from '../capture/request-scope.constants';
+import { findOpener } from '../capture/runtime-registry';
 
 /**
  * What `@Deferred()` runs for each request: the request's scope, opening it if no interceptor did.

@@ -1,5 +1,4 @@
-import type { DeferredKind, RunWhen } from '../items/deferred-item.interface';
-import type { SinkProcessorOptions } from '../sinks/deferred-sink.interface';
+import type { SinkProcessorOptions } from '../core/sink.interface';
 
 /** Dispatcher defaults (documented on `SinkProcessorOptions`). */
 export const PROCESSOR_DEFAULTS: Readonly<SinkProcessorOptions> = Object.freeze({
@@ -11,20 +10,4 @@ export const PROCESSOR_DEFAULTS: Readonly<SinkProcessorOptions> = Object.freeze(
   initialBackoffMs: 100,
   maxBackoffMs: 5000,
   maxRetryAfterMs: 60_000,
-});
-
-/** Default `when` per kind. */
-export const WHEN_DEFAULTS: Readonly<Record<DeferredKind, RunWhen>> = Object.freeze({
-  job: 'success',
-  callback: 'success',
-  log: 'always',
-  metric: 'always',
-});
-
-export const MODULE_DEFAULTS = Object.freeze({
-  asyncContext: false,
-  timing: false,
-  shutdownTimeoutMs: 5000,
-  maxItemBytes: 1_048_576,
-  deadLetterCapacity: 100,
 });

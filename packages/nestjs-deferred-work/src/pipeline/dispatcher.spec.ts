@@ -1,11 +1,11 @@
 import { Logger } from '@nestjs/common';
 import { jest } from '@jest/globals';
-import type { DeferredItem } from '../items/deferred-item.interface';
-import { resolveOptions } from '../options/resolve-options';
-import { MemorySink } from '../sinks/memory.sink';
-import type { DeadLetter } from './dead-letter.interface';
+import type { DeferredItem } from '../core/items/deferred-item.interface';
+import { resolveOptions } from '../nest/options/resolve-options';
+import { MemorySink } from '../sinks/memory/memory.sink';
+import type { DeadLetter } from '../core/dead-letter.interface';
 import { Dispatcher } from './dispatcher';
-import { SinkWriteError } from '../errors/sink-write.error';
+import { SinkWriteError } from '../core/errors/sink-write.error';
 
 const quiet = () => {
   const logger = new Logger('test');
@@ -37,6 +37,19 @@ describe('Dispatcher', () => {
     expect(sink.items).toHaveLength(1);
     expect(dispatcher.stats()).toMatchObject({ rejected: 1, accepted: 1, delivered: 1 });
     expect(warnings.join('\n')).toMatch(message);
+  });
+
+  it('rejects (and counts) an item sent by its own sink option to a sink that does not take its kind', async () => {
+    const bull = Object.assign(new MemorySink({ name: 'bull' }), { kinds: ['job'] as const });
+    const memory = new MemorySink();
+    const { logger, warnings } = quiet();
+    const dispatcher = new Dispatcher(resolveOptions({ sinks: [bull, memory] }), logger);
+    dispatcher.dispatch({ kind: 'log', level: 'info', message: 'm', sink: 'bull', when: 'always', createdAt: 0 });
+    dispatcher.dispatch({ kind: 'log', level: 'info', message: 'routed', when: 'always', createdAt: 0 });
+    await dispatcher.flush(1000);
+    expect(dispatcher.stats()).toMatchObject({ rejected: 1, accepted: 1, delivered: 1 });
+    expect(memory.items).toEqual([expect.objectContaining({ message: 'routed' })]);
+    expect(warnings.join('\n')).toMatch(/sink "bull" takes only job items/);
   });
 
   it('rate-limits rejection warnings per kind, whatever the messages say', async () => {

@@ -1,15 +1,16 @@
 import { Logger } from '@nestjs/common';
-import { DeferredItemRejectedError } from '../errors/deferred-item-rejected.error';
-import type { DeferredItem } from '../items/deferred-item.interface';
-import type { ResolvedDeferredWorkOptions } from '../options/module-options.interface';
-import type { DeadLetter } from './dead-letter.interface';
-import { describeItem, validateItem } from './item-validator';
-import { RateLimitedLogger } from './rate-limited-logger';
-import { RouteTimings } from '../request-scope/route-timing';
-import { SinkProcessor } from './sink-processor';
-import { SinkWarnings } from './sink-warnings';
-import { CALLBACK_RUNNER_NAME, CallbackRunner } from './callback-runner';
-import type { DeferredStats, SinkStats } from './stats.interface';
+import { DeferredItemRejectedError } from '../core/errors/deferred-item-rejected.error';
+import type { DeferredItem } from '../core/items/deferred-item.interface';
+import type { ResolvedDeferredWorkOptions } from './resolved-options.interface';
+import type { DeadLetter } from '../core/dead-letter.interface';
+import { describeItem, validateItem } from '../core/items/item-validator';
+import { RateLimitedLogger } from './warnings/rate-limited-logger';
+import { InlineProcessor } from './processor/inline-processor';
+import type { ProcessorBase } from './processor/processor-base';
+import { SinkProcessor } from './processor/sink-processor';
+import { SinkWarnings } from './warnings/sink-warnings';
+import { CALLBACK_RUNNER_NAME, CallbackRunner } from './callbacks/callback-runner';
+import type { DispatcherStats, SinkStats } from '../core/stats.interface';
 
 /** Largest delay a Node.js timer takes (2^31 - 1 ms). */
 const MAX_TIMER_MS = 2_147_483_647;
@@ -39,7 +40,7 @@ export interface ShutdownReport {
  * dead-letter ring and the request counters, and drains everything on shutdown.
  */
 export class Dispatcher {
-  private readonly processors = new Map<string, SinkProcessor>();
+  private readonly processors = new Map<string, ProcessorBase>();
   private readonly runner: CallbackRunner;
   private readonly warnings: RateLimitedLogger;
   private readonly sinkWarnings: SinkWarnings;
@@ -47,11 +48,6 @@ export class Dispatcher {
   private rejected = 0;
   private closed = 0;
   private skipped = 0;
-  private finished = 0;
-  private aborted = 0;
-  private open = 0;
-  private readonly timings = new RouteTimings();
-  private openWaiters: Array<() => void> = [];
   private shutdownPromise: Promise<ShutdownReport> | undefined;
 
   /**
@@ -71,7 +67,8 @@ export class Dispatcher {
       recovered: (sinkName: string) => this.sinkWarnings.recovered(sinkName),
     };
     for (const [name, sink] of options.sinks) {
-      this.processors.set(name, new SinkProcessor(sink, options.processorOptions.get(name)!, hooks));
+      const settings = options.processorOptions.get(name)!;
+      this.processors.set(name, inline ? new InlineProcessor(sink, settings, hooks) : new SinkProcessor(sink, settings, hooks));
     }
     this.runner = new CallbackRunner(options.callbacks, hooks);
   }
@@ -93,7 +90,15 @@ export class Dispatcher {
           'Use the name of a sink configured in DeferredWorkModule.forRoot({ sinks })',
         );
       }
-      if (!(this.inline ? processor.writeNow(item) : processor.enqueue(item))) this.refused(name, processor);
+      const kinds = processor.sink.kinds;
+      if (kinds && !kinds.includes(item.kind)) {
+        throw new DeferredItemRejectedError(
+          describeItem(item),
+          `sink "${name}" takes only ${kinds.join(', ')} items`,
+          `Send ${item.kind} items to a sink that takes them (leave out the item's sink option to use the routing)`,
+        );
+      }
+      if (!processor.enqueue(item)) this.refused(name, processor);
     } catch (error) {
       this.rejected++;
       const message = error instanceof Error ? error.message : String(error);
@@ -103,7 +108,7 @@ export class Dispatcher {
   }
 
   /** An accepted item that could not be queued: after shutdown (dead-lettered as `closed`), or the queue is full (dropped). */
-  private refused(name: string, target: SinkProcessor | CallbackRunner): void {
+  private refused(name: string, target: ProcessorBase | CallbackRunner): void {
     if (target.closed) {
       this.closed++;
       this.warnings.warn(
@@ -125,48 +130,7 @@ export class Dispatcher {
     this.skipped += count;
   }
 
-  /** Adds one measured request to its route's timing sums (`timing` option). */
-  recordTiming(route: string, handlerMs: number, sendMs: number): void {
-    this.timings.record(route, handlerMs, sendMs);
-  }
-
-  /** Counts a decorated request whose response has not ended yet. */
-  requestOpened(): void {
-    this.open++;
-  }
-
-  /** Counts a decorated request's outcome. */
-  recordOutcome(outcome: 'finished' | 'aborted'): void {
-    if (outcome === 'finished') this.finished++;
-    else this.aborted++;
-    if (--this.open === 0 && this.openWaiters.length > 0) {
-      const waiters = this.openWaiters;
-      this.openWaiters = [];
-      for (const wake of waiters) wake();
-    }
-  }
-
-  /**
-   * Resolves once no decorated request is waiting for its response to end and every item accepted
-   * by then has settled (delivered, dropped or dead-lettered): `true`; or `false` after `timeoutMs`.
-   */
-  async settled(timeoutMs = this.options.shutdownTimeoutMs): Promise<boolean> {
-    timeoutMs = Number.isFinite(timeoutMs) && timeoutMs >= 0 ? Math.min(timeoutMs, MAX_TIMER_MS) : this.options.shutdownTimeoutMs;
-    const deadline = Date.now() + timeoutMs;
-    if (this.open > 0) {
-      const closed = await new Promise<boolean>((resolve) => {
-        const timer = setTimeout(() => resolve(false), timeoutMs);
-        this.openWaiters.push(() => {
-          clearTimeout(timer);
-          resolve(true);
-        });
-      });
-      if (!closed) return false;
-    }
-    return this.flush(Math.max(0, deadline - Date.now()));
-  }
-
-  stats(): DeferredStats {
+  stats(): DispatcherStats {
     const sinks: Record<string, SinkStats> = {};
     const totals = { accepted: 0, delivered: 0, pending: 0, dropped: 0, deadLettered: 0, retried: 0 };
     for (const [name, processor] of [...this.processors, [CALLBACK_RUNNER_NAME, this.runner] as const]) {
@@ -180,8 +144,6 @@ export class Dispatcher {
       skipped: this.skipped,
       closed: this.closed,
       callbacks: this.runner.runnerStats(),
-      requests: { finished: this.finished, aborted: this.aborted, open: this.open },
-      routes: this.timings.snapshot(),
       sinks,
     };
   }

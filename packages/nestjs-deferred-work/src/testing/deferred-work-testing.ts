@@ -1,13 +1,13 @@
 import type { INestApplicationContext } from '@nestjs/common';
 import type { TestingModuleBuilder } from '@nestjs/testing';
-import { DEFERRED_WORK_MODULE_OPTIONS } from '../deferred-work.module-definition';
-import { DeferredWork } from '../deferred-work.service';
-import { Dispatcher } from '../dispatch/dispatcher';
-import type { SinkItem } from '../items/deferred-item.interface';
-import type { DeferredWorkModuleOptions } from '../options/module-options.interface';
-import { resolveOptions } from '../options/resolve-options';
-import type { DeferredSink } from '../sinks/deferred-sink.interface';
-import { MemorySink } from '../sinks/memory.sink';
+import { DEFERRED_WORK_MODULE_OPTIONS } from '../nest/deferred-work.module-definition';
+import { DeferredWork } from '../nest/deferred-work.service';
+import { Dispatcher } from '../pipeline/dispatcher';
+import type { SinkItem } from '../core/items/deferred-item.interface';
+import type { DeferredWorkModuleOptions } from '../nest/options/module-options.interface';
+import { resolveOptions } from '../nest/options/resolve-options';
+import type { DeferredSink } from '../core/sink.interface';
+import { MemorySink } from '../sinks/memory/memory.sink';
 
 /** Options of {@link withMemorySinks}. */
 export interface MemorySinksOptions {

@@ -1,2 +1,2 @@
-export { MemorySink, type MemorySinkOptions } from '../sinks/memory.sink';
+export { MemorySink, type MemorySinkOptions } from '../sinks/memory/memory.sink';
 export { DeferredWorkTesting, withMemorySinks, type MemorySinksOptions } from './deferred-work-testing';

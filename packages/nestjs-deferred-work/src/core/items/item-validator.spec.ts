@@ -1,4 +1,4 @@
-import type { DeferredItem } from '../items/deferred-item.interface';
+import type { DeferredItem } from './deferred-item.interface';
 import { quickSizeBound, validateItem } from './item-validator';
 
 const utf8 = (value: unknown) => Buffer.byteLength(JSON.stringify(value) ?? '');

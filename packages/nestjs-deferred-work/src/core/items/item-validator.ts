@@ -1,5 +1,6 @@
 import { DeferredItemRejectedError } from '../errors/deferred-item-rejected.error';
-import type { DeferredItem } from '../items/deferred-item.interface';
+import type { DeferredItem } from './deferred-item.interface';
+import { isRunWhen } from './item-kinds';
 
 const LEVELS = new Set(['fatal', 'error', 'warn', 'log', 'info', 'debug', 'verbose']);
 
@@ -100,7 +101,7 @@ function payloadBytes(item: DeferredItem, what: string, payload: unknown, maxIte
  * and how to fix it. `maxItemBytes` caps the serialised payload (job data, log fields, metric tags).
  */
 export function validateItem(item: DeferredItem, maxItemBytes: number): void {
-  if (item.when !== 'success' && item.when !== 'always' && item.when !== 'failure') {
+  if (!isRunWhen(item.when)) {
     throw new DeferredItemRejectedError(
       describeItem(item),
       `"${String(item.when)}" is not a condition`,

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { Dispatcher } from '../dispatch/dispatcher';
-import { CALLBACK_RUNNER_NAME } from '../dispatch/callback-runner';
+import { Dispatcher } from '../../pipeline/dispatcher';
+import { CALLBACK_RUNNER_NAME } from '../../pipeline/callbacks/callback-runner';
 
 /** Options of {@link DeferredWorkHealthIndicator.isHealthy}. */
 export interface DeferredWorkHealthOptions {

@@ -1,14 +1,14 @@
-import type { DeadLetterHandler } from '../dispatch/dead-letter.interface';
-import type { DeferredKind, RunWhen, SinkKind } from '../items/deferred-item.interface';
-import type { CallbackRunnerOptions } from '../dispatch/callback-runner.options';
-import type { DeferredSink, SinkProcessorOptions } from '../sinks/deferred-sink.interface';
+import type { DeadLetterHandler } from '../../core/dead-letter.interface';
+import type { DeferredKind, RunWhen, SinkKind } from '../../core/items/deferred-item.interface';
+import type { CallbackRunnerOptions } from '../../pipeline/callbacks/callback-runner.options';
+import type { DeferredSink, SinkProcessorOptions } from '../../core/sink.interface';
 
 /** Which sink each kind of item goes to, by sink name. */
 export interface DeferredRouting {
   job?: string;
   log?: string;
   metric?: string;
-  /** Sink for kinds not named above. Default: the first of `sinks`. */
+  /** Sink for kinds not named above. Default: for each kind, the first of `sinks` that takes it (see `DeferredSink.kinds`). */
   default?: string;
 }
 
@@ -19,7 +19,10 @@ export interface DeferredRouting {
 export interface DeferredWorkModuleOptions extends Partial<SinkProcessorOptions> {
   /** Where items go. Default: one `MemorySink` named `memory`. Names must be unique; `callbacks` is reserved. */
   sinks?: DeferredSink[];
-  /** Which sink takes each kind. Default: every kind to `routing.default`, itself the first sink. */
+  /**
+   * Which sink takes each kind. Default: every kind to `routing.default`, itself, for each kind, the
+   * first sink that takes it. Routing a kind to a sink that does not take it fails at bootstrap.
+   */
   routing?: DeferredRouting;
   /**
    * Dispatcher settings for one sink, by name, over the globals and the sink's own `defaults`.
@@ -77,19 +80,4 @@ export interface DeferredWorkModuleExtras {
    * to the decorated routes that do; any Nest interceptor costs its request pipeline on every route.
    */
   registerInterceptor?: boolean;
-}
-
-/** Options with every default applied, as the library uses them. */
-export interface ResolvedDeferredWorkOptions {
-  sinks: ReadonlyMap<string, DeferredSink>;
-  routing: Readonly<Record<SinkKind, string>>;
-  processorOptions: ReadonlyMap<string, SinkProcessorOptions>;
-  callbacks: Readonly<CallbackRunnerOptions>;
-  when: Readonly<Record<DeferredKind, RunWhen>>;
-  asyncContext: boolean;
-  timing: boolean;
-  shutdownTimeoutMs: number;
-  maxItemBytes: number;
-  deadLetter?: DeadLetterHandler | string;
-  deadLetterCapacity: number;
 }

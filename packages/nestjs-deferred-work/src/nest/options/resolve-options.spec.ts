@@ -1,10 +1,12 @@
-import { DeferredWorkConfigError } from '../errors/deferred-work-config.error';
-import { MemorySink } from '../sinks/memory.sink';
-import { CALLBACK_RUNNER_DEFAULTS } from '../dispatch/callback-runner.options';
-import { PROCESSOR_DEFAULTS } from './defaults';
+import { DeferredWorkConfigError } from '../../core/errors/deferred-work-config.error';
+import { MemorySink } from '../../sinks/memory/memory.sink';
+import { CALLBACK_RUNNER_DEFAULTS } from '../../pipeline/callbacks/callback-runner.options';
+import { PROCESSOR_DEFAULTS } from '../../pipeline/defaults';
 import { resolveOptions } from './resolve-options';
 
 const sink = (name: string) => new MemorySink({ name });
+/** A sink that takes jobs only, as the Bull sink does. */
+const jobsOnly = (name: string) => Object.assign(new MemorySink({ name }), { kinds: ['job'] as const });
 
 function configError(fn: () => unknown): DeferredWorkConfigError {
   try {
@@ -44,6 +46,20 @@ describe('resolveOptions', () => {
     });
     expect(resolved.callbacks).toEqual({ ...CALLBACK_RUNNER_DEFAULTS, concurrency: 4, timeoutMs: 700, maxAttempts: 2 });
     expect(resolveOptions({ callbacks: { timeoutMs: 9 }, sinkOptions: { callbacks: { writeTimeoutMs: 700 } } }).callbacks.timeoutMs).toBe(9);
+  });
+
+  it('without routing, sends each kind to the first sink that takes it', () => {
+    expect(resolveOptions({ sinks: [jobsOnly('bull'), sink('memory')] }).routing).toEqual({ job: 'bull', log: 'memory', metric: 'memory' });
+    expect(resolveOptions({ sinks: [jobsOnly('bull')] }).routing).toEqual({ job: 'bull', log: 'bull', metric: 'bull' }); // rejected per item, counted
+  });
+
+  it.each([
+    [{ routing: { default: 'bull' } }, 'routing.default', /log items would go to sink "bull", which takes only job items. Route log items to a sink that takes them \("memory"\)/],
+    [{ routing: { job: 'bull', metric: 'bull' } }, 'routing.metric', /metric items would go to sink "bull"/],
+  ])('fails at bootstrap when %j routes a kind to a sink that does not take it', (routing, option, problem) => {
+    const error = configError(() => resolveOptions({ sinks: [jobsOnly('bull'), sink('memory')], ...routing }));
+    expect(error.option).toBe(option);
+    expect(error.message).toMatch(problem);
   });
 
   it('layers defaults < globals < sink defaults < sinkOptions', () => {

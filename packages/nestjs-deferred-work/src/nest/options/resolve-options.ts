@@ -1,80 +1,15 @@
-import { DeferredWorkConfigError } from '../errors/deferred-work-config.error';
-import type { DeferredKind, RunWhen, SinkKind } from '../items/deferred-item.interface';
-import { CALLBACK_RUNNER_NAME as CALLBACK_SINK_NAME } from '../dispatch/callback-runner';
-import {
-  CALLBACK_RUNNER_DEFAULTS,
-  CALLBACK_RUNNER_MINIMUMS,
-  type CallbackRunnerOptions,
-} from '../dispatch/callback-runner.options';
-import type { DeferredSink, SinkProcessorOptions } from '../sinks/deferred-sink.interface';
-import { MemorySink } from '../sinks/memory.sink';
-import { MODULE_DEFAULTS, PROCESSOR_DEFAULTS, WHEN_DEFAULTS } from './defaults';
-import type { DeferredWorkModuleOptions, ResolvedDeferredWorkOptions } from './module-options.interface';
-
-const SINK_KINDS: readonly SinkKind[] = ['job', 'log', 'metric'];
-const KINDS: readonly DeferredKind[] = ['job', 'log', 'metric', 'callback'];
-const WHENS: readonly RunWhen[] = ['always', 'success', 'failure'];
-
-/** Largest delay a Node.js timer takes; longer ones fire after 1 ms. */
-const MAX_MS = 2_147_483_647;
-
-/** Smallest value of each numeric dispatcher option (options ending in `Ms` are capped at `MAX_MS`). */
-const NUMERIC: Record<keyof SinkProcessorOptions, number> = {
-  maxQueueSize: 1,
-  maxBatchSize: 1,
-  flushIntervalMs: 0,
-  writeTimeoutMs: 1,
-  maxAttempts: 1,
-  initialBackoffMs: 0,
-  maxBackoffMs: 0,
-  maxRetryAfterMs: 0,
-};
-
-function checkNumber(option: string, value: unknown, min: number): void {
-  if (value === undefined) return;
-  const max = option.endsWith('Ms') ? MAX_MS : Number.MAX_SAFE_INTEGER;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    const range = max === MAX_MS ? `between ${min} and ${MAX_MS} (the longest a timer can wait)` : `>= ${min}`;
-    throw new DeferredWorkConfigError(
-      option,
-      `expected a whole number ${range}, got ${typeof value === 'number' ? value : JSON.stringify(value) ?? String(value)}`,
-      'Pass a whole number, or leave the option out to use its default.',
-    );
-  }
-}
-
-function checkProcessorOptions(prefix: string, options: Partial<SinkProcessorOptions> | undefined): void {
-  if (!options) return;
-  for (const key of Object.keys(NUMERIC) as (keyof SinkProcessorOptions)[]) {
-    checkNumber(prefix + key, options[key], NUMERIC[key]);
-  }
-}
-
-function pickProcessorOptions(source: Partial<SinkProcessorOptions> | undefined): Partial<SinkProcessorOptions> {
-  const picked: Partial<SinkProcessorOptions> = {};
-  if (!source) return picked;
-  for (const key of Object.keys(NUMERIC) as (keyof SinkProcessorOptions)[]) {
-    if (source[key] !== undefined) picked[key] = source[key];
-  }
-  return picked;
-}
-
-function checkSinkName(option: string, name: string | undefined, sinks: ReadonlyMap<string, DeferredSink>): void {
-  if (name === CALLBACK_SINK_NAME) {
-    throw new DeferredWorkConfigError(
-      option,
-      `"${CALLBACK_SINK_NAME}" is the built-in runner of run(fn) callbacks and takes nothing else`,
-      'Route to one of your sinks.',
-    );
-  }
-  if (name === undefined || sinks.has(name)) return;
-  const known = [...sinks.keys()].filter((n) => n !== CALLBACK_SINK_NAME);
-  throw new DeferredWorkConfigError(
-    option,
-    `no sink is named "${name}" (configured: ${known.map((n) => `"${n}"`).join(', ') || 'none'})`,
-    `Add a sink with name "${name}" to "sinks", or route to one of the configured sinks.`,
-  );
-}
+import { DeferredWorkConfigError } from '../../core/errors/deferred-work-config.error';
+import type { DeferredKind, SinkKind } from '../../core/items/deferred-item.interface';
+import { DEFERRED_KINDS, RUN_WHENS, SINK_KINDS, WHEN_DEFAULTS, isDeferredKind, isRunWhen, isSinkKind } from '../../core/items/item-kinds';
+import type { DeferredSink, SinkProcessorOptions } from '../../core/sink.interface';
+import { CALLBACK_RUNNER_NAME as CALLBACK_SINK_NAME } from '../../pipeline/callbacks/callback-runner';
+import { PROCESSOR_DEFAULTS } from '../../pipeline/defaults';
+import type { ResolvedDeferredWorkOptions } from '../../pipeline/resolved-options.interface';
+import { MemorySink } from '../../sinks/memory/memory.sink';
+import { MODULE_DEFAULTS } from './module.defaults';
+import type { DeferredWorkModuleOptions } from './module-options.interface';
+import { checkNumber, checkProcessorOptions, checkSinkName, checkSinkTakes, pickProcessorOptions } from './option-checks';
+import { resolveCallbackOptions } from './resolve-callback-options';
 
 /**
  * Applies every default and validates the options. Throws `DeferredWorkConfigError`, naming the
@@ -119,7 +54,7 @@ export function resolveOptions(options: DeferredWorkModuleOptions = {}): Resolve
 
   const routingIn = options.routing ?? {};
   for (const key of Object.keys(routingIn)) {
-    if (key !== 'default' && !SINK_KINDS.includes(key as SinkKind)) {
+    if (key !== 'default' && !isSinkKind(key)) {
       throw new DeferredWorkConfigError(
         `routing.${key}`,
         `"${key}" is not a kind of item`,
@@ -128,19 +63,28 @@ export function resolveOptions(options: DeferredWorkModuleOptions = {}): Resolve
     }
     checkSinkName(`routing.${key}`, routingIn[key as keyof typeof routingIn], sinks);
   }
-  const fallback = routingIn.default ?? first;
   const routing = {} as Record<SinkKind, string>;
-  for (const kind of SINK_KINDS) routing[kind] = routingIn[kind] ?? fallback;
+  for (const kind of SINK_KINDS) {
+    const chosen = routingIn[kind] ?? routingIn.default;
+    if (chosen !== undefined) {
+      // Routed on purpose: a sink that does not take the kind is a mistake, caught now.
+      checkSinkTakes(routingIn[kind] ? `routing.${kind}` : 'routing.default', kind, chosen, sinks);
+      routing[kind] = chosen;
+    } else {
+      // Not routed: the first sink that takes the kind (or the first sink, which then rejects such items, counted).
+      routing[kind] = [...sinks.values()].find((sink) => !sink.kinds || sink.kinds.includes(kind))?.name ?? first;
+    }
+  }
 
   const when = { ...WHEN_DEFAULTS };
   for (const [kind, value] of Object.entries(options.when ?? {})) {
-    if (!KINDS.includes(kind as DeferredKind)) {
-      throw new DeferredWorkConfigError(`when.${kind}`, `"${kind}" is not a kind of item`, `Use one of ${KINDS.join(', ')}.`);
+    if (!isDeferredKind(kind)) {
+      throw new DeferredWorkConfigError(`when.${kind}`, `"${kind}" is not a kind of item`, `Use one of ${DEFERRED_KINDS.join(', ')}.`);
     }
-    if (!WHENS.includes(value as RunWhen)) {
-      throw new DeferredWorkConfigError(`when.${kind}`, `"${String(value)}" is not a condition`, `Use one of ${WHENS.join(', ')}.`);
+    if (!isRunWhen(value)) {
+      throw new DeferredWorkConfigError(`when.${kind}`, `"${String(value)}" is not a condition`, `Use one of ${RUN_WHENS.join(', ')}.`);
     }
-    when[kind as DeferredKind] = value as RunWhen;
+    when[kind as DeferredKind] = value;
   }
 
   const processorOptions = new Map<string, SinkProcessorOptions>();
@@ -189,39 +133,4 @@ export function resolveOptions(options: DeferredWorkModuleOptions = {}): Resolve
     deadLetter,
     deadLetterCapacity: options.deadLetterCapacity ?? MODULE_DEFAULTS.deadLetterCapacity,
   };
-}
-
-/**
- * The callback runner's settings: `callbacks`, over the older `sinkOptions.callbacks` (still read:
- * `maxQueueSize`, `maxAttempts`, the backoffs, and `writeTimeoutMs` as `timeoutMs`), over the defaults.
- */
-function resolveCallbackOptions(options: DeferredWorkModuleOptions): CallbackRunnerOptions {
-  const own = options.callbacks;
-  if (own !== undefined && (own === null || typeof own !== 'object' || Array.isArray(own))) {
-    throw new DeferredWorkConfigError('callbacks', 'expected an object', 'Pass callbacks: { concurrency: 2048, timeoutMs: 5000 } or leave it out.');
-  }
-  for (const key of Object.keys(own ?? {})) {
-    if (!(key in CALLBACK_RUNNER_MINIMUMS)) {
-      throw new DeferredWorkConfigError(
-        `callbacks.${key}`,
-        'not an option of the callback runner',
-        `Use ${Object.keys(CALLBACK_RUNNER_MINIMUMS).join(', ')}.`,
-      );
-    }
-  }
-  const legacy = options.sinkOptions?.[CALLBACK_SINK_NAME] ?? {};
-  const resolved: CallbackRunnerOptions = { ...CALLBACK_RUNNER_DEFAULTS };
-  const fromLegacy: Partial<CallbackRunnerOptions> = {
-    maxQueueSize: legacy.maxQueueSize,
-    timeoutMs: legacy.writeTimeoutMs,
-    maxAttempts: legacy.maxAttempts,
-    initialBackoffMs: legacy.initialBackoffMs,
-    maxBackoffMs: legacy.maxBackoffMs,
-  };
-  for (const key of Object.keys(CALLBACK_RUNNER_MINIMUMS) as (keyof CallbackRunnerOptions)[]) {
-    const value = own?.[key] ?? fromLegacy[key];
-    checkNumber(own?.[key] !== undefined ? `callbacks.${key}` : `sinkOptions.callbacks`, value, CALLBACK_RUNNER_MINIMUMS[key]);
-    if (value !== undefined) resolved[key] = value;
-  }
-  return resolved;
 }

@@ -49,23 +49,3 @@ export const CALLBACK_RUNNER_MINIMUMS: Readonly<Record<keyof CallbackRunnerOptio
   initialBackoffMs: 0,
   maxBackoffMs: 0,
 });
-
-/** What `stats().callbacks` reports about the runner. */
-export interface CallbackRunnerStats {
-  /** Callbacks running now (timed-out ones excluded). */
-  running: number;
-  /** Callbacks waiting for a slot. */
-  queued: number;
-  /** Callbacks waiting for their next try. */
-  retrying: number;
-  /** The configured `concurrency`. */
-  concurrency: number;
-  /** Callbacks that ran past `timeoutMs`: their signal was aborted and they were dead-lettered (reason `timeout`). */
-  timedOut: number;
-  /** Of those, the ones still running (they ignore their signal). */
-  overdue: number;
-  /** Of those, the ones that ended after all (resolved or rejected), late. */
-  finishedLate: number;
-  /** The longest runs seen (ms, longest first, at most 5), with when they ended (epoch ms). */
-  slowest: Array<{ ms: number; at: number }>;
-}

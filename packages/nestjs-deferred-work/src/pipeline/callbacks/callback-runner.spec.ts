@@ -1,9 +1,9 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { SinkWriteError } from '../errors/sink-write.error';
-import type { CallbackItem } from '../items/deferred-item.interface';
+import { SinkWriteError } from '../../core/errors/sink-write.error';
+import type { CallbackItem } from '../../core/items/deferred-item.interface';
 import { CallbackRunner } from './callback-runner';
 import { CALLBACK_RUNNER_DEFAULTS, type CallbackRunnerOptions } from './callback-runner.options';
-import type { DeadLetter } from './dead-letter.interface';
+import type { DeadLetter } from '../../core/dead-letter.interface';
 
 const later = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

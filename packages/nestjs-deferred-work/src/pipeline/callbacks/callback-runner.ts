@@ -1,13 +1,16 @@
 import { AsyncResource } from 'node:async_hooks';
-import { SinkWriteError } from '../errors/sink-write.error';
-import type { CallbackItem } from '../items/deferred-item.interface';
-import { retryDelayMs } from './backoff';
-import { sleepUnlessAborted } from './sleep';
-import type { CallbackRunnerOptions, CallbackRunnerStats } from './callback-runner.options';
-import type { DeadLetter, DeadLetterReason } from './dead-letter.interface';
-import { errorMessage } from './error-message';
-import type { ProcessorHooks } from './sink-processor';
-import type { SinkStats } from './stats.interface';
+import { SinkWriteError } from '../../core/errors/sink-write.error';
+import type { CallbackItem } from '../../core/items/deferred-item.interface';
+import { retryDelayMs } from '../processor/backoff';
+import { sleepUnlessAborted } from '../sleep';
+import type { CallbackRunnerOptions } from './callback-runner.options';
+import type { DeadLetter, DeadLetterReason } from '../../core/dead-letter.interface';
+import { errorMessage } from '../../core/error-message';
+import type { ProcessorHooks } from '../processor/processor-base';
+import { SinkCounters } from '../processor/sink-counters';
+import type { CallbackRunnerStats, SinkStats } from '../../core/stats.interface';
+import { SettleWaiters } from './settle-waiters';
+import { SlowestRuns } from './slowest-runs';
 import { TaskQueue } from './task-queue';
 
 /** Name under which the runner appears in `stats().sinks` and dead letters. */
@@ -20,18 +23,9 @@ interface Task {
   seq: number;
 }
 
-/** A flush waiting for the tasks accepted before it (`seq <= target`) to settle. */
-interface FlushWaiter {
-  target: number;
-  remaining: number;
-  wake(): void;
-}
-
 class CallbackTimeoutError extends Error {
   override readonly name = 'CallbackTimeoutError';
 }
-
-const SLOWEST_KEPT = 5;
 
 /**
  * Runs `run(fn)` callbacks in-process as independent tasks: at most `concurrency` at once, each
@@ -51,28 +45,18 @@ export class CallbackRunner {
   /** Aborted when shutdown's deadline passes: aborts running callbacks and cuts retry waits. */
   private readonly hardStop = new AbortController();
   private readonly live = new Map<Task, AbortController>();
-  private flushes: FlushWaiter[] = [];
+  private readonly waiters = new SettleWaiters();
   private seq = 0;
   /** Starts what fits, always in the async context the runner was created in, never in a request's. */
   private readonly pump: () => void;
   private readonly startQueued: () => void;
 
-  private accepted = 0;
-  private delivered = 0;
-  private dropped = 0;
-  private deadLettered = 0;
-  private retried = 0;
-  private runs = 0;
-  private failedRuns = 0;
+  /** Here a "write" is one run of one callback. */
+  private readonly counters = new SinkCounters();
   private timedOut = 0;
   private overdue = 0;
   private finishedLate = 0;
-  private slowest: Array<{ ms: number; at: number }> = [];
-  private lastError: string | undefined;
-  private lastErrorAt: number | undefined;
-  private lastRunMs: number | undefined;
-  private lastDropAt: number | undefined;
-  private lastDeadLetterAt: number | undefined;
+  private readonly slowest = new SlowestRuns();
 
   constructor(
     readonly options: CallbackRunnerOptions,
@@ -101,7 +85,7 @@ export class CallbackRunner {
    * caller's turn, whatever the concurrency.
    */
   enqueue(item: CallbackItem, inline = false): boolean {
-    this.accepted++;
+    this.counters.accepted++;
     const task: Task = { item, attempts: 0, seq: ++this.seq };
     if (this.closedForGood) {
       this.bury(task, 'closed', 'deferred after the application shut down');
@@ -114,8 +98,7 @@ export class CallbackRunner {
     // Room for `maxQueueSize` waiting callbacks beyond the free slots (the queue also holds callbacks
     // accepted in this turn, which start on the next).
     if (this.queue.length + this.retrying + this.busySlots >= this.options.maxQueueSize + this.options.concurrency) {
-      this.dropped++;
-      this.lastDropAt = Date.now();
+      this.counters.drop();
       return false;
     }
     this.queue.push(task);
@@ -127,23 +110,7 @@ export class CallbackRunner {
   }
 
   stats(): SinkStats {
-    return {
-      accepted: this.accepted,
-      delivered: this.delivered,
-      pending: this.pending,
-      dropped: this.dropped,
-      deadLettered: this.deadLettered,
-      retried: this.retried,
-      queueDepth: this.queue.length + this.retrying,
-      inFlight: this.running,
-      writes: this.runs,
-      failedWrites: this.failedRuns,
-      lastError: this.lastError,
-      lastErrorAt: this.lastErrorAt,
-      lastWriteMs: this.lastRunMs,
-      lastDropAt: this.lastDropAt,
-      lastDeadLetterAt: this.lastDeadLetterAt,
-    };
+    return this.counters.snapshot(this.pending, this.queue.length + this.retrying, this.running);
   }
 
   runnerStats(): CallbackRunnerStats {
@@ -155,25 +122,14 @@ export class CallbackRunner {
       timedOut: this.timedOut,
       overdue: this.overdue,
       finishedLate: this.finishedLate,
-      slowest: this.slowest.map((s) => ({ ...s })),
+      slowest: this.slowest.snapshot(),
     };
   }
 
   /** Resolves `true` once every callback accepted before the call has settled, `false` at `deadline` (epoch ms). */
   flush(deadline: number): Promise<boolean> {
     this.pump();
-    const remaining = this.pending;
-    if (remaining === 0) return Promise.resolve(true);
-    return new Promise((resolve) => {
-      const waiter: FlushWaiter = { target: this.seq, remaining, wake: () => finish(true) };
-      const timer = setTimeout(() => finish(false), Math.max(0, deadline - Date.now()));
-      const finish = (done: boolean) => {
-        clearTimeout(timer);
-        this.flushes = this.flushes.filter((w) => w !== waiter);
-        resolve(done);
-      };
-      this.flushes.push(waiter);
-    });
+    return this.waiters.wait(this.seq, this.pending, deadline - Date.now());
   }
 
   /**
@@ -185,7 +141,7 @@ export class CallbackRunner {
     if (this.stopped) return 0;
     this.stopped = true;
     while (this.pending > 0 && Date.now() < deadline) await this.flush(deadline);
-    const before = this.deadLettered;
+    const before = this.counters.deadLettered;
     this.closedForGood = true;
     if (this.pending > 0) {
       this.hardStop.abort(new Error('shutdown deadline reached'));
@@ -197,7 +153,7 @@ export class CallbackRunner {
       // Retry waits end at once (hardStop) and bury their task a few microtasks later.
       while (this.retrying > 0) await new Promise((resolve) => setImmediate(resolve));
     }
-    return this.deadLettered - before;
+    return this.counters.deadLettered - before;
   }
 
   /** Slots taken: running callbacks, and timed-out ones that ignore their signal and run on. */
@@ -214,7 +170,7 @@ export class CallbackRunner {
   private start(task: Task): void {
     task.attempts++;
     this.running++;
-    this.runs++;
+    this.counters.writes++;
     const controller = new AbortController();
     this.live.set(task, controller);
     const started = performance.now();
@@ -261,7 +217,8 @@ export class CallbackRunner {
   private onSettled(task: Task, timer: NodeJS.Timeout, started: number, error: unknown): void {
     clearTimeout(timer);
     const ms = performance.now() - started;
-    this.recordDuration(ms);
+    this.counters.lastWriteMs = ms;
+    this.slowest.record(ms);
     if (!this.live.has(task)) {
       // Timed out or cut by shutdown before: already dead-lettered; it ended after all, freeing its slot.
       this.overdue--;
@@ -272,8 +229,8 @@ export class CallbackRunner {
     this.live.delete(task);
     this.running--;
     if (error === undefined) {
-      this.delivered++;
-      this.settledOne(task);
+      this.counters.delivered++;
+      this.waiters.settled(task.seq);
     } else {
       this.fail(task, error);
     }
@@ -282,15 +239,13 @@ export class CallbackRunner {
 
   private fail(task: Task, error: unknown): void {
     const message = errorMessage(error);
-    this.failedRuns++;
-    this.lastError = message;
-    this.lastErrorAt = Date.now();
+    this.counters.failedWrite(message);
     const retryable = !(error instanceof SinkWriteError) || error.retryable;
     if (!retryable) this.bury(task, 'not-retryable', message);
     else if (task.attempts >= this.options.maxAttempts || this.hardStop.signal.aborted) {
       this.bury(task, this.hardStop.signal.aborted ? 'shutdown' : 'attempts-exhausted', message);
     } else {
-      this.retried++;
+      this.counters.retried++;
       this.retrying++;
       this.retryLater(task).catch((e: unknown) => this.internalError(e));
     }
@@ -317,29 +272,10 @@ export class CallbackRunner {
   }
 
   private bury(task: Task, reason: DeadLetterReason, message: string): void {
-    this.deadLettered++;
-    const at = Date.now();
-    this.lastDeadLetterAt = at;
+    const at = this.counters.buried(1);
     const letter: DeadLetter = { item: task.item, sink: this.name, reason, error: message, attempts: task.attempts, at };
-    this.settledOne(task);
+    this.waiters.settled(task.seq);
     this.hooks.deadLetter([letter]);
-  }
-
-  /** Counts a task's end for the flushes waiting on it. */
-  private settledOne(task: Task): void {
-    if (this.flushes.length === 0) return;
-    for (const waiter of this.flushes) {
-      if (task.seq <= waiter.target && --waiter.remaining === 0) waiter.wake();
-    }
-  }
-
-  private recordDuration(ms: number): void {
-    this.lastRunMs = ms;
-    const slowest = this.slowest;
-    if (slowest.length >= SLOWEST_KEPT && ms <= slowest[slowest.length - 1].ms) return;
-    slowest.push({ ms: Math.round(ms * 10) / 10, at: Date.now() });
-    slowest.sort((a, b) => b.ms - a.ms);
-    if (slowest.length > SLOWEST_KEPT) slowest.length = SLOWEST_KEPT;
   }
 
   /** Waits `ms`, or less if shutdown's deadline passes. Never keeps the process alive by itself. */

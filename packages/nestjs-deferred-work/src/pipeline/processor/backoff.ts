@@ -1,4 +1,4 @@
-import type { SinkProcessorOptions } from '../sinks/deferred-sink.interface';
+import type { SinkProcessorOptions } from '../../core/sink.interface';
 
 /**
  * Delay before retry number `retry` (1 for the first retry): exponential with full jitter,

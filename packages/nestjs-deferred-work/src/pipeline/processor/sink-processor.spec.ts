@@ -1,8 +1,8 @@
-import type { DeferredItem } from '../items/deferred-item.interface';
-import { SinkWriteError } from '../errors/sink-write.error';
-import type { DeferredSink, SinkProcessorOptions, SinkWriteContext, SinkWriteResult } from '../sinks/deferred-sink.interface';
-import { PROCESSOR_DEFAULTS } from '../options/defaults';
-import type { DeadLetter } from './dead-letter.interface';
+import type { DeferredItem } from '../../core/items/deferred-item.interface';
+import { SinkWriteError } from '../../core/errors/sink-write.error';
+import type { DeferredSink, SinkProcessorOptions, SinkWriteContext, SinkWriteResult } from '../../core/sink.interface';
+import { PROCESSOR_DEFAULTS } from '../defaults';
+import type { DeadLetter } from '../../core/dead-letter.interface';
 import { SinkProcessor } from './sink-processor';
 import { AsyncLocalStorage } from 'node:async_hooks';
 

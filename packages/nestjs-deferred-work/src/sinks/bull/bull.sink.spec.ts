@@ -1,8 +1,8 @@
 import { jest } from '@jest/globals';
 import { getQueueToken } from '@nestjs/bull';
-import { SinkWriteError } from '../errors/sink-write.error';
-import type { JobItem, SinkItem } from '../items/deferred-item.interface';
-import type { SinkWriteResult } from '../sinks/deferred-sink.interface';
+import { SinkWriteError } from '../../core/errors/sink-write.error';
+import type { JobItem, SinkItem } from '../../core/items/deferred-item.interface';
+import type { SinkWriteResult } from '../../core/sink.interface';
 import { BULL_SINK_DEFAULTS, type BullBulkJob, bullQueueToken, type ModuleRefLike } from './bull-sink.options';
 import { BullSink } from './bull.sink';
 

@@ -1,10 +1,11 @@
 export { BullSink } from './bull.sink';
 export {
+  BULL_PROCESSOR_DEFAULTS,
   BULL_SINK_DEFAULTS,
   BULL_SINK_NAME,
   bullQueueToken,
   type BullBulkJob,
   type BullQueueLike,
   type BullSinkOptions,
-  type ModuleRefLike,
 } from './bull-sink.options';
+export type { ModuleRefLike, QueueSinkOptions } from '../queue/queue-sink.options';

@@ -1,5 +1,5 @@
 import type { AgentOptions } from 'node:https';
-import type { SinkKind } from '../items/deferred-item.interface';
+import type { SinkKind } from '../../core/items/deferred-item.interface';
 
 /**
  * How a batch is put on the wire.

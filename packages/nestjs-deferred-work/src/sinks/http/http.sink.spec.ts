@@ -1,10 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
-import { deadUrl, HttpReceiver, replyInOrder } from '../../../../test/support/http-receiver';
-import { SinkWriteError } from '../errors/sink-write.error';
-import type { SinkItem } from '../items/deferred-item.interface';
-import type { SinkWriteResult } from './deferred-sink.interface';
+import { deadUrl, HttpReceiver, replyInOrder } from '../../../../../test/support/http-receiver';
+import { SinkWriteError } from '../../core/errors/sink-write.error';
+import type { SinkItem } from '../../core/items/deferred-item.interface';
+import type { SinkWriteResult } from '../../core/sink.interface';
 import type { HttpSinkGzipOptions, HttpSinkOptions } from './http-sink.options';
 import { HTTP_SINK_DEFAULTS, HttpSink, parseRetryAfter } from './http.sink';
 
@@ -366,7 +366,7 @@ describe('docs/sinks/http.md', () => {
   const GZIP_OPTIONS: Record<keyof HttpSinkGzipOptions, true> = { level: true, minBytes: true };
 
   it('lists every option with the default the code applies', () => {
-    const page = readFileSync(join(import.meta.dirname, '../../../../docs/sinks/http.md'), 'utf8');
+    const page = readFileSync(join(import.meta.dirname, '../../../../../docs/sinks/http.md'), 'utf8');
     const start = page.indexOf('| option |');
     const table = page.slice(start, page.indexOf('\n\n', start));
     const rows = new Map(

@@ -1,5 +1,5 @@
-import type { DeferredItem, SinkItem } from '../items/deferred-item.interface';
-import type { DeferredSink, SinkWriteContext } from './deferred-sink.interface';
+import type { DeferredItem, SinkItem } from '../../core/items/deferred-item.interface';
+import type { DeferredSink, SinkWriteContext } from '../../core/sink.interface';
 
 /** Options of {@link MemorySink}. */
 export interface MemorySinkOptions {

@@ -1,0 +1,66 @@
+/**
+ * The import rules of ARCHITECTURE.md, checked by `pnpm lint:deps` (part of `pnpm test`).
+ * Paths are those of the package's sources; specs are exempt (they may use test support code).
+ */
+const SRC = '^packages/nestjs-deferred-work/src';
+const notSpec = '\\.spec\\.ts$';
+
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    {
+      name: 'core-imports-nothing',
+      comment: 'core holds what every layer shares; it imports nothing else of the package.',
+      severity: 'error',
+      from: { path: `${SRC}/core/`, pathNot: notSpec },
+      to: { path: `${SRC}/`, pathNot: `${SRC}/core/` },
+    },
+    {
+      name: 'pipeline-imports-only-core',
+      comment: 'The dispatcher, processors and callback runner know items and the sink contract, nothing of requests, Nest or concrete sinks.',
+      severity: 'error',
+      from: { path: `${SRC}/pipeline/`, pathNot: notSpec },
+      to: { path: `${SRC}/`, pathNot: [`${SRC}/core/`, `${SRC}/pipeline/`] },
+    },
+    {
+      name: 'sinks-import-only-core',
+      comment: 'A sink knows the sink contract (core) and the shared sink kit, never the pipeline, capture or Nest layers.',
+      severity: 'error',
+      from: { path: `${SRC}/sinks/`, pathNot: notSpec },
+      to: { path: `${SRC}/`, pathNot: [`${SRC}/core/`, `${SRC}/sinks/`] },
+    },
+    {
+      name: 'one-sink-does-not-import-another',
+      comment: 'Each sink folder uses only itself, kit/ and queue/: what two sinks share goes to kit/ or queue/.',
+      severity: 'error',
+      from: { path: `${SRC}/sinks/([^/]+)/`, pathNot: notSpec },
+      to: { path: `${SRC}/sinks/`, pathNot: [`${SRC}/sinks/$1/`, `${SRC}/sinks/kit/`, `${SRC}/sinks/queue/`] },
+    },
+    {
+      name: 'capture-imports-core-and-pipeline',
+      comment: 'Request scopes hand items to the dispatcher; they know nothing of sinks or the Nest layer.',
+      severity: 'error',
+      from: { path: `${SRC}/capture/`, pathNot: notSpec },
+      to: { path: `${SRC}/`, pathNot: [`${SRC}/core/`, `${SRC}/pipeline/`, `${SRC}/capture/`] },
+    },
+    {
+      name: 'nothing-imports-the-nest-layer',
+      comment: 'Only the barrels and the testing helpers may import the Nest layer.',
+      severity: 'error',
+      from: { path: `${SRC}/(core|pipeline|capture|sinks)/`, pathNot: notSpec },
+      to: { path: `${SRC}/nest/` },
+    },
+    {
+      name: 'no-circular',
+      severity: 'error',
+      from: { path: `${SRC}/` },
+      to: { circular: true },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'packages/nestjs-deferred-work/tsconfig.build.json' },
+    exclude: { path: 'node_modules' },
+  },
+};

@@ -1,0 +1,58 @@
+import type { RouteTimingStats } from '../core/stats.interface';
+import { RouteTimings } from './route-timing';
+
+/** Largest delay a Node.js timer takes (2^31 - 1 ms). */
+const MAX_TIMER_MS = 2_147_483_647;
+
+/**
+ * Counts decorated requests (finished, aborted, still open) and sums their timings per route
+ * (`timing` option): what the capture layer knows and the pipeline does not.
+ */
+export class RequestTracker {
+  private finished = 0;
+  private aborted = 0;
+  private open = 0;
+  private readonly timings = new RouteTimings();
+  private openWaiters: Array<() => void> = [];
+
+  /** A decorated request whose response has not ended yet. */
+  opened(): void {
+    this.open++;
+  }
+
+  /** A decorated request's outcome. */
+  ended(outcome: 'finished' | 'aborted'): void {
+    if (outcome === 'finished') this.finished++;
+    else this.aborted++;
+    if (--this.open === 0 && this.openWaiters.length > 0) {
+      const waiters = this.openWaiters;
+      this.openWaiters = [];
+      for (const wake of waiters) wake();
+    }
+  }
+
+  /** Adds one measured request to its route's sums. */
+  recordTiming(route: string, handlerMs: number, sendMs: number): void {
+    this.timings.record(route, handlerMs, sendMs);
+  }
+
+  /** Resolves `true` once no decorated request is open, `false` after `timeoutMs`. */
+  whenNoneOpen(timeoutMs: number): Promise<boolean> {
+    if (this.open === 0) return Promise.resolve(true);
+    return new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => resolve(false), Math.min(Math.max(0, timeoutMs), MAX_TIMER_MS));
+      this.openWaiters.push(() => {
+        clearTimeout(timer);
+        resolve(true);
+      });
+    });
+  }
+
+  requests(): { finished: number; aborted: number; open: number } {
+    return { finished: this.finished, aborted: this.aborted, open: this.open };
+  }
+
+  routes(): Record<string, RouteTimingStats> {
+    return this.timings.snapshot();
+  }
+}

@@ -1,0 +1,54 @@
+import type { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
+import { AFTER_RESPONSE_METADATA, type AfterResponseOptions } from '../capture/after-response.metadata';
+import { DeferredWorkConfigError } from '../core/errors/deferred-work-config.error';
+import { RUN_WHENS, isRunWhen, isSinkKind } from '../core/items/item-kinds';
+import type { ResolvedDeferredWorkOptions } from '../pipeline/resolved-options.interface';
+import { checkSinkTakes } from './options/option-checks';
+
+/**
+ * Every sink name and `when` in `@AfterResponse()` on the app's controllers (classes and methods)
+ * must exist, and each sink must take the kind routed to it. Throws `DeferredWorkConfigError`.
+ */
+export function checkDecoratedRoutes(
+  discovery: DiscoveryService,
+  scanner: MetadataScanner,
+  reflector: Reflector,
+  options: ResolvedDeferredWorkOptions,
+): void {
+  for (const wrapper of discovery.getControllers()) {
+    const cls = wrapper.metatype as (new (...args: never[]) => object) | undefined;
+    if (!cls?.prototype) continue;
+    const targets: Array<[string, object]> = [[cls.name, cls]];
+    for (const method of scanner.getAllMethodNames(cls.prototype)) {
+      targets.push([`${cls.name}.${method}()`, (cls.prototype as Record<string, object>)[method]]);
+    }
+    for (const [where, target] of targets) {
+      const route = reflector.get<AfterResponseOptions | undefined>(AFTER_RESPONSE_METADATA, target as never);
+      if (route) checkRoute(where, route, options);
+    }
+  }
+}
+
+function checkRoute(where: string, route: AfterResponseOptions, options: ResolvedDeferredWorkOptions): void {
+  for (const [kind, sink] of Object.entries(route.sinks ?? {})) {
+    if (sink === undefined) continue;
+    const option = `@AfterResponse({ sinks: { ${kind} } }) on ${where}`;
+    if (!options.sinks.has(sink)) {
+      throw new DeferredWorkConfigError(
+        option,
+        `no sink is named "${sink}"`,
+        `Configure a sink named "${sink}" in DeferredWorkModule.forRoot({ sinks }), or name a configured one.`,
+      );
+    }
+    if (isSinkKind(kind)) checkSinkTakes(option, kind, sink, options.sinks);
+  }
+  for (const [kind, when] of Object.entries(route.when ?? {})) {
+    if (!isRunWhen(when)) {
+      throw new DeferredWorkConfigError(
+        `@AfterResponse({ when: { ${kind} } }) on ${where}`,
+        `"${String(when)}" is not a condition`,
+        `Use one of ${RUN_WHENS.join(', ')}.`,
+      );
+    }
+  }
+}

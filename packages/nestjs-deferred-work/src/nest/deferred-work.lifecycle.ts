@@ -1,0 +1,103 @@
+import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit, Optional } from '@nestjs/common';
+import { DiscoveryService, HttpAdapterHost, MetadataScanner, Reflector } from '@nestjs/core';
+import { openerOn, registerOpener, unregisterOpener } from '../capture/runtime-registry';
+import { ScopeOpener } from '../capture/scope-opener';
+import { DeferredWorkConfigError } from '../core/errors/deferred-work-config.error';
+import type { SinkAttachContext } from '../core/sink.interface';
+import { Dispatcher } from '../pipeline/dispatcher';
+import { checkDecoratedRoutes } from './decorated-routes.check';
+import { GLOBAL_INTERCEPTOR_REGISTERED, type GlobalInterceptorState } from './deferred-work.module-definition';
+
+/**
+ * @internal What the module does at bootstrap and shutdown: checks the options and every
+ * `@AfterResponse()` (so a mistake fails the start, not a request), lets `@Deferred()` find this
+ * application's scopes through its HTTP framework instance, attaches the sinks, and drains on shutdown.
+ */
+@Injectable()
+export class DeferredWorkLifecycle implements OnModuleInit, OnApplicationShutdown {
+  constructor(
+    @Inject(Dispatcher) private readonly dispatcher: Dispatcher,
+    @Inject(DiscoveryService) private readonly discovery: DiscoveryService,
+    @Inject(MetadataScanner) private readonly scanner: MetadataScanner,
+    @Inject(Reflector) private readonly reflector: Reflector,
+    @Inject(ScopeOpener) private readonly opener: ScopeOpener,
+    @Inject(GLOBAL_INTERCEPTOR_REGISTERED) private readonly globalInterceptor: GlobalInterceptorState,
+    @Optional() @Inject(HttpAdapterHost) private readonly adapterHost?: HttpAdapterHost,
+  ) {}
+
+  onModuleInit(): void {
+    this.checkInterceptor();
+    checkDecoratedRoutes(this.discovery, this.scanner, this.reflector, this.dispatcher.options);
+    const instance = this.frameworkInstance();
+    const other = openerOn(instance);
+    if (other && other !== this.opener && this.globalInterceptor !== 'registered') {
+      throw new DeferredWorkConfigError(
+        'registerInterceptor',
+        'another running application with DeferredWorkModule shares this HTTP server instance, so @Deferred() ' +
+          'cannot tell which application a request belongs to',
+        'Give each application its own HTTP adapter, or pass registerInterceptor: true (the interceptor opens each ' +
+          "request's scope through its own application's injector).",
+      );
+    }
+    registerOpener(this.opener, instance);
+    this.attachSinks();
+  }
+
+  /** Drains pending work within `shutdownTimeoutMs` (needs `app.enableShutdownHooks()` for signals). */
+  async onApplicationShutdown(): Promise<void> {
+    unregisterOpener(this.opener, this.frameworkInstance());
+    await this.dispatcher.shutdown();
+  }
+
+  private checkInterceptor(): void {
+    const { asyncContext, timing } = this.dispatcher.options;
+    if (!asyncContext && !timing) return;
+    const option = asyncContext ? 'asyncContext' : 'timing';
+    if (this.globalInterceptor === 'off') {
+      new Logger('DeferredWork').warn(
+        `${option} is on and registerInterceptor is false: bind DeferredWorkInterceptor yourself (APP_INTERCEPTOR ` +
+          `or @UseInterceptors) on the routes that need it, or ${option} will not apply there.`,
+      );
+    } else if (this.globalInterceptor === 'auto-off') {
+      throw new DeferredWorkConfigError(
+        option,
+        `${option} needs DeferredWorkInterceptor on every route, and it was not registered ` +
+          '(forRootAsync() cannot see options resolved at runtime, or registerInterceptor is false)',
+        asyncContext
+          ? 'Pass registerInterceptor: true next to useFactory in forRootAsync().'
+          : 'Pass registerInterceptor: true next to useFactory in forRootAsync(), or measure chosen routes with @AfterResponse({ timing: true }).',
+      );
+    }
+  }
+
+  /** Gives every sink what it may need before its first write: the drain to wait for, and the app's providers. */
+  private attachSinks(): void {
+    const context: SinkAttachContext = {
+      drain: () => this.dispatcher.shutdown(),
+      providers: () => this.singletons(),
+    };
+    for (const sink of this.dispatcher.options.sinks.values()) sink.attach?.(context);
+  }
+
+  private *singletons(): Iterable<{ token: unknown; instance: unknown }> {
+    for (const wrapper of this.discovery.getProviders()) {
+      let instance: unknown;
+      try {
+        if (!wrapper.isDependencyTreeStatic() || wrapper.isTransient) continue;
+        instance = wrapper.instance;
+      } catch {
+        continue;
+      }
+      if (instance) yield { token: wrapper.token, instance };
+    }
+  }
+
+  /** The Express app or Fastify instance serving this application, if it has an HTTP server. */
+  private frameworkInstance(): object | undefined {
+    try {
+      return this.adapterHost?.httpAdapter?.getInstance?.() as object | undefined;
+    } catch {
+      return undefined; // no HTTP server (a standalone application context)
+    }
+  }
+}

@@ -1,0 +1,8 @@
+/** Defaults of the module-wide options (documented on `DeferredWorkModuleOptions`). */
+export const MODULE_DEFAULTS = Object.freeze({
+  asyncContext: false,
+  timing: false,
+  shutdownTimeoutMs: 5000,
+  maxItemBytes: 1_048_576,
+  deadLetterCapacity: 100,
+});

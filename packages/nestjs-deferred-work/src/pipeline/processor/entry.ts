@@ -1,0 +1,16 @@
+import type { DeferredItem } from '../../core/items/deferred-item.interface';
+
+/** An accepted item as a processor holds it. */
+export interface Entry {
+  item: DeferredItem;
+  attempts: number;
+  /** Acceptance order; `flush()` waits for every entry accepted before it was called. */
+  seq: number;
+}
+
+/** One entry of a write that did not go through. */
+export interface Failure {
+  entry: Entry;
+  retryable: boolean;
+  message: string;
+}

@@ -1,0 +1,76 @@
+import type { DeferredItem } from '../../core/items/deferred-item.interface';
+import type { DeferredSink, SinkWriteResult } from '../../core/sink.interface';
+
+/** After a write's timeout, how long to let it settle before the next write may start. */
+const ABORT_GRACE_MS = 1000;
+
+class WriteTimeoutError extends Error {
+  override readonly name = 'WriteTimeoutError';
+}
+
+/**
+ * Calls `sink.write` with a timeout. On timeout (or when `hardStop` aborts) the write's signal is
+ * aborted and the write gets a short grace period to settle — if it still succeeds, it counts — so
+ * that writes on one sink do not overlap unless a sink ignores its signal. Never leaves a rejection
+ * unhandled, even one that comes after the timeout.
+ */
+export async function guardedWrite(
+  sink: DeferredSink,
+  items: DeferredItem[],
+  attempt: number,
+  timeoutMs: number,
+  hardStop: AbortSignal,
+): Promise<void | SinkWriteResult> {
+  const controller = new AbortController();
+  const timeout = setTimeout(() => controller.abort(new WriteTimeoutError(`write timed out after ${timeoutMs} ms`)), timeoutMs);
+  timeout.unref();
+  const onStop = () => controller.abort(hardStop.reason);
+  hardStop.addEventListener('abort', onStop, { once: true });
+  let write: Promise<void | SinkWriteResult>;
+  try {
+    // Called synchronously, so an inline-mode write does its synchronous part right away.
+    write = Promise.resolve(sink.write(items as never, { signal: controller.signal, attempt }));
+  } catch (error) {
+    write = Promise.reject(error);
+  }
+  write.catch(() => undefined); // a write that settles after its timeout must not become unhandled
+  try {
+    return await Promise.race([write, rejectOnAbort(controller.signal)]);
+  } catch (error) {
+    if (!controller.signal.aborted || error !== controller.signal.reason) throw error;
+    const grace = hardStop.aborted ? 0 : Math.min(ABORT_GRACE_MS, timeoutMs);
+    const late = await settleWithin(write, grace);
+    if (late.status === 'fulfilled') return late.value;
+    throw late.status === 'rejected' ? late.reason : error;
+  } finally {
+    clearTimeout(timeout);
+    hardStop.removeEventListener('abort', onStop);
+  }
+}
+
+/** Rejects with the signal's reason once it aborts. */
+export function rejectOnAbort(signal: AbortSignal): Promise<never> {
+  return new Promise((_, reject) => {
+    if (signal.aborted) reject(signal.reason);
+    else signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+  });
+}
+
+/** How `promise` settled within `ms`, or `pending`. */
+export function settleWithin<T>(promise: Promise<T>, ms: number): Promise<PromiseSettledResult<T> | { status: 'pending' }> {
+  if (ms <= 0) return Promise.resolve({ status: 'pending' });
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve({ status: 'pending' }), ms);
+    timer.unref();
+    promise.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve({ status: 'fulfilled', value });
+      },
+      (reason: unknown) => {
+        clearTimeout(timer);
+        resolve({ status: 'rejected', reason });
+      },
+    );
+  });
+}

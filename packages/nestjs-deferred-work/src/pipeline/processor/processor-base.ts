@@ -1,0 +1,178 @@
+import type { DeadLetter, DeadLetterReason } from '../../core/dead-letter.interface';
+import { errorMessage } from '../../core/error-message';
+import { SinkWriteError } from '../../core/errors/sink-write.error';
+import type { DeferredItem } from '../../core/items/deferred-item.interface';
+import type { DeferredSink, SinkProcessorOptions } from '../../core/sink.interface';
+import type { SinkStats } from '../../core/stats.interface';
+import { sleepUnlessAborted } from '../sleep';
+import type { Entry, Failure } from './entry';
+import { guardedWrite } from './guarded-write';
+import { SinkCounters } from './sink-counters';
+import { failureSummary, failuresOf } from './write-result';
+
+/** What a processor reports to its dispatcher. */
+export interface ProcessorHooks {
+  deadLetter(letters: DeadLetter[]): void;
+  writeFailed(sink: string, message: string): void;
+  /** A write went through completely after one or more failed (called once per episode). */
+  recovered?(sink: string): void;
+}
+
+/**
+ * What the batch processor and the inline (testing) processor share: the counters, the guarded
+ * write of some entries and its accounting, dead letters, and the waits of `flush()` and `shutdown()`.
+ *
+ * Every change of an entry's state (delivered, dead-lettered, out of flight) happens in one
+ * synchronous step, so `accepted = delivered + pending + dropped + deadLettered` holds at every moment.
+ */
+export abstract class ProcessorBase {
+  protected readonly counters = new SinkCounters();
+  /** Aborted when shutdown's deadline passes: cuts retry waits and in-flight writes short. */
+  protected readonly hardStop = new AbortController();
+  /** Shutdown finished: new items are dead-lettered (`closed`) at once. */
+  protected closedForGood = false;
+  protected seq = 0;
+  private waiters: Array<() => void> = [];
+  /** The last write failed (in whole or part): the next complete success is a recovery. */
+  private failing = false;
+
+  constructor(
+    readonly sink: DeferredSink,
+    readonly options: SinkProcessorOptions,
+    protected readonly hooks: ProcessorHooks,
+  ) {}
+
+  /** Items queued, in flight or waiting for a retry. */
+  abstract get pending(): number;
+  /** Accept an item; `false` when it was dropped (queue full) or refused (after shutdown), counted either way. */
+  abstract enqueue(item: DeferredItem): boolean;
+  /** Resolves `true` once every item accepted before the call settled, `false` at `deadline` (epoch ms). */
+  abstract flush(deadline: number): Promise<boolean>;
+  /** Drains until `deadline`, then gives up on the rest; resolves with how many it gave up on. Idempotent. */
+  abstract shutdown(deadline: number): Promise<number>;
+  protected abstract get queueDepth(): number;
+  protected abstract get inFlight(): number;
+
+  /** Whether shutdown has finished (new items are refused). */
+  get closed(): boolean {
+    return this.closedForGood;
+  }
+
+  stats(): SinkStats {
+    return this.counters.snapshot(this.pending, this.queueDepth, this.inFlight);
+  }
+
+  /** Counts an item in; returns its entry, or `undefined` when shutdown has finished (then it is dead-lettered as `closed`). */
+  protected accept(item: DeferredItem): Entry | undefined {
+    this.counters.accepted++;
+    const entry: Entry = { item, attempts: 0, seq: ++this.seq };
+    if (!this.closedForGood) return entry;
+    this.hooks.deadLetter(this.bury([{ entry, retryable: false, message: 'deferred after the application shut down' }], 'closed'));
+    return undefined;
+  }
+
+  /**
+   * One write of `entries`. Counts what got through, dead-letters what cannot be retried (after one
+   * try when `oneTry`), and hands the entries to retry to `keep` — all in one synchronous step.
+   */
+  protected async writeEntries(
+    entries: Entry[],
+    attempt: number,
+    oneTry: boolean,
+    keep: (retry: Entry[]) => void,
+  ): Promise<{ retryAfterMs?: number }> {
+    for (const entry of entries) entry.attempts++;
+    this.counters.writes++;
+    const started = performance.now();
+    let failures: Failure[];
+    let retryAfterMs: number | undefined;
+    let cutByShutdown = false;
+    try {
+      const items = entries.map((e) => e.item);
+      const result = await guardedWrite(this.sink, items, attempt, this.options.writeTimeoutMs, this.hardStop.signal);
+      failures = failuresOf(result, entries, this.sink.name);
+      retryAfterMs = failures.length > 0 ? result?.retryAfterMs : undefined;
+    } catch (error) {
+      cutByShutdown = this.hardStop.signal.aborted && error === this.hardStop.signal.reason;
+      const retryable = !(error instanceof SinkWriteError) || error.retryable;
+      retryAfterMs = error instanceof SinkWriteError ? error.retryAfterMs : undefined;
+      const message = errorMessage(error);
+      failures = entries.map((entry) => ({ entry, retryable, message }));
+    }
+    this.counters.lastWriteMs = performance.now() - started;
+    // A write cut short by the shutdown deadline is not the sink's failure: keep its last real error.
+    const summary = failures.length > 0 && !cutByShutdown ? failureSummary(failures, entries.length) : undefined;
+    if (summary !== undefined) this.counters.failedWrite(summary);
+    // From here to the end: one synchronous step, so the counters always add up.
+    const stopping = this.hardStop.signal.aborted;
+    const retry: Entry[] = [];
+    const notRetryable: Failure[] = [];
+    const exhausted: Failure[] = [];
+    for (const failure of failures) {
+      if (!failure.retryable) notRetryable.push(failure);
+      else if (oneTry || stopping || failure.entry.attempts >= this.options.maxAttempts) exhausted.push(failure);
+      else retry.push(failure.entry);
+    }
+    this.counters.delivered += entries.length - failures.length;
+    keep(retry);
+    const letters = [...this.bury(notRetryable, 'not-retryable'), ...this.bury(exhausted, stopping ? 'shutdown' : 'attempts-exhausted')];
+    this.reportWrite(summary, failures.length === 0);
+    if (letters.length > 0) this.hooks.deadLetter(letters);
+    this.notifyProgress();
+    return { retryAfterMs };
+  }
+
+  private reportWrite(summary: string | undefined, complete: boolean): void {
+    if (summary !== undefined) {
+      this.failing = true;
+      this.hooks.writeFailed(this.sink.name, summary);
+    } else if (this.failing && complete) {
+      this.failing = false;
+      this.hooks.recovered?.(this.sink.name);
+    }
+  }
+
+  /** Counts failures as dead letters and returns the letters (the caller hands them to the hooks). */
+  protected bury(failures: Failure[], reason: DeadLetterReason): DeadLetter[] {
+    if (failures.length === 0) return [];
+    const at = this.counters.buried(failures.length);
+    return failures.map(({ entry, message }) => ({ item: entry.item, sink: this.sink.name, reason, error: message, attempts: entry.attempts, at }));
+  }
+
+  /** Last line of defence: entries caught in an unexpected error (already taken out by the caller) are dead-lettered, never lost. */
+  protected failInternally(stranded: Entry[], error: unknown): void {
+    const message = `internal error: ${errorMessage(error)}`;
+    this.hooks.deadLetter(this.bury(stranded.map((entry) => ({ entry, retryable: false, message })), 'not-retryable'));
+    this.hooks.writeFailed(this.sink.name, message);
+    this.notifyProgress();
+  }
+
+  /** Dead-letters entries given up on at shutdown's deadline. */
+  protected buryAtDeadline(entries: Entry[]): void {
+    this.hooks.deadLetter(this.bury(entries.map((entry) => ({ entry, retryable: false, message: 'shutdown deadline reached' })), 'shutdown'));
+  }
+
+  /** Waits `ms`, or less if shutdown's deadline passes. Never keeps the process alive by itself. */
+  protected sleep(ms: number): Promise<void> {
+    return sleepUnlessAborted(ms, this.hardStop.signal);
+  }
+
+  /** Resolves on the next settled entry or after `ms`; keeps the process alive (flush and drain wait here). */
+  protected waitForProgress(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.waiters.push(done);
+    });
+  }
+
+  protected notifyProgress(): void {
+    if (this.waiters.length === 0) return;
+    const waiters = this.waiters;
+    this.waiters = [];
+    for (const wake of waiters) wake();
+  }
+}

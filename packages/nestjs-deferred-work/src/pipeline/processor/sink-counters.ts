@@ -1,0 +1,60 @@
+import type { SinkStats } from '../../core/stats.interface';
+
+/**
+ * The counters of one sink (or of the callback runner), and the snapshot `stats()` shows. The
+ * owner keeps `accepted = delivered + pending + dropped + deadLettered` true by changing them in
+ * the same synchronous step as its own queues.
+ */
+export class SinkCounters {
+  accepted = 0;
+  delivered = 0;
+  dropped = 0;
+  deadLettered = 0;
+  retried = 0;
+  writes = 0;
+  failedWrites = 0;
+  lastError: string | undefined;
+  lastErrorAt: number | undefined;
+  lastWriteMs: number | undefined;
+  lastDropAt: number | undefined;
+  lastDeadLetterAt: number | undefined;
+
+  drop(): void {
+    this.dropped++;
+    this.lastDropAt = Date.now();
+  }
+
+  failedWrite(summary: string): void {
+    this.failedWrites++;
+    this.lastError = summary;
+    this.lastErrorAt = Date.now();
+  }
+
+  /** Counts `count` dead letters; returns the time to stamp them with. */
+  buried(count: number): number {
+    const at = Date.now();
+    this.deadLettered += count;
+    this.lastDeadLetterAt = at;
+    return at;
+  }
+
+  snapshot(pending: number, queueDepth: number, inFlight: number): SinkStats {
+    return {
+      accepted: this.accepted,
+      delivered: this.delivered,
+      pending,
+      dropped: this.dropped,
+      deadLettered: this.deadLettered,
+      retried: this.retried,
+      queueDepth,
+      inFlight,
+      writes: this.writes,
+      failedWrites: this.failedWrites,
+      lastError: this.lastError,
+      lastErrorAt: this.lastErrorAt,
+      lastWriteMs: this.lastWriteMs,
+      lastDropAt: this.lastDropAt,
+      lastDeadLetterAt: this.lastDeadLetterAt,
+    };
+  }
+}

@@ -1,0 +1,19 @@
+import type { DeadLetterHandler } from '../core/dead-letter.interface';
+import type { DeferredKind, RunWhen, SinkKind } from '../core/items/deferred-item.interface';
+import type { DeferredSink, SinkProcessorOptions } from '../core/sink.interface';
+import type { CallbackRunnerOptions } from './callbacks/callback-runner.options';
+
+/** Options with every default applied, as the library uses them. */
+export interface ResolvedDeferredWorkOptions {
+  sinks: ReadonlyMap<string, DeferredSink>;
+  routing: Readonly<Record<SinkKind, string>>;
+  processorOptions: ReadonlyMap<string, SinkProcessorOptions>;
+  callbacks: Readonly<CallbackRunnerOptions>;
+  when: Readonly<Record<DeferredKind, RunWhen>>;
+  asyncContext: boolean;
+  timing: boolean;
+  shutdownTimeoutMs: number;
+  maxItemBytes: number;
+  deadLetter?: DeadLetterHandler | string;
+  deadLetterCapacity: number;
+}

@@ -1,0 +1,3 @@
+export { abortable } from './abortable';
+export { type Part, Partitions } from './partitions';
+export { SinkConfigError } from './sink-config.error';

@@ -1,0 +1,132 @@
+import { errorMessage } from '../../core/error-message';
+import { SinkWriteError } from '../../core/errors/sink-write.error';
+import type { JobItem, SinkItem, SinkKind } from '../../core/items/deferred-item.interface';
+import type { DeferredSink, SinkAttachContext, SinkItemFailure, SinkWriteContext, SinkWriteResult } from '../../core/sink.interface';
+import { abortable } from '../kit/abortable';
+import { type Part, Partitions } from '../kit/partitions';
+import { QueueHolder } from './queue-holder';
+import { QueueLookup } from './queue-lookup';
+import type { NamedQueue, QueueFlavor, QueueSinkOptions, QueueState } from './queue-sink.options';
+
+/**
+ * What every queue sink (Bull, BullMQ) guarantees, written once: jobs only; one batch add per queue
+ * per batch; queues found through the module ref or given, and held open until the drain ends;
+ * nothing sent while the connection is not up (no ioredis offline-queue duplicates after the
+ * dispatcher gave up on a write); every job's result checked, so that only refused jobs are retried;
+ * a write cut short by its signal at once. A subclass says how to tell a queue, build a job, read the
+ * connection state, add a batch and read a job's result.
+ */
+export abstract class QueueSink<Q extends NamedQueue, J> implements DeferredSink<SinkItem> {
+  readonly name: string;
+  readonly kinds: readonly SinkKind[] = Object.freeze(['job'] as const);
+  private readonly lookup: QueueLookup<Q>;
+  private readonly holder = new QueueHolder();
+
+  protected constructor(
+    options: QueueSinkOptions<Q>,
+    protected readonly flavor: QueueFlavor,
+  ) {
+    this.lookup = new QueueLookup(options, flavor, (value): value is Q => this.isQueue(value), (queue) => this.held(queue));
+    this.name = this.lookup.sinkName;
+  }
+
+  /** Whether `value` is a queue of this sink's library. */
+  protected abstract isQueue(value: unknown): value is Q;
+  /** The job `addJobs` takes for an item. */
+  protected abstract toJob(item: JobItem): J;
+  /** Whether a job sent now would reach Redis. May be async. */
+  protected abstract connectionState(queue: Q): QueueState | Promise<QueueState>;
+  /** Adds the jobs in one call; resolves with one result per job, in order. */
+  protected abstract addJobs(queue: Q, jobs: J[]): Promise<ReadonlyArray<unknown>>;
+  /** The error for a job whose result says it was not added, or `undefined` when it was. */
+  protected abstract jobNotAdded(queueName: string, job: J, result: unknown): SinkWriteError | undefined;
+
+  /**
+   * Why an item cannot go to this queue at all (not retryable), or `undefined`. Subclasses refuse
+   * options their library ignores in a batch add, on top of this.
+   */
+  protected refuse(item: SinkItem): SinkWriteError | undefined {
+    if (item.kind === 'job') return undefined;
+    return new SinkWriteError(
+      `${this.flavor.sinkClass} takes jobs only, got a ${String((item as { kind?: unknown }).kind)} item. Route logs and metrics to another ` +
+        `sink (DeferredWorkModule.forRoot({ routing: { job: '${this.name}', default: 'memory' } }) or the item's sink option).`,
+      { retryable: false },
+    );
+  }
+
+  /**
+   * At bootstrap: with `drainBeforeQueueClose`, holds open every queue this sink may write to — the
+   * queues it was given and, with `moduleRef`, every queue registered in the app — so that a queue
+   * nobody has written to yet is not closed before the drain either.
+   */
+  attach(context: SinkAttachContext): void {
+    this.holder.attach(context.drain);
+    for (const queue of this.lookup.reachable(context.providers())) this.held(queue);
+  }
+
+  async write(batch: readonly SinkItem[], { signal }: SinkWriteContext): Promise<void | SinkWriteResult> {
+    if (signal.aborted) throw signal.reason;
+    const parts = new Partitions<string, Q, J>();
+    for (let index = 0; index < batch.length; index++) {
+      const item = batch[index];
+      const refusal = this.refuse(item);
+      if (refusal) {
+        parts.refuse(index, refusal);
+        continue;
+      }
+      const job = item as JobItem;
+      try {
+        parts.add(job.queue, index, this.toJob(job), () => this.lookup.queue(job.queue));
+      } catch (error) {
+        parts.refuse(index, error); // an unknown queue
+      }
+    }
+    const outcomes = await Promise.all(parts.list().map((part) => this.addPart(part, signal)));
+    for (const outcome of outcomes) parts.failed.push(...outcome);
+    return parts.result();
+  }
+
+  /** Forgets resolved queues. The sink never closes queues: they belong to the app (or to the Nest integration). */
+  shutdown(): void {
+    this.lookup.forget();
+  }
+
+  private held(queue: Q): void {
+    if (this.lookup.holdsOpen) this.holder.hold(queue);
+  }
+
+  /** One batch add for one queue; returns the failures, or rejects when `signal` aborts. */
+  private async addPart(part: Part<Q, J>, signal: AbortSignal): Promise<SinkItemFailure[]> {
+    const queue = part.destination;
+    const all = (failure: { error: SinkWriteError; retryable: boolean }) => part.indexes.map((index) => ({ index, ...failure }));
+    const state = await abortable(Promise.resolve(this.connectionState(queue)), signal);
+    if (state !== 'up') return all(this.unavailable(queue.name, state));
+    let results: ReadonlyArray<unknown>;
+    try {
+      results = await abortable(Promise.resolve().then(() => this.addJobs(queue, part.values)), signal);
+    } catch (error) {
+      if (signal.aborted) throw signal.reason;
+      if ((await this.connectionState(queue)) === 'closed') return all(this.unavailable(queue.name, 'closed'));
+      const message = `${this.flavor.library} queue "${queue.name}": ${this.flavor.addMethod} failed: ${errorMessage(error)}`;
+      return all({ error: new SinkWriteError(message, { cause: error }), retryable: true });
+    }
+    const failed: SinkItemFailure[] = [];
+    part.indexes.forEach((index, i) => {
+      const error = this.jobNotAdded(queue.name, part.values[i], results?.[i]);
+      if (error) failed.push({ index, error });
+    });
+    return failed;
+  }
+
+  private unavailable(name: string, state: 'down' | 'closed'): { error: SinkWriteError; retryable: boolean } {
+    const library = this.flavor.library;
+    if (state === 'closed') {
+      const message =
+        `${library} queue "${name}" is closed; its jobs cannot be added. If this happens at shutdown, the queue was closed before ` +
+        'the deferred work drained: keep drainBeforeQueueClose on and pass moduleRef, or close your own queues after app.close().';
+      return { retryable: false, error: new SinkWriteError(message, { retryable: false }) };
+    }
+    const message = `${library} queue "${name}": Redis is not connected; not sending (ioredis would queue the command offline). Will retry.`;
+    return { retryable: true, error: new SinkWriteError(message) };
+  }
+}
