@@ -60,7 +60,7 @@ module.exports = {
   options: {
     doNotFollow: { path: 'node_modules' },
     tsPreCompilationDeps: true,
-    tsConfig: { fileName: 'packages/nestjs-deferred-work/tsconfig.build.json' },
+    tsConfig: { fileName: 'tsconfig.json' },
     exclude: { path: 'node_modules' },
   },
 };
