@@ -3,6 +3,7 @@ import type { Dispatcher } from '../pipeline/dispatcher';
 import { type RouteSettings, ScopeBase } from './scope-base';
 
 /**
+ * @internal
  * Used outside a decorated request (bootstrap, cron, queue consumers, undecorated routes): items go
  * straight to the dispatcher. There is no response to judge, so `when` does not filter here.
  */

@@ -15,6 +15,7 @@ interface Timing {
 export type RequestOutcome = 'success' | 'failure' | 'aborted';
 
 /**
+ * @internal
  * Holds one request's items until its response has finished, then hands those whose `when`
  * matches the outcome to the dispatcher. Items added after that (a handler still running after
  * the client went away, or one that ended the response itself) are judged at once.

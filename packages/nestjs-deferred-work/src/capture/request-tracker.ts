@@ -5,6 +5,7 @@ import { RouteTimings } from './route-timing';
 const MAX_TIMER_MS = 2_147_483_647;
 
 /**
+ * @internal
  * Counts decorated requests (finished, aborted, still open) and sums their timings per route
  * (`timing` option): what the capture layer knows and the pipeline does not.
  */

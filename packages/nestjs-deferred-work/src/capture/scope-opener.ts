@@ -19,6 +19,7 @@ interface RawResponse {
 }
 
 /**
+ * @internal
  * Opens a request's scope, once: on an `@AfterResponse()` route a collector settled by the
  * response's `close` event (after `finish`, or alone when the client left), elsewhere the direct
  * scope. Used by `@Deferred()` — so a route needs no interceptor at all — and by

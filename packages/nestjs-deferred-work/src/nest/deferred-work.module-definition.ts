@@ -4,6 +4,7 @@ import { DeferredWorkInterceptor } from './deferred-work.interceptor';
 import type { DeferredWorkModuleExtras, DeferredWorkModuleOptions } from './options/module-options.interface';
 
 /**
+ * @internal
  * How `DeferredWorkInterceptor` stands globally (checked at bootstrap): registered as an
  * `APP_INTERCEPTOR`, left out by `auto`, or left out on purpose (`registerInterceptor: false`).
  */

@@ -36,8 +36,9 @@ export interface ShutdownReport {
 }
 
 /**
- * Takes accepted items, validates and routes them to one `SinkProcessor` per sink, keeps the
- * dead-letter ring and the request counters, and drains everything on shutdown.
+ * @internal
+ * Takes accepted items, validates and routes them to one processor per sink (callbacks to the
+ * callback runner), keeps the dead-letter ring, and drains everything on shutdown.
  */
 export class Dispatcher {
   private readonly processors = new Map<string, ProcessorBase>();
