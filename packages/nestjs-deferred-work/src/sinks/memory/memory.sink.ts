@@ -1,3 +1,4 @@
+import { SinkConfigError } from '../kit/sink-config.error';
 import type { DeferredItem, SinkItem } from '../../core/items/deferred-item.interface';
 import type { DeferredSink, SinkWriteContext } from '../../core/sink.interface';
 
@@ -32,7 +33,7 @@ export class MemorySink implements DeferredSink<SinkItem> {
     this.name = options.name ?? 'memory';
     this.capacity = options.capacity ?? 10_000;
     if (!Number.isInteger(this.capacity) || this.capacity < 0) {
-      throw new TypeError(`MemorySink: capacity must be a whole number >= 0, got ${String(options.capacity)}.`);
+      throw new SinkConfigError(`MemorySink: capacity must be a whole number >= 0, got ${String(options.capacity)}.`, 'capacity');
     }
   }
 
