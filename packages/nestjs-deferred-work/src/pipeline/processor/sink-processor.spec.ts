@@ -5,6 +5,7 @@ import { PROCESSOR_DEFAULTS } from '../defaults';
 import type { DeadLetter } from '../../core/dead-letter.interface';
 import { SinkProcessor } from './sink-processor';
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { jest } from '@jest/globals';
 
 const item = (n: number): DeferredItem => ({ kind: 'metric', name: `m${n}`, value: n, when: 'always', createdAt: Date.now() });
 
@@ -34,6 +35,11 @@ function setup(write: WriteFn, options: Partial<SinkProcessorOptions> = {}) {
       writeFailed: (_s, m) => failures.push(m),
     },
   );
+  // On fake timers, flush() and shutdown() run the clock until they settle (see drive()).
+  const flush = processor.flush.bind(processor);
+  const shutdown = processor.shutdown.bind(processor);
+  processor.flush = (deadline) => drive(flush(deadline));
+  processor.shutdown = (deadline) => drive(shutdown(deadline));
   const identity = () => {
     const s = processor.stats();
     expect(s.accepted).toBe(s.delivered + s.pending + s.dropped + s.deadLettered);
@@ -43,13 +49,53 @@ function setup(write: WriteFn, options: Partial<SinkProcessorOptions> = {}) {
 }
 
 const ok: WriteFn = async () => undefined;
+/** A sink's write taking `ms` (on the fake clock, except in the one test on real timers). */
 const later = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
+/**
+ * Whether the test runs on Jest's fake timers: every test but one does. `setImmediate` (which starts
+ * an export), `setTimeout` (linger, write timeout, grace, backoff, flush deadlines) and `Date.now()`
+ * are all faked, and nothing here does real I/O, so every run takes the same steps.
+ */
+let fake = false;
+
+/**
+ * Runs the fake clock to its next timer, again and again, until `promise` settles. Before each timer
+ * the microtasks queued so far run (the `...Async` timer functions yield to the event loop), so
+ * the processor sees time pass exactly as it would in real time, only without waiting for it.
+ * On real timers it hands back the very same promise (no extra microtask turns).
+ */
+function drive<T>(promise: Promise<T>): Promise<T> {
+  return fake ? runClockUntilSettled(promise) : promise;
+}
+
+async function runClockUntilSettled<T>(promise: Promise<T>): Promise<T> {
+  let settled = false;
+  promise.then(
+    () => (settled = true),
+    () => (settled = true),
+  );
+  for (let steps = 0; !settled; steps++) {
+    if (steps === 10_000) throw new Error('still pending after 10000 timers');
+    await jest.advanceTimersToNextTimerAsync();
+  }
+  return promise;
+}
+
 describe('SinkProcessor', () => {
+  beforeEach(() => {
+    jest.useFakeTimers({ doNotFake: ['nextTick', 'queueMicrotask'] });
+    fake = true;
+  });
+  afterEach(() => {
+    jest.useRealTimers();
+    fake = false;
+  });
+
   it('batches by size: a full batch goes out without waiting for the linger timer', async () => {
     const { processor, batches, identity } = setup(ok, { maxBatchSize: 3, flushIntervalMs: 60_000 });
     for (let i = 0; i < 7; i++) processor.enqueue(item(i));
-    await later(30);
+    await jest.advanceTimersByTimeAsync(30);
     expect(batches.map((b) => b.length)).toEqual([3, 3]);
     expect(processor.stats().queueDepth).toBe(1); // the remainder lingers for more
     await processor.flush(Date.now() + 1000);
@@ -62,7 +108,7 @@ describe('SinkProcessor', () => {
     processor.enqueue(item(1));
     processor.enqueue(item(2));
     expect(batches).toHaveLength(0);
-    await later(80);
+    await jest.advanceTimersByTimeAsync(80);
     expect(batches.map((b) => b.map((i) => (i as { name: string }).name))).toEqual([['m1', 'm2']]);
     expect(identity().delivered).toBe(2);
   });
@@ -258,13 +304,18 @@ describe('SinkProcessor', () => {
     const { processor, batches, letters, identity } = setup(ok);
     await processor.shutdown(Date.now() + 100);
     processor.enqueue(item(1));
-    await later(20);
+    await jest.advanceTimersByTimeAsync(20);
     expect(batches).toHaveLength(0);
     expect(letters.map((l) => l.reason)).toEqual(['closed']);
     expect(identity()).toMatchObject({ accepted: 1, deadLettered: 1, pending: 0 });
   });
 
   it('exports outside the async context of the request that enqueued', async () => {
+    // On real timers: a real setImmediate or setTimeout runs its callback in the async context it was
+    // scheduled from (here, request A's), which is what the processor must not inherit. Fake timers
+    // run every callback from the test's own context, so this test could not fail on them.
+    jest.useRealTimers();
+    fake = false;
     const storage = new AsyncLocalStorage<string>();
     const seen: Array<string | undefined> = [];
     const { processor } = setup(async () => void seen.push(storage.getStore()), { flushIntervalMs: 1 });
