@@ -4,6 +4,7 @@ export default defineConfig({
   entry: {
     index: 'src/index.ts',
     'bull/index': 'src/sinks/bull/index.ts',
+    'bullmq/index': 'src/sinks/bullmq/index.ts',
     'testing/index': 'src/testing/index.ts',
   },
   format: ['cjs', 'esm'],

@@ -13,6 +13,7 @@ import {
 } from 'nestjs-deferred-work';
 import { BullSink, type BullSinkOptions } from 'nestjs-deferred-work/bull';
 import { eventually } from '../support/eventually';
+import { identityHolds as holds, load, range, watchIdentity as watch } from '../support/load';
 import { failOnUnhandledRejection, type Platform, platforms, startApp, type StartedApp } from '../support/platforms';
 import { RedisServer } from '../support/redis-server';
 
@@ -126,66 +127,15 @@ async function inspect<T>(prefix: string, look: (queue: Queue) => Promise<T>): P
   }
 }
 
-/** GETs every path with `concurrency` requests at a time; resolves with the statuses (0 for a network error). */
-async function load(
-  url: string,
-  paths: string[],
-  concurrency: number,
-  onResponse?: (done: number) => void,
-): Promise<number[]> {
-  const statuses: number[] = new Array(paths.length);
-  let next = 0;
-  let done = 0;
-  const worker = async () => {
-    while (next < paths.length) {
-      const i = next++;
-      try {
-        const res = await fetch(url + paths[i]);
-        await res.arrayBuffer();
-        statuses[i] = res.status;
-      } catch {
-        statuses[i] = 0;
-      }
-      onResponse?.(++done);
-    }
-  };
-  await Promise.all(Array.from({ length: concurrency }, worker));
-  return statuses;
-}
-
 /** Jobs in a queue, whatever their state. */
 async function jobsIn(queue: Queue): Promise<number> {
   const counts = await queue.getJobCounts();
   return counts.waiting + counts.active + counts.completed + counts.failed + counts.delayed;
 }
 
-const range = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => from + i);
-
-/** The accounting identity, for the totals and the sink. */
-function identityHolds(stats: DeferredStats): boolean {
-  const bull = stats.sinks.bull;
-  return (
-    stats.accepted === stats.delivered + stats.pending + stats.dropped + stats.deadLettered &&
-    bull.accepted === bull.delivered + bull.pending + bull.dropped + bull.deadLettered
-  );
-}
-
-/** Checks the identity every few ms while `during` runs; resolves with the checks that failed. */
-async function watchIdentity(work: DeferredWork, during: Promise<unknown>): Promise<{ checks: number; broken: DeferredStats[] }> {
-  const broken: DeferredStats[] = [];
-  let checks = 0;
-  const timer = setInterval(() => {
-    checks++;
-    const stats = work.stats();
-    if (!identityHolds(stats)) broken.push(stats);
-  }, 2);
-  try {
-    await during;
-  } finally {
-    clearInterval(timer);
-  }
-  return { checks, broken };
-}
+/** The accounting identity, for the totals and the Bull sink. */
+const identityHolds = (stats: DeferredStats) => holds(stats, 'bull');
+const watchIdentity = (work: DeferredWork, during: Promise<unknown>) => watch(work, during, 'bull');
 
 beforeAll(() => redis.start());
 afterAll(() => redis.dispose());

@@ -53,6 +53,12 @@ export interface DeferredSink<T extends DeferredItem = DeferredItem> {
    */
   readonly defaults?: Partial<SinkProcessorOptions>;
   /**
+   * Checks one item when it is handed to the dispatcher, before it is accepted. Throw an `Error`
+   * saying what is wrong and how to fix it: the item is then rejected and counted
+   * (`stats().rejected`) instead of failing at every write. Optional; keep it cheap.
+   */
+  validate?(item: T): void;
+  /**
    * Called once at bootstrap, before any write, with what the library offers sinks: a way to wait
    * for the drain (e.g. to keep a connection open until it ends) and the app's providers (e.g. to
    * find the queues a Nest integration registered). Optional.

@@ -1,6 +1,8 @@
 import { Logger } from '@nestjs/common';
 import { DeferredItemRejectedError } from '../core/errors/deferred-item-rejected.error';
 import type { DeferredItem } from '../core/items/deferred-item.interface';
+import type { DeferredSink } from '../core/sink.interface';
+import { errorMessage } from '../core/error-message';
 import type { ResolvedDeferredWorkOptions } from './resolved-options.interface';
 import type { DeadLetter } from '../core/dead-letter.interface';
 import { describeItem, validateItem } from '../core/items/item-validator';
@@ -99,12 +101,22 @@ export class Dispatcher {
           `Send ${item.kind} items to a sink that takes them (leave out the item's sink option to use the routing)`,
         );
       }
+      if (processor.sink.validate) this.validateFor(name, processor.sink, item);
       if (!processor.enqueue(item)) this.refused(name, processor);
     } catch (error) {
       this.rejected++;
       const message = error instanceof Error ? error.message : String(error);
       // One key per kind: a message names the item, so keying on it would neither limit nor stay bounded.
       this.warnings.warn(`rejected:${item?.kind}`, message);
+    }
+  }
+
+  /** The sink's own check of an item (`DeferredSink.validate`), as a rejection. */
+  private validateFor(name: string, sink: DeferredSink, item: DeferredItem): void {
+    try {
+      sink.validate!(item);
+    } catch (error) {
+      throw new DeferredItemRejectedError(describeItem(item), `sink "${name}" refuses it: ${errorMessage(error)}`, 'Fix the item');
     }
   }
 

@@ -5,6 +5,11 @@ import { QueueSink } from '../queue/queue-sink';
 import type { QueueState } from '../queue/queue-sink.options';
 import { BULL_PROCESSOR_DEFAULTS, BULL_SINK_NAME, type BullBulkJob, type BullQueueLike, type BullSinkOptions, bullQueueToken } from './bull-sink.options';
 
+/** A BullMQ queue has `waitUntilReady()`; a Bull 4 queue has `isReady()` instead. */
+function isBullMqQueue(value: unknown): boolean {
+  return typeof value === 'object' && value !== null && typeof (value as { waitUntilReady?: unknown }).waitUntilReady === 'function';
+}
+
 /** What the sink reads of a Bull queue beyond `BullQueueLike`, when present. */
 interface QueueInternals {
   closing?: unknown;
@@ -37,11 +42,13 @@ export class BullSink extends QueueSink<BullQueueLike, BullBulkJob> {
       addMethod: 'addBulk',
       defaultName: BULL_SINK_NAME,
       defaultToken: bullQueueToken,
+      otherLibrary: (value) =>
+        isBullMqQueue(value) ? "is a BullMQ queue (@nestjs/bullmq); use BullMqSink from 'nestjs-deferred-work/bullmq' for it." : undefined,
     });
   }
 
   protected isQueue(value: unknown): value is BullQueueLike {
-    return typeof value === 'object' && value !== null && typeof (value as BullQueueLike).addBulk === 'function';
+    return typeof value === 'object' && value !== null && typeof (value as BullQueueLike).addBulk === 'function' && !isBullMqQueue(value);
   }
 
   protected toJob(job: JobItem): BullBulkJob {

@@ -60,11 +60,18 @@ export class QueueLookup<Q extends NamedQueue> {
     yield* this.given.values();
     if (!this.moduleRef) return;
     for (const { token, instance } of providers) {
+      let mine = false;
+      let other: string | undefined;
       try {
-        if (this.isQueue(instance) && typeof instance.name === 'string' && token === this.queueToken(instance.name)) yield instance;
+        const name = (instance as { name?: unknown }).name;
+        if (typeof name !== 'string' || token !== this.queueToken(name)) continue;
+        mine = this.isQueue(instance);
+        other = mine ? undefined : this.flavor.otherLibrary?.(instance);
       } catch {
-        // A provider that throws on property access (a strict proxy outside its context) is no queue of ours.
+        continue; // a provider that throws on property access (a strict proxy outside its context) is no queue of ours
       }
+      if (mine) yield instance as Q;
+      else if (other) throw new SinkConfigError(`${this.flavor.sinkClass} "${this.sinkName}": the queue registered as ${String(token)} ${other}`, 'moduleRef');
     }
   }
 
@@ -87,6 +94,8 @@ export class QueueLookup<Q extends NamedQueue> {
     } catch {
       found = undefined;
     }
+    const other = this.isQueue(found) ? undefined : this.flavor.otherLibrary?.(found);
+    if (other) throw new SinkWriteError(`${C} "${this.sinkName}": queue "${name}" ${other}`, { retryable: false });
     if (!this.isQueue(found)) {
       throw new SinkWriteError(
         `${C} "${this.sinkName}": ${library} queue "${name}" is not registered (no provider ${String(token)} in the app). ` +
@@ -117,6 +126,8 @@ export class QueueLookup<Q extends NamedQueue> {
 
   private addGiven(name: unknown, queue: Q, where: string): void {
     const { sinkClass: C, library, addMethod, packageName } = this.flavor;
+    const other = this.isQueue(queue) ? undefined : this.flavor.otherLibrary?.(queue);
+    if (other) throw new SinkConfigError(`${C}: ${where} ${other}`, where);
     if (!this.isQueue(queue)) {
       throw new SinkConfigError(`${C}: ${where} is not a ${library} queue (it needs an ${addMethod} method). Pass a Queue from "${packageName}".`, where);
     }

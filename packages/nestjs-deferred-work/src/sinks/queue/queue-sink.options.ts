@@ -65,4 +65,6 @@ export interface QueueFlavor {
   defaultName: string;
   /** `getQueueToken(name)` of the Nest integration. */
   defaultToken: (name: string) => string | symbol;
+  /** When `value` is a queue of the other library this sink is often confused with: what to use instead. */
+  otherLibrary?: (value: unknown) => string | undefined;
 }

@@ -1,0 +1,31 @@
+import type { DeferredJobOptions } from '../../core/items/deferred-item.interface';
+
+/** Largest priority BullMQ takes (2^21). */
+const PRIORITY_LIMIT = 2_097_152;
+
+/**
+ * Why BullMQ would refuse these job options (the checks of BullMQ's own `validateOptions`, and the
+ * options `addBulk` cannot take), as a message that says how to fix it — or `undefined`. Run when the
+ * item is handed to the dispatcher, so a bad option is rejected and counted there, not retried at
+ * every write.
+ */
+export function bullMqOptionsProblem(opts: DeferredJobOptions | undefined): string | undefined {
+  if (!opts) return undefined;
+  const { jobId, priority, repeat, debounce, deduplication, backoff, delay, attempts } = opts as Record<string, unknown>;
+  if (jobId !== undefined) {
+    if (typeof jobId !== 'string' || jobId === '') return `jobId must be a non-empty string (got ${JSON.stringify(jobId)})`;
+    if (jobId.includes(':')) return `jobId "${jobId}" contains ":", which BullMQ refuses ("Custom Id cannot contain :"); use another separator, e.g. "order-42" or "order_42"`;
+    if (`${parseInt(jobId, 10)}` === jobId) return `jobId "${jobId}" is an integer, which BullMQ refuses; prefix it, e.g. "order-${jobId}"`;
+  }
+  if (priority !== undefined && (!Number.isInteger(priority) || (priority as number) < 0 || (priority as number) > PRIORITY_LIMIT)) {
+    return `priority must be a whole number between 0 and ${PRIORITY_LIMIT} (got ${String(priority)})`;
+  }
+  if (repeat !== undefined) return 'a "repeat" option cannot be added in a batch; register repeatable jobs once at bootstrap with queue.upsertJobScheduler()';
+  if (debounce !== undefined) return 'BullMQ removed the "debounce" option; use "deduplication: { id }" instead';
+  if (deduplication !== undefined && !(deduplication as { id?: unknown } | null)?.id) return 'deduplication needs an id: { deduplication: { id: "…" } }';
+  const jitter = (backoff as { jitter?: unknown } | null | undefined)?.jitter;
+  if (typeof jitter === 'number' && (jitter < 0 || jitter > 1)) return `backoff.jitter must be between 0 and 1 (got ${jitter})`;
+  if (delay !== undefined && (typeof delay !== 'number' || !(delay >= 0))) return `delay must be a number of milliseconds >= 0 (got ${String(delay)})`;
+  if (attempts !== undefined && (!Number.isInteger(attempts) || (attempts as number) < 1)) return `attempts must be a whole number >= 1 (got ${String(attempts)})`;
+  return undefined;
+}

@@ -1,0 +1,133 @@
+import { randomUUID } from 'node:crypto';
+import { errorMessage } from '../../core/error-message';
+import { SinkWriteError } from '../../core/errors/sink-write.error';
+import type { JobItem, SinkItem } from '../../core/items/deferred-item.interface';
+import type { SinkProcessorOptions } from '../../core/sink.interface';
+import { QueueSink } from '../queue/queue-sink';
+import type { QueueState } from '../queue/queue-sink.options';
+import { bullMqOptionsProblem } from './bullmq-job-options';
+import {
+  BULLMQ_PROCESSOR_DEFAULTS,
+  BULLMQ_SINK_NAME,
+  type BullMqBulkJob,
+  type BullMqJobResult,
+  type BullMqQueueLike,
+  type BullMqSinkOptions,
+  bullMqQueueToken,
+} from './bullmq-sink.options';
+
+/** How long the connection check waits for a client that is not connected yet. */
+const CLIENT_WAIT_MS = 50;
+
+/** What the sink reads of a BullMQ queue to find its Redis client: `backend.client` (BullMQ 6) or `client` (BullMQ 5). */
+interface ClientHolder {
+  backend?: { client?: Promise<{ status?: string }> };
+  client?: Promise<{ status?: string }>;
+}
+
+/**
+ * Delivers `job` items to BullMQ queues (`@nestjs/bullmq`): one `queue.addBulk` per queue per batch,
+ * reusing the queues the app registered with `BullModule.registerQueue` (looked up through
+ * `moduleRef`) or the `Queue` instances it was given.
+ *
+ * BullMQ's `addBulk` sends its jobs in a pipeline, not a MULTI: when it throws, some jobs of the call
+ * may already be in Redis. So every job carries a stable `jobId` — the one given, or one derived for
+ * the item once and reused on every retry — and a retried batch cannot add a job twice. When
+ * `addBulk` throws while Redis is up, the sink adds the jobs one by one to find which were refused,
+ * and only those are retried. Nothing is sent while Redis is not connected (no ioredis offline-queue
+ * duplicates). Job options are checked when the item is deferred, with BullMQ's own rules.
+ */
+export class BullMqSink extends QueueSink<BullMqQueueLike, BullMqBulkJob> {
+  readonly defaults: Partial<SinkProcessorOptions> = BULLMQ_PROCESSOR_DEFAULTS;
+  /** Job ids derived for items without one, kept while the item lives (across retries). */
+  private readonly derivedIds = new WeakMap<JobItem, string>();
+
+  constructor(options: BullMqSinkOptions) {
+    super(options, {
+      sinkClass: 'BullMqSink',
+      library: 'BullMQ',
+      packageName: 'bullmq',
+      nestPackage: '@nestjs/bullmq',
+      addMethod: 'addBulk',
+      defaultName: BULLMQ_SINK_NAME,
+      defaultToken: bullMqQueueToken,
+      otherLibrary: (value) =>
+        typeof (value as { addBulk?: unknown } | null)?.addBulk === 'function'
+          ? "is a Bull 4 queue (@nestjs/bull); use BullSink from 'nestjs-deferred-work/bull' for it."
+          : undefined,
+    });
+  }
+
+  /** BullMQ's own option rules, checked when the item is handed to the dispatcher. */
+  validate(item: SinkItem): void {
+    if (item.kind !== 'job') return;
+    const problem = bullMqOptionsProblem(item.opts);
+    if (problem) throw new Error(problem);
+  }
+
+  protected isQueue(value: unknown): value is BullMqQueueLike {
+    const queue = value as BullMqQueueLike | null;
+    return typeof value === 'object' && value !== null && typeof queue!.addBulk === 'function' && typeof queue!.waitUntilReady === 'function';
+  }
+
+  protected toJob(job: JobItem): BullMqBulkJob {
+    let jobId = job.opts?.jobId as string | undefined;
+    if (jobId === undefined) {
+      jobId = this.derivedIds.get(job);
+      if (jobId === undefined) this.derivedIds.set(job, (jobId = `dw-${randomUUID()}`));
+    }
+    return { name: job.name, data: job.data, opts: { ...job.opts, jobId } };
+  }
+
+  protected async addJobs(queue: BullMqQueueLike, jobs: BullMqBulkJob[]): Promise<ReadonlyArray<BullMqJobResult>> {
+    try {
+      return await queue.addBulk(jobs);
+    } catch (error) {
+      // Part of the pipeline may be in Redis. With Redis up, add each job alone (their ids make the
+      // ones already added no-ops) to learn which were refused; otherwise retry the whole part.
+      if ((await this.connectionState(queue)) !== 'up') throw error;
+      return Promise.all(
+        jobs.map((job) => queue.add(job.name, job.data, job.opts).then((added) => added, (refused: unknown) => ({ error: refused }))),
+      );
+    }
+  }
+
+  protected jobNotAdded(queueName: string, job: BullMqBulkJob, result: unknown): SinkWriteError | undefined {
+    const outcome = result as BullMqJobResult;
+    if (outcome && 'error' in outcome) {
+      return new SinkWriteError(`BullMQ queue "${queueName}": Redis refused job "${job.name}" (${job.opts.jobId}): ${errorMessage(outcome.error)}`, {
+        cause: outcome.error,
+      });
+    }
+    const id = (outcome as { id?: unknown } | null | undefined)?.id;
+    if (id !== null && id !== undefined) return undefined;
+    return new SinkWriteError(`BullMQ queue "${queueName}": job "${job.name}" (${job.opts.jobId}) came back without an id; it will be retried.`);
+  }
+
+  /**
+   * `closed` once the queue's `close()` was called; otherwise what its ioredis client says. A client
+   * still connecting (BullMQ resolves it only once connected) counts as `down`.
+   */
+  protected async connectionState(queue: BullMqQueueLike): Promise<QueueState> {
+    if (queue.closing) return 'closed';
+    const holder = queue as BullMqQueueLike & ClientHolder;
+    let pending: Promise<{ status?: string }> | undefined;
+    try {
+      pending = holder.backend?.client ?? holder.client;
+    } catch {
+      return 'up'; // nothing to read: let the add tell
+    }
+    if (!pending) return 'up';
+    let timer: NodeJS.Timeout | undefined;
+    const client = await Promise.race([
+      pending.catch(() => undefined),
+      new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), CLIENT_WAIT_MS))),
+    ]);
+    clearTimeout(timer);
+    const status = client?.status;
+    if (client === undefined) return 'down';
+    if (status === undefined || status === 'ready' || status === 'wait') return 'up';
+    if (status === 'end') return 'closed';
+    return 'down';
+  }
+}

@@ -1,0 +1,10 @@
+export { BullMqSink } from './bullmq.sink';
+export {
+  BULLMQ_PROCESSOR_DEFAULTS,
+  BULLMQ_SINK_NAME,
+  bullMqQueueToken,
+  type BullMqBulkJob,
+  type BullMqQueueLike,
+  type BullMqSinkOptions,
+} from './bullmq-sink.options';
+export type { ModuleRefLike, QueueSinkOptions } from '../queue/queue-sink.options';

@@ -1,0 +1,248 @@
+import { BullModule, getQueueToken, OnWorkerEvent, Processor, WorkerHost } from '@nestjs/bullmq';
+import { Controller, Get, Injectable, Param } from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
+import { Test } from '@nestjs/testing';
+import { type Job, Queue } from 'bullmq';
+import {
+  AfterResponse,
+  Deferred,
+  type DeferredScope,
+  type DeferredStats,
+  DeferredWork,
+  DeferredWorkModule,
+  type DeferredWorkModuleOptions,
+  MemorySink,
+} from 'nestjs-deferred-work';
+import { BullSink } from 'nestjs-deferred-work/bull';
+import { BullMqSink } from 'nestjs-deferred-work/bullmq';
+import { eventually } from '../support/eventually';
+import { identityHolds as holds, load, range, watchIdentity as watch } from '../support/load';
+import { failOnUnhandledRejection, type Platform, platforms, startApp, type StartedApp } from '../support/platforms';
+import { RedisServer } from '../support/redis-server';
+
+/**
+ * The BullMQ sink against a real, private redis-server (persistent, so that killing it loses nothing
+ * it acknowledged), real queues registered with `@nestjs/bullmq`, and a real `@Processor` consuming.
+ */
+const QUEUE = 'mail';
+const RUN = `dw-bullmq-${process.pid}-${Date.now().toString(36)}`;
+let prefixes = 0;
+
+/** Jobs the app's processor ran, by job id (a job run twice shows in `runs`). */
+const consumed = { processed: new Map<string, Job>(), runs: 0 };
+
+// Quick stall recovery: a job Redis moved to "active" just before it was killed is handed out again soon.
+@Processor(QUEUE, { concurrency: 20, lockDuration: 1000, stalledInterval: 500 })
+class MailProcessor extends WorkerHost {
+  async process(job: Job): Promise<void> {
+    consumed.runs++;
+    consumed.processed.set(String(job.id), job);
+  }
+
+  /** The worker loses its connection during the outage test; that is expected here. */
+  @OnWorkerEvent('error')
+  onError(): void {}
+}
+
+@Injectable()
+class NoProcessor {}
+
+@Controller()
+class JobsController {
+  @Get('order/:id')
+  @AfterResponse()
+  order(@Param('id') id: string, @Deferred() work: DeferredScope) {
+    work.job(QUEUE, 'confirm', { id }, { jobId: `order-${id}`, attempts: 3, backoff: { type: 'fixed', delay: 10 }, removeOnComplete: false, priority: 2 });
+    return { id };
+  }
+
+  @Get('plain/:id')
+  @AfterResponse()
+  plain(@Param('id') id: string, @Deferred() work: DeferredScope) {
+    work.job(QUEUE, 'confirm', { id }, id.startsWith('poison') ? { deduplication: { id: 'poison' } } : undefined);
+    return { id };
+  }
+
+  @Get('bad/:what')
+  @AfterResponse()
+  bad(@Param('what') what: string, @Deferred() work: DeferredScope) {
+    if (what === 'colon') work.job(QUEUE, 'confirm', { id: what }, { jobId: 'order:1' });
+    if (what === 'integer') work.job(QUEUE, 'confirm', { id: what }, { jobId: '42' });
+    if (what === 'priority') work.job(QUEUE, 'confirm', { id: what }, { priority: 1.5 });
+    if (what === 'circular') {
+      const data: Record<string, unknown> = { id: what };
+      data.self = data;
+      work.job(QUEUE, 'confirm', data);
+    }
+    work.job(QUEUE, 'confirm', { id: `after-${what}` }, { jobId: `after-${what}` });
+    return { what };
+  }
+}
+
+interface BullMqApp {
+  started: StartedApp;
+  work: DeferredWork;
+  queue: Queue;
+  prefix: string;
+}
+
+const redis = new RedisServer({ persistent: true });
+const connection = () => ({ host: redis.host, port: redis.port, retryStrategy: () => 50 });
+
+async function startBullMqApp(
+  platform: Platform,
+  options: { deferred?: DeferredWorkModuleOptions; process?: boolean } = {},
+): Promise<BullMqApp> {
+  const prefix = `${RUN}-${++prefixes}`;
+  consumed.processed.clear();
+  consumed.runs = 0;
+  const started = await startApp(platform, {
+    imports: [
+      BullModule.forRoot({ connection: connection(), prefix }),
+      BullModule.registerQueue({ name: QUEUE }),
+      DeferredWorkModule.forRootAsync({
+        inject: [ModuleRef],
+        useFactory: (moduleRef: ModuleRef) => ({ sinks: [new BullMqSink({ moduleRef }), new MemorySink()], ...options.deferred }),
+      }),
+    ],
+    controllers: [JobsController],
+    providers: [options.process === false ? NoProcessor : MailProcessor],
+  });
+  const queue = started.app.get<Queue>(getQueueToken(QUEUE));
+  return { started, work: started.app.get(DeferredWork), queue, prefix };
+}
+
+async function jobsIn(queue: Queue): Promise<number> {
+  const c = await queue.getJobCounts('waiting', 'active', 'completed', 'failed', 'delayed', 'prioritized');
+  return c.waiting + c.active + c.completed + c.failed + c.delayed + c.prioritized;
+}
+
+const identityHolds = (stats: DeferredStats) => holds(stats, 'bullmq');
+const notFlushed = (app: BullMqApp) => new Error(`not flushed: ${JSON.stringify(app.work.stats().sinks.bullmq)}`);
+
+beforeAll(() => redis.start());
+afterAll(() => redis.dispose());
+
+describe.each(platforms)('BullMQ sink against a real Redis ($name)', (platform) => {
+  failOnUnhandledRejection();
+  let app: BullMqApp | undefined;
+
+  afterEach(async () => {
+    if (!redis.running) await redis.start();
+    await app?.started.close();
+    app = undefined;
+  });
+
+  it('turns N decorated requests into exactly N jobs processed once each by a real @Processor, with their options', async () => {
+    app = await startBullMqApp(platform);
+    const ids = range(0, 200).map(String);
+
+    const statuses = await load(app.started.url, ids.map((id) => `/order/${id}`), 25);
+    const duplicates = await load(app.started.url, ids.slice(0, 20).map((id) => `/order/${id}`), 5);
+
+    expect([...statuses, ...duplicates].every((s) => s === 200)).toBe(true);
+    if (!(await app.work.flush(10_000))) throw notFlushed(app);
+    expect(app.work.stats().sinks.bullmq).toMatchObject({ accepted: 220, delivered: 220, pending: 0, dropped: 0, deadLettered: 0 });
+    expect(app.work.stats().sinks.bullmq.writes).toBeLessThan(220 / 2);
+    await eventually(() => expect(consumed.processed.size).toBe(200), 15_000);
+    expect(consumed.runs).toBe(200);
+    expect([...consumed.processed.keys()].sort()).toEqual(ids.map((id) => `order-${id}`).sort());
+    expect(consumed.processed.get('order-7')!.opts).toMatchObject({ jobId: 'order-7', attempts: 3, priority: 2, backoff: { type: 'fixed', delay: 10 } });
+  });
+
+  const outageRetries = { sinkOptions: { bullmq: { maxAttempts: 80, initialBackoffMs: 50, maxBackoffMs: 250 } } };
+
+  it('keeps answering while Redis is down mid-load, the identity holds throughout, and every job arrives after Redis is back', async () => {
+    app = await startBullMqApp(platform, { deferred: outageRetries });
+    const outage: Promise<void>[] = [];
+    const statuses = load(app.started.url, range(0, 150).map((i) => `/order/${i}`), 5, (done) => {
+      if (done === 40) outage.push(redis.stop());
+      if (done === 100) {
+        const felt = () => expect(app!.work.stats().sinks.bullmq.failedWrites).toBeGreaterThan(0);
+        outage.push(Promise.all(outage).then(() => eventually(felt, 10_000)).then(() => redis.start()));
+      }
+    });
+    const watched = await watch(app.work, statuses, 'bullmq');
+    await Promise.all(outage);
+
+    expect((await statuses).every((s) => s === 200)).toBe(true);
+    expect(watched.checks).toBeGreaterThan(0);
+    expect(watched.broken).toEqual([]);
+    if (!(await app.work.flush(20_000))) throw notFlushed(app);
+    const stats = app.work.stats();
+    expect(identityHolds(stats)).toBe(true);
+    expect(stats.sinks.bullmq).toMatchObject({ accepted: 150, delivered: 150, pending: 0, dropped: 0, deadLettered: 0 });
+    expect(stats.sinks.bullmq.failedWrites).toBeGreaterThan(0);
+    expect(await jobsIn(app.queue)).toBe(150);
+    await eventually(() => expect(consumed.processed.size).toBe(150), 20_000);
+  });
+
+  it('rejects and counts bad job options and data when deferred; the other jobs go through', async () => {
+    app = await startBullMqApp(platform, { process: false });
+    const statuses = await load(app.started.url, ['/bad/colon', '/bad/integer', '/bad/priority', '/bad/circular'], 2);
+
+    expect(statuses).toEqual([200, 200, 200, 200]);
+    if (!(await app.work.flush(5000))) throw notFlushed(app);
+    const stats = app.work.stats();
+    expect(stats.rejected).toBe(4);
+    expect(stats.sinks.bullmq).toMatchObject({ accepted: 4, delivered: 4, deadLettered: 0 });
+    expect((await app.queue.getWaiting()).map((j) => j.id).sort()).toEqual(['after-circular', 'after-colon', 'after-integer', 'after-priority']);
+  });
+});
+
+describe('BullMQ sink: a batch that half-succeeds, and confusion with the Bull sink', () => {
+  failOnUnhandledRejection();
+  const express = platforms[0];
+
+  it('adds no job twice when addBulk fails part-way, and retries only the job Redis refused', async () => {
+    const app = await startBullMqApp(express, {
+      process: false,
+      deferred: { maxBatchSize: 10, flushIntervalMs: 50, sinkOptions: { bullmq: { maxAttempts: 50, initialBackoffMs: 20, maxBackoffMs: 50 } } },
+    });
+    try {
+      // A deduplication key of the wrong type makes the add script fail for that one job, inside
+      // BullMQ's pipeline: the jobs before and after it are added, and addBulk throws.
+      const client = await app.queue.client;
+      await client.hset(`${app.prefix}:${QUEUE}:de:poison`, { not: 'a string' });
+      const statuses = await load(app.started.url, ['/plain/a', '/plain/poison', '/plain/b'], 3);
+      expect(statuses).toEqual([200, 200, 200]);
+
+      await eventually(() => expect(app.work.stats().sinks.bullmq.retried).toBeGreaterThanOrEqual(2), 5000);
+      const before = app.work.stats().sinks.bullmq;
+      expect(before).toMatchObject({ accepted: 3, delivered: 2, pending: 1 }); // the two good jobs counted, the poison one held
+      expect(await jobsIn(app.queue)).toBe(2); // added once each, though their batch was retried
+      expect(before.lastError).toMatch(/Redis refused job "confirm" \(dw-[0-9a-f-]+\): .*WRONGTYPE/);
+
+      await client.del(`${app.prefix}:${QUEUE}:de:poison`);
+      if (!(await app.work.flush(5000))) throw notFlushed(app);
+      expect(app.work.stats().sinks.bullmq).toMatchObject({ accepted: 3, delivered: 3, pending: 0, deadLettered: 0 });
+      const waiting = await app.queue.getWaiting();
+      expect(waiting.map((j) => (j.data as { id: string }).id).sort()).toEqual(['a', 'b', 'poison']);
+      expect(waiting.every((j) => /^dw-[0-9a-f-]{36}$/.test(String(j.id)))).toBe(true); // stable ids derived per item
+    } finally {
+      await app.started.close();
+    }
+  });
+
+  it('BullSink given @nestjs/bullmq queues fails at bootstrap, naming BullMqSink', async () => {
+    const moduleRef = await Test.createTestingModule({
+      imports: [
+        BullModule.forRoot({ connection: connection(), prefix: `${RUN}-confused` }),
+        BullModule.registerQueue({ name: QUEUE }),
+        DeferredWorkModule.forRootAsync({
+          inject: [ModuleRef],
+          useFactory: (ref: ModuleRef) => ({ sinks: [new BullSink({ moduleRef: ref }), new MemorySink()] }),
+        }),
+      ],
+    }).compile();
+    const app = moduleRef.createNestApplication(express.adapter() as never, { logger: false });
+    try {
+      await expect(app.init()).rejects.toThrow(
+        /the queue registered as BullQueue_mail is a BullMQ queue \(@nestjs\/bullmq\); use BullMqSink from 'nestjs-deferred-work\/bullmq'/,
+      );
+    } finally {
+      await moduleRef.get<Queue>(getQueueToken(QUEUE)).close();
+      await app.close().catch(() => undefined);
+    }
+  });
+});
