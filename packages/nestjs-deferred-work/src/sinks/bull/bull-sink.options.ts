@@ -1,7 +1,6 @@
-import type { QueueSinkOptions } from '../queue/queue-sink.options';
+import { QUEUE_PROCESSOR_DEFAULTS, type QueueSinkOptions } from '../queue/queue-sink.options';
 
 export type { ModuleRefLike } from '../queue/queue-sink.options';
-import type { SinkProcessorOptions } from '../../core/sink.interface';
 
 /** One job as `queue.addBulk` takes it. */
 export interface BullBulkJob {
@@ -29,20 +28,8 @@ export type BullSinkOptions = QueueSinkOptions<BullQueueLike>;
 /** The name of a Bull sink unless `name` says otherwise. */
 export const BULL_SINK_NAME = 'bull';
 
-/**
- * Dispatcher settings of a Bull sink, over the module's globals (the module's `sinkOptions.bull` wins):
- * - `writeTimeoutMs: 2000` — one `addBulk` is one round trip (a few ms locally even for 512 jobs); two
- *   seconds only passes when Redis is a black hole (a half-open connection).
- * - `maxAttempts: 10`, `initialBackoffMs: 250`, `maxBackoffMs: 10000` — a retry budget of roughly
- *   20–45 s (full jitter), so a Redis restart or fail-over loses nothing. While Redis is not connected
- *   a write fails at once (nothing is queued in ioredis), so attempts cost nothing.
- */
-export const BULL_PROCESSOR_DEFAULTS: Readonly<Partial<SinkProcessorOptions>> = Object.freeze({
-  writeTimeoutMs: 2000,
-  maxAttempts: 10,
-  initialBackoffMs: 250,
-  maxBackoffMs: 10_000,
-});
+/** Dispatcher settings of a Bull sink (see `QUEUE_PROCESSOR_DEFAULTS`). */
+export const BULL_PROCESSOR_DEFAULTS = QUEUE_PROCESSOR_DEFAULTS;
 
 /** @deprecated The same as {@link BULL_PROCESSOR_DEFAULTS} (dispatcher settings, not the sink's own options). */
 export const BULL_SINK_DEFAULTS = BULL_PROCESSOR_DEFAULTS;

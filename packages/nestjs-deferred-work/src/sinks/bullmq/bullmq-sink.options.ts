@@ -1,5 +1,4 @@
-import type { SinkProcessorOptions } from '../../core/sink.interface';
-import type { QueueSinkOptions } from '../queue/queue-sink.options';
+import { QUEUE_PROCESSOR_DEFAULTS, type QueueSinkOptions } from '../queue/queue-sink.options';
 
 export type { ModuleRefLike } from '../queue/queue-sink.options';
 
@@ -37,17 +36,10 @@ export type BullMqSinkOptions = QueueSinkOptions<BullMqQueueLike>;
 export const BULLMQ_SINK_NAME = 'bullmq';
 
 /**
- * Dispatcher settings of a BullMQ sink, over the module's globals (the module's `sinkOptions.bullmq`
- * wins), chosen as for Bull: a two-second write timeout (one pipeline round trip), and a retry budget
- * of roughly 20–45 s (`maxAttempts: 10`, backoff 250 ms to 10 s, full jitter) so that a Redis restart
- * or fail-over loses nothing. Retries cannot add a job twice: every job has a stable `jobId`.
+ * Dispatcher settings of a BullMQ sink (see `QUEUE_PROCESSOR_DEFAULTS`). Retries cannot add a job
+ * twice: every job has a stable `jobId`.
  */
-export const BULLMQ_PROCESSOR_DEFAULTS: Readonly<Partial<SinkProcessorOptions>> = Object.freeze({
-  writeTimeoutMs: 2000,
-  maxAttempts: 10,
-  initialBackoffMs: 250,
-  maxBackoffMs: 10_000,
-});
+export const BULLMQ_PROCESSOR_DEFAULTS = QUEUE_PROCESSOR_DEFAULTS;
 
 /** `getQueueToken(name)` of `@nestjs/bullmq` (`@nestjs/bull-shared`) 10–12, without importing it. */
 export function bullMqQueueToken(name: string): string {

@@ -1,4 +1,5 @@
 import type { ModuleRef } from '@nestjs/core';
+import type { SinkProcessorOptions } from '../../core/sink.interface';
 
 /** Something that finds a provider by token anywhere in the app: Nest's `ModuleRef`. */
 export type ModuleRefLike = Pick<ModuleRef, 'get'>;
@@ -68,3 +69,19 @@ export interface QueueFlavor {
   /** When `value` is a queue of the other library this sink is often confused with: what to use instead. */
   otherLibrary?: (value: unknown) => string | undefined;
 }
+
+/**
+ * Dispatcher settings of a queue sink (Bull, BullMQ), over the module's globals (the module's
+ * `sinkOptions[name]` wins):
+ * - `writeTimeoutMs: 2000` — one batch add is one round trip (a few ms locally even for 512 jobs);
+ *   two seconds only pass when Redis is a black hole (a half-open connection).
+ * - `maxAttempts: 10`, `initialBackoffMs: 250`, `maxBackoffMs: 10000` — a retry budget of roughly
+ *   20–45 s (full jitter), so a Redis restart or fail-over loses nothing. While Redis is not connected
+ *   a write fails at once (nothing is queued in ioredis), so attempts cost nothing.
+ */
+export const QUEUE_PROCESSOR_DEFAULTS: Readonly<Partial<SinkProcessorOptions>> = Object.freeze({
+  writeTimeoutMs: 2000,
+  maxAttempts: 10,
+  initialBackoffMs: 250,
+  maxBackoffMs: 10_000,
+});
