@@ -1,9 +1,10 @@
 import Bull from 'bull';
+import { Queue } from 'bullmq';
 import { compileFixture, NodeApp } from '../support/node-app';
 import { RedisServer } from '../support/redis-server';
 
 /**
- * Backlog at shutdown, as a real process: jobs for a Bull queue that nothing has written to yet
+ * Backlog at shutdown, as a real process, for Bull and BullMQ: jobs for a queue that nothing has written to yet
  * (a long linger holds them back), then SIGTERM. The queue was closed by `@nestjs/bull` before the
  * drain when the sink held queues open only from their first write; now every registered queue is
  * held from bootstrap.
@@ -11,17 +12,47 @@ import { RedisServer } from '../support/redis-server';
 const redis = new RedisServer();
 const RUN = `dw-cold-${process.pid}-${Date.now().toString(36)}`;
 let app: NodeApp | undefined;
-let file: string;
+
+/** The two queue libraries, each with its fixture app, its sink's name and a look at what reached Redis. */
+const libraries = [
+  {
+    library: 'Bull',
+    fixture: 'cold-queue.app',
+    sink: 'bull',
+    async look(prefix: string) {
+      const queue = new Bull('cold', { redis: { host: redis.host, port: redis.port }, prefix });
+      try {
+        return { waiting: await queue.getWaitingCount(), last: await queue.getJob('job-299') };
+      } finally {
+        await queue.close();
+      }
+    },
+  },
+  {
+    library: 'BullMQ',
+    fixture: 'cold-queue-bullmq.app',
+    sink: 'bullmq',
+    async look(prefix: string) {
+      const queue = new Queue('cold', { connection: { host: redis.host, port: redis.port }, prefix });
+      try {
+        return { waiting: await queue.getWaitingCount(), last: await queue.getJob('job-299') };
+      } finally {
+        await queue.close();
+      }
+    },
+  },
+];
+const files = new Map<string, string>();
 
 beforeAll(async () => {
-  file = compileFixture('cold-queue.app');
+  for (const { fixture } of libraries) files.set(fixture, compileFixture(fixture));
   await redis.start();
 });
 afterEach(() => app?.kill());
 afterAll(() => redis.dispose());
 
-async function startColdApp(prefix: string, shutdownTimeoutMs: number): Promise<{ app: NodeApp; url: string }> {
-  const started = new NodeApp(file, { REDIS_PORT: String(redis.port), PREFIX: prefix, SHUTDOWN_TIMEOUT_MS: String(shutdownTimeoutMs) });
+async function startColdApp(fixture: string, prefix: string, shutdownTimeoutMs: number): Promise<{ app: NodeApp; url: string }> {
+  const started = new NodeApp(files.get(fixture)!, { REDIS_PORT: String(redis.port), PREFIX: prefix, SHUTDOWN_TIMEOUT_MS: String(shutdownTimeoutMs) });
   const { port } = await started.json<{ port: number }>('port');
   return { app: started, url: `http://127.0.0.1:${port}` };
 }
@@ -40,10 +71,10 @@ interface Final {
   stats: { accepted: number; delivered: number; pending: number; deadLettered: number };
 }
 
-describe('Bull sink: backlog for a never-written queue at SIGTERM (a real process)', () => {
+describe.each(libraries)('$library sink: backlog for a never-written queue at SIGTERM (a real process)', ({ library, fixture, sink, look }) => {
   it('300 jobs held by the linger all reach Redis, and the process exits 0', async () => {
-    const prefix = `${RUN}-ok`;
-    const started = await startColdApp(prefix, 5000);
+    const prefix = `${RUN}-${library}-ok`;
+    const started = await startColdApp(fixture, prefix, 5000);
     app = started.app;
     expect((await send(started.url, 300)).every((s) => s === 200)).toBe(true);
 
@@ -55,17 +86,13 @@ describe('Bull sink: backlog for a never-written queue at SIGTERM (a real proces
     expect(final.report).toEqual({ drained: true, undelivered: {} });
     expect(final.stats).toMatchObject({ accepted: 300, delivered: 300, pending: 0, deadLettered: 0 });
     expect(app.output).not.toMatch(/is closed|dead-lettered/);
-    const queue = new Bull('cold', { redis: { host: redis.host, port: redis.port }, prefix });
-    try {
-      expect(await queue.getWaitingCount()).toBe(300);
-      expect(await queue.getJob('job-299')).not.toBeNull();
-    } finally {
-      await queue.close();
-    }
+    const found = await look(prefix);
+    expect(found.waiting).toBe(300);
+    expect(found.last).toBeTruthy();
   }, 30_000);
 
   it('with Redis stopped during shutdown, it ends by its deadline and reports the undelivered count', async () => {
-    const started = await startColdApp(`${RUN}-dead`, 1000);
+    const started = await startColdApp(fixture, `${RUN}-${library}-dead`, 1000);
     app = started.app;
     expect((await send(started.url, 300)).every((s) => s === 200)).toBe(true);
     await redis.stop();
@@ -78,9 +105,9 @@ describe('Bull sink: backlog for a never-written queue at SIGTERM (a real proces
 
     expect(exit).toEqual({ code: 0, signal: null });
     expect(took).toBeLessThan(1000 + 4000); // the drain's deadline, then Bull's own bounded close
-    expect(final.report).toEqual({ drained: false, undelivered: { bull: 300 } });
+    expect(final.report).toEqual({ drained: false, undelivered: { [sink]: 300 } });
     expect(final.stats).toMatchObject({ accepted: 300, delivered: 0, pending: 0, deadLettered: 300 });
-    expect(app.output).toMatch(/Shutdown deadline \(1000 ms\) passed with 300 items undelivered \(bull: 300\)/);
+    expect(app.output).toMatch(new RegExp(`Shutdown deadline \\(1000 ms\\) passed with 300 items undelivered \\(${sink}: 300\\)`));
     await redis.start();
   }, 30_000);
 });
