@@ -1,0 +1,107 @@
+import type { JobItem } from '../../core/items/deferred-item.interface';
+import type { SinkWriteResult } from '../../core/sink.interface';
+import type { BullMqBulkJob } from './bullmq-sink.options';
+import { BullMqSink } from './bullmq.sink';
+
+/** A BullMQ queue stand-in: adds jobs by id (a known id is a no-op, as in BullMQ), can fail part-way. */
+class FakeQueue {
+  readonly stored = new Map<string, BullMqBulkJob>();
+  bulkCalls = 0;
+  refuse = new Set<string>(); // job names Redis refuses
+  failBulkAfter: number | undefined; // addBulk stores this many jobs, then throws (a pipeline)
+  status = 'ready';
+  closing: Promise<void> | undefined;
+  client: Promise<{ status: string }> = Promise.resolve(this as unknown as { status: string });
+
+  constructor(readonly name: string) {}
+
+  async waitUntilReady(): Promise<void> {}
+
+  async addBulk(jobs: BullMqBulkJob[]): Promise<Array<{ id: string }>> {
+    this.bulkCalls++;
+    const out: Array<{ id: string }> = [];
+    for (const [i, job] of jobs.entries()) {
+      if (this.failBulkAfter !== undefined && i >= this.failBulkAfter) throw new Error('pipeline: WRONGTYPE');
+      out.push(await this.add(job.name, job.data, job.opts));
+    }
+    return out;
+  }
+
+  async add(name: string, data: unknown, opts: { jobId: string }): Promise<{ id: string }> {
+    if (this.refuse.has(name)) throw new Error(`WRONGTYPE for ${name}`);
+    if (!this.stored.has(opts.jobId)) this.stored.set(opts.jobId, { name, data, opts });
+    return { id: opts.jobId };
+  }
+}
+
+const job = (queue: string, name: string, opts?: JobItem['opts']): JobItem => ({
+  kind: 'job',
+  queue,
+  name,
+  data: { name },
+  opts,
+  when: 'always',
+  createdAt: Date.now(),
+});
+const ctx = () => ({ signal: new AbortController().signal, attempt: 1 });
+
+describe('BullMqSink', () => {
+  it('gives every job a stable id: the one given, or one derived once per item and reused on retries', async () => {
+    const mail = new FakeQueue('mail');
+    const sink = new BullMqSink({ queues: [mail as never] });
+    const items = [job('mail', 'a'), job('mail', 'b', { jobId: 'order-7' })];
+    await sink.write(items, ctx());
+    await sink.write(items, ctx()); // a retry of the same items
+    expect([...mail.stored.keys()]).toEqual([expect.stringMatching(/^dw-[0-9a-f-]{36}$/), 'order-7']);
+    expect(mail.stored.size).toBe(2);
+  });
+
+  it('when addBulk fails part-way with Redis up, adds the jobs one by one and reports only the refused one', async () => {
+    const mail = new FakeQueue('mail');
+    mail.failBulkAfter = 1;
+    mail.refuse.add('poison');
+    const sink = new BullMqSink({ queues: [mail as never] });
+    const result = (await sink.write([job('mail', 'a'), job('mail', 'poison'), job('mail', 'c')], ctx())) as SinkWriteResult;
+    expect(result.failed).toEqual([expect.objectContaining({ index: 1 })]);
+    expect(String(result.failed![0].error)).toMatch(/BullMQ queue "mail": Redis refused job "poison" \(dw-.*\): WRONGTYPE for poison/);
+    expect([...mail.stored.values()].map((j) => j.name)).toEqual(['a', 'c']); // 'a' was in Redis before; not added twice
+  });
+
+  it('does not send while Redis is not connected, and says a closed queue is closed', async () => {
+    const mail = new FakeQueue('mail');
+    const sink = new BullMqSink({ queues: [mail as never] });
+    mail.status = 'reconnecting';
+    let result = (await sink.write([job('mail', 'a')], ctx())) as SinkWriteResult;
+    expect(result.failed).toEqual([expect.objectContaining({ index: 0, retryable: true })]);
+    expect(String(result.failed![0].error)).toMatch(/Redis is not connected; not sending/);
+    mail.client = new Promise(() => undefined); // still connecting: BullMQ resolves its client once connected
+    mail.status = 'ready';
+    result = (await sink.write([job('mail', 'a')], ctx())) as SinkWriteResult;
+    expect(result.failed).toEqual([expect.objectContaining({ retryable: true })]);
+    mail.closing = Promise.resolve();
+    result = (await sink.write([job('mail', 'a')], ctx())) as SinkWriteResult;
+    expect(result.failed).toEqual([expect.objectContaining({ retryable: false })]);
+    expect(String(result.failed![0].error)).toMatch(/BullMQ queue "mail" is closed/);
+    expect(mail.bulkCalls).toBe(0);
+  });
+
+  it.each([
+    [{ jobId: 'order:1' }, /contains ":", which BullMQ refuses.*"order-42"/],
+    [{ jobId: '42' }, /is an integer, which BullMQ refuses; prefix it, e\.g\. "order-42"/],
+    [{ priority: 1.5 }, /priority must be a whole number between 0 and 2097152/],
+    [{ repeat: { every: 1000 } }, /upsertJobScheduler/],
+    [{ debounce: { id: 'x' } }, /use "deduplication: \{ id \}"/],
+    [{ deduplication: {} }, /deduplication needs an id/],
+    [{ backoff: { type: 'fixed', delay: 1, jitter: 2 } }, /jitter must be between 0 and 1/],
+  ])('refuses %j with BullMQ’s own rules, saying how to fix it', (opts, message) => {
+    const sink = new BullMqSink({ queues: [new FakeQueue('mail') as never] });
+    expect(() => sink.validate(job('mail', 'a', opts))).toThrow(message);
+  });
+
+  it('takes jobs only, and refuses Bull 4 queues naming the Bull sink', () => {
+    const sink = new BullMqSink({ queues: [new FakeQueue('mail') as never] });
+    expect(sink.kinds).toEqual(['job']);
+    const bull4 = { name: 'mail', addBulk: async () => [] };
+    expect(() => new BullMqSink({ queues: [bull4 as never] })).toThrow(/queues\[0\] is a Bull 4 queue \(@nestjs\/bull\); use BullSink from 'nestjs-deferred-work\/bull'/);
+  });
+});
