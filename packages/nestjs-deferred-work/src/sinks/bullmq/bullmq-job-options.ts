@@ -1,4 +1,14 @@
-import type { DeferredJobOptions } from '../../core/items/deferred-item.interface';
+import type { JobsOptions } from 'bullmq';
+import type { DeferredItemOptions, DeferredJobOptions } from '../../core/items/deferred-item.interface';
+
+/**
+ * BullMQ's own job options, typed, for `job()` — e.g.
+ * `work.job('mail', 'send', data, bullMqJob({ jobId: 'order-42', priority: 1, removeOnComplete: 100 }))`.
+ * Adds nothing at run time; `when` and `sink` may be given too.
+ */
+export function bullMqJob(opts: Omit<JobsOptions, 'repeat' | 'parent'> & DeferredItemOptions): DeferredJobOptions {
+  return opts as DeferredJobOptions;
+}
 
 /** Largest priority BullMQ takes (2^21). */
 const PRIORITY_LIMIT = 2_097_152;

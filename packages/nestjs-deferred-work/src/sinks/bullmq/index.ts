@@ -1,4 +1,5 @@
 export { BullMqSink } from './bullmq.sink';
+export { bullMqJob } from './bullmq-job-options';
 export {
   BULLMQ_PROCESSOR_DEFAULTS,
   BULLMQ_SINK_NAME,
