@@ -325,4 +325,19 @@ describe('SinkProcessor', () => {
     await later(20);
     expect(seen).toEqual([undefined, undefined]);
   });
+
+  it('exports outside the request’s async context on both paths: the linger timer and a full batch', async () => {
+    // The case above cannot fail (flush() cancels request A's timer, and B's export starts from the
+    // export loop): here each path starts from a request while the processor is idle.
+    jest.useRealTimers();
+    fake = false;
+    const storage = new AsyncLocalStorage<string>();
+    const seen: Array<string | undefined> = [];
+    const { processor } = setup(async () => void seen.push(storage.getStore()), { flushIntervalMs: 1, maxBatchSize: 3 });
+    storage.run('timer path', () => processor.enqueue(item(1)));
+    await later(30);
+    storage.run('immediate path', () => [2, 3, 4].forEach((i) => processor.enqueue(item(i))));
+    await later(30);
+    expect(seen).toEqual([undefined, undefined]);
+  });
 });
