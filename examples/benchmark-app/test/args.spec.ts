@@ -1,9 +1,32 @@
-import { AWAITED_VARIANTS, DEFAULT_OPTIONS, expectedItems, parseArgs, SCENARIOS, scenarioInfo, UsageError, VARIANTS } from '../src/bench/args';
+import {
+  AWAITED_VARIANTS,
+  BULL_SCENARIOS,
+  BULLMQ_SCENARIOS,
+  benchQueueName,
+  DEFAULT_OPTIONS,
+  expectedItems,
+  parseArgs,
+  SCENARIOS,
+  scenarioInfo,
+  UsageError,
+  VARIANTS,
+} from '../src/bench/args';
 
 describe('parseArgs', () => {
   it('defaults to every scenario on both adapters, with short bounded runs', () => {
     const options = parseArgs([]);
-    expect(options.scenarios).toEqual(['sim5', 'sim25', 'bull-local', 'bull-proxy', 'http-log', 'mix', 'sim5-tail', 'compression']);
+    expect(options.scenarios).toEqual([
+      'sim5',
+      'sim25',
+      'bull-local',
+      'bull-proxy',
+      'http-log',
+      'mix',
+      'sim5-tail',
+      'compression',
+      'bullmq-local',
+      'bullmq-proxy',
+    ]);
     expect(options.adapters).toEqual(['express', 'fastify']);
     expect(options).toMatchObject({ duration: DEFAULT_OPTIONS.duration, connections: 10, repeats: DEFAULT_OPTIONS.repeats, help: false });
     expect(options.duration).toBeGreaterThan(0);
@@ -17,6 +40,8 @@ describe('parseArgs', () => {
   it('takes scenarios by id or by number, in the order given, without duplicates', () => {
     expect(parseArgs(['--scenarios', 'mix,1, sim25,mix']).scenarios).toEqual(['mix', 'sim5', 'sim25']);
     expect(parseArgs(['--scenarios=3,4']).scenarios).toEqual(['bull-local', 'bull-proxy']);
+    expect(parseArgs(['--scenarios', '9,10']).scenarios).toEqual(['bullmq-local', 'bullmq-proxy']);
+    expect(parseArgs(['--scenarios', 'bullmq-proxy,bull-local']).scenarios).toEqual(['bullmq-proxy', 'bull-local']);
   });
 
   it('takes one adapter or both', () => {
@@ -40,8 +65,11 @@ describe('parseArgs', () => {
     [['--connections', '2.5'], '--connections must be a whole number >= 1'],
     [['--connections'], '--connections needs a value'],
     [['--duration', '--connections', '5'], '--duration needs a value'],
-    [['--scenarios', 'redis'], 'Unknown scenario "redis". Use ids (sim5, sim25, bull-local, bull-proxy, http-log, mix, sim5-tail, compression) or numbers 1-8'],
-    [['--scenarios', '9'], 'Unknown scenario "9"'],
+    [
+      ['--scenarios', 'redis'],
+      'Unknown scenario "redis". Use ids (sim5, sim25, bull-local, bull-proxy, http-log, mix, sim5-tail, compression, bullmq-local, bullmq-proxy) or numbers 1-10',
+    ],
+    [['--scenarios', '11'], 'Unknown scenario "11"'],
     [['--scenarios', '0'], 'Unknown scenario "0"'],
     [['--scenarios', ','], '--scenarios is empty'],
     [['--adapter', 'koa'], '--adapter must be express, fastify or both, got "koa"'],
@@ -53,7 +81,7 @@ describe('parseArgs', () => {
 });
 
 describe('scenario catalog', () => {
-  it('has the six scenarios of issue 4 and the slow tail of issue 9 with their items per request, then the compression study', () => {
+  it('has the six scenarios of issue 4, the slow tail of issue 9, the compression study, then the BullMQ pair of issue 11', () => {
     expect(SCENARIOS.map((s) => [s.id, s.itemsPerRequest])).toEqual([
       ['sim5', 1],
       ['sim25', 1],
@@ -63,10 +91,24 @@ describe('scenario catalog', () => {
       ['mix', 5],
       ['sim5-tail', 1],
       ['compression', 2],
+      ['bullmq-local', 1],
+      ['bullmq-proxy', 1],
     ]);
-    expect(SCENARIOS.filter((s) => s.kind === 'variants')).toHaveLength(7);
+    expect(SCENARIOS.filter((s) => s.kind === 'variants')).toHaveLength(9);
     expect(scenarioInfo('compression').kind).toBe('encodings');
     expect(scenarioInfo('bull-proxy').needs).toEqual(['redis', 'redis-proxy']);
+  });
+
+  it('mirrors the Bull scenarios with BullMQ: same needs, one job per request, a queue of their own each', () => {
+    expect(BULL_SCENARIOS).toEqual(['bull-local', 'bull-proxy']);
+    expect(BULLMQ_SCENARIOS).toEqual(['bullmq-local', 'bullmq-proxy']);
+    expect(scenarioInfo('bullmq-local')).toMatchObject({ needs: ['redis'], kind: 'variants', itemsPerRequest: 1, alwaysItemsPerRequest: 0 });
+    expect(scenarioInfo('bullmq-proxy')).toMatchObject({ needs: ['redis', 'redis-proxy'], kind: 'variants', itemsPerRequest: 1 });
+    expect(scenarioInfo('bullmq-proxy').label).toContain('BullMQ');
+    const names = [...BULL_SCENARIOS, ...BULLMQ_SCENARIOS].map(benchQueueName);
+    expect(names).toEqual(['bench-bull-local', 'bench-bull-proxy', 'bench-bullmq-local', 'bench-bullmq-proxy']);
+    // a job delivered when the response finished; none for an aborted request
+    expect(expectedItems(scenarioInfo('bullmq-local'), 40, 10)).toBe(40);
   });
 
   it('expects every item of a finished request and only the always-items of an aborted one', () => {

@@ -1,5 +1,8 @@
 import {
   aggregateRuns,
+  clientCpuPerJob,
+  clientCpuPerJobLine,
+  renderClientCpuPerJobText,
   renderCompressionJson,
   renderCompressionTable,
   checkTargets,
@@ -10,6 +13,7 @@ import {
   renderMarkdown,
   renderMarkdownTable,
   renderTable,
+  renderTargets,
   renderTargetsText,
 } from '../src/bench/report';
 import { escapeXml, niceMax, renderSvg } from '../src/bench/svg';
@@ -77,8 +81,13 @@ function passingRows(adapter: Adapter = 'express'): ResultRow[] {
     ...scenario('http-log', 3000, 6900),
     ...scenario('mix', 7000, 7100, 5),
     ...scenario('sim5-tail', 1500, 7000),
+    ...scenario('bullmq-local', 5200, 6400),
+    ...scenario('bullmq-proxy', 310, 6200),
   ];
 }
+
+/** Targets with a threshold (not the figures reported without one). */
+const gated = (checks: ReturnType<typeof checkTargets>) => checks.filter((c) => !c.reportOnly);
 
 describe('median and ratio', () => {
   it('takes the middle value, or the mean of the two middle ones, ignoring non-finite values', () => {
@@ -164,8 +173,9 @@ describe('computeRatios', () => {
 describe('checkTargets', () => {
   it('marks every target met for a passing result set', () => {
     const checks = checkTargets(passingRows());
-    expect(checks).toHaveLength(9);
-    expect(checks.every((c) => c.pass === true)).toBe(true);
+    expect(checks).toHaveLength(13);
+    expect(gated(checks)).toHaveLength(9);
+    expect(gated(checks).every((c) => c.pass === true)).toBe(true);
     expect(checks.find((c) => c.target.startsWith('25 ms deferred'))?.measured).toBe('-2.9%');
   });
 
@@ -207,7 +217,42 @@ describe('checkTargets', () => {
 
   it('evaluates each adapter separately', () => {
     const checks = checkTargets([...passingRows('express'), ...passingRows('fastify')]);
-    expect(checks.filter((c) => c.adapter === 'fastify')).toHaveLength(9);
+    expect(checks.filter((c) => c.adapter === 'fastify')).toHaveLength(13);
+    expect(gated(checks).filter((c) => c.adapter === 'fastify')).toHaveLength(9);
+  });
+
+  it('reports the BullMQ ratios deferred ÷ blocking and deferred ÷ plain without a threshold, per adapter', () => {
+    const checks = checkTargets([...passingRows('express'), ...passingRows('fastify')]);
+    const reported = checks.filter((c) => c.reportOnly);
+    expect(reported.map((c) => [c.adapter, c.target, c.measured, c.pass])).toEqual([
+      ['express', 'BullMQ, local Redis: deferred/blocking req/s', '1.23×', undefined],
+      ['express', 'BullMQ, local Redis: deferred/plain req/s', '0.80×', undefined],
+      ['express', 'BullMQ, Redis at 30 ms RTT: deferred/blocking req/s', '20.00×', undefined],
+      ['express', 'BullMQ, Redis at 30 ms RTT: deferred/plain req/s', '0.78×', undefined],
+      ['fastify', 'BullMQ, local Redis: deferred/blocking req/s', '1.23×', undefined],
+      ['fastify', 'BullMQ, local Redis: deferred/plain req/s', '0.80×', undefined],
+      ['fastify', 'BullMQ, Redis at 30 ms RTT: deferred/blocking req/s', '20.00×', undefined],
+      ['fastify', 'BullMQ, Redis at 30 ms RTT: deferred/plain req/s', '0.78×', undefined],
+    ]);
+    expect(renderTargets(reported.slice(0, 1))).toContain('| express | BullMQ, local Redis: deferred/blocking req/s | 1.23× | reported |');
+    expect(renderTargetsText(reported.slice(0, 1))).toBe(' info   express  BullMQ, local Redis: deferred/blocking req/s: 1.23×');
+  });
+
+  it('counts the BullMQ deliveries in "delivered = expected" and says when BullMQ was skipped', () => {
+    const rows = passingRows().map((r) =>
+      r.scenario === 'bullmq-proxy' && r.variant === 'deferred' ? { ...r, itemsAtDestination: 190 } : r,
+    );
+    expect(checkTargets(rows).find((c) => c.target.startsWith('delivered'))).toMatchObject({
+      pass: false,
+      measured: 'bullmq-proxy/deferred: 200 of 200, 190 at the destination',
+    });
+    const withoutBullMq = passingRows().filter((r) => !r.scenario.startsWith('bullmq'));
+    const checks = checkTargets(withoutBullMq, [{ scenario: 'bullmq-local', scenarioLabel: 'x', reason: 'sink not available' }]);
+    const skippedLocal = checks.find((c) => c.target === 'BullMQ, local Redis: deferred/plain req/s')!;
+    expect(skippedLocal).toMatchObject({ measured: 'skipped: sink not available', reportOnly: true });
+    expect(skippedLocal.pass).toBeUndefined();
+    expect(checks.find((c) => c.target === 'BullMQ, Redis at 30 ms RTT: deferred/blocking req/s')?.measured).toBe('not run');
+    expect(gated(checks).every((c) => c.pass === true)).toBe(true);
   });
 
   it('checks the slow tail: deferred ÷ plain ≥ 0.85× and every deferred callback delivered', () => {
@@ -291,7 +336,8 @@ describe('renderers', () => {
     expect(md).toContain('![req/s and CPU per request by scenario and variant](latest.svg)');
     expect(md).toContain(renderMarkdownTable(rows));
     expect(md).toContain('| sim25 | express | deferred | **6,800** |');
-    expect(md).toContain('## Targets (issues 4 and 9)');
+    expect(md).toContain('## Targets (issues 4, 9 and 11)');
+    expect(md).toContain('| express | BullMQ, Redis at 30 ms RTT: deferred/blocking req/s | 20.00× | reported |');
     expect(md).toContain('| sim5-tail | express | article-tap | 3,500 |');
     expect(md).toContain('- `event-emitter`: the handler emits');
     expect(md).toContain('**bull-proxy** (Bull <proxy>): no Redis');
@@ -303,8 +349,39 @@ describe('renderers', () => {
       r.scenario === 'bull-local' ? { ...r, redisCpuUsPerRequest: r.variant === 'blocking' ? 31.4 : r.variant === 'deferred' ? 12.2 : 0.1 } : r,
     );
     const md = renderMarkdown({ ...report, rows: withRedis }, 'latest.svg');
-    expect(md).toContain('in the Bull scenarios: bull-local express blocking 31 µs, bull-local express deferred 12 µs.');
-    expect(renderMarkdown(report, 'latest.svg')).not.toContain('in the Bull scenarios');
+    expect(md).toContain('in the Bull and BullMQ scenarios: bull-local express blocking 31 µs, bull-local express deferred 12 µs.');
+    expect(renderMarkdown(report, 'latest.svg')).not.toContain('in the Bull and BullMQ scenarios');
+  });
+
+  it('gives the client CPU per job, deferred − plain CPU µs/req in the local Bull and BullMQ scenarios, per adapter', () => {
+    const rows = [...passingRows('express'), ...passingRows('fastify')].map((r) => {
+      if (r.scenario === 'bull-local' && r.variant === 'deferred') return { ...r, cpuUsPerRequest: r.adapter === 'express' ? 267.4 : 210 };
+      if (r.scenario === 'bullmq-local' && r.variant === 'deferred') return { ...r, cpuUsPerRequest: 215 };
+      if (r.scenario === 'bullmq-local' && r.variant === 'plain') return { ...r, cpuUsPerRequest: 100 };
+      // the proxy scenarios do not count
+      if (r.scenario.endsWith('-proxy')) return { ...r, cpuUsPerRequest: 9999 };
+      return r;
+    });
+    expect(clientCpuPerJob(rows)).toEqual([
+      { adapter: 'express', bull: 147.39999999999998, bullmq: 115 },
+      { adapter: 'fastify', bull: 90, bullmq: 115 },
+    ]);
+    expect(clientCpuPerJobLine(clientCpuPerJob(rows)[0])).toBe('client CPU per job: Bull 147 µs, BullMQ 115 µs');
+    const text = renderClientCpuPerJobText(rows).split('\n');
+    expect(text[0]).toMatch(/^Client CPU per job \(deferred CPU µs\/req − plain CPU µs\/req .*bull-local and bullmq-local.*\):$/);
+    expect(text.slice(1)).toEqual(['  express  client CPU per job: Bull 147 µs, BullMQ 115 µs', '  fastify  client CPU per job: Bull 90 µs, BullMQ 115 µs']);
+    const md = renderMarkdown({ ...report, rows }, 'latest.svg');
+    expect(md).toContain('*Client CPU per job* (deferred CPU µs/req − plain CPU µs/req');
+    expect(md).toContain('- express: client CPU per job: Bull 147 µs, BullMQ 115 µs\n- fastify: client CPU per job: Bull 90 µs, BullMQ 115 µs');
+  });
+
+  it('says n/a for a local queue scenario not run, and leaves the client CPU out when neither ran', () => {
+    const onlyBull = passingRows().filter((r) => !r.scenario.startsWith('bullmq'));
+    expect(clientCpuPerJobLine(clientCpuPerJob(onlyBull)[0])).toBe('client CPU per job: Bull 20 µs, BullMQ n/a');
+    const neither = passingRows().filter((r) => r.scenario !== 'bull-local' && r.scenario !== 'bullmq-local');
+    expect(clientCpuPerJob(neither)).toEqual([]);
+    expect(renderClientCpuPerJobText(neither)).toBe('');
+    expect(renderMarkdown({ ...report, rows: neither }, 'latest.svg')).not.toContain('Client CPU per job');
   });
 
   it('adds the compression section only when it was run', () => {

@@ -23,7 +23,7 @@ export interface ScenarioInfo {
   kind: 'variants' | 'encodings';
 }
 
-/** The scenarios of issues 4 and 9, in their default order (new ones last, so the numbers stay). */
+/** The scenarios of issues 4, 9 and 11, in their default order (new ones last, so the numbers stay). */
 export const SCENARIOS: readonly ScenarioInfo[] = [
   { id: 'sim5', label: 'simulated 5 ms side-effect', itemsPerRequest: 1, alwaysItemsPerRequest: 0, needs: [], kind: 'variants' },
   { id: 'sim25', label: 'simulated 25 ms side-effect', itemsPerRequest: 1, alwaysItemsPerRequest: 0, needs: [], kind: 'variants' },
@@ -55,7 +55,26 @@ export const SCENARIOS: readonly ScenarioInfo[] = [
     needs: [],
     kind: 'encodings',
   },
+  // issue 11: the Bull pair again with BullMQ (appended, so the numbers of the scenarios above stay)
+  { id: 'bullmq-local', label: 'BullMQ job, local Redis', itemsPerRequest: 1, alwaysItemsPerRequest: 0, needs: ['redis'], kind: 'variants' },
+  {
+    id: 'bullmq-proxy',
+    label: 'BullMQ job, Redis at +30 ms RTT',
+    itemsPerRequest: 1,
+    alwaysItemsPerRequest: 0,
+    needs: ['redis', 'redis-proxy'],
+    kind: 'variants',
+  },
 ];
+
+/** The scenarios that add a Bull job per request, and those that add a BullMQ job. */
+export const BULL_SCENARIOS: readonly ScenarioId[] = ['bull-local', 'bull-proxy'];
+export const BULLMQ_SCENARIOS: readonly ScenarioId[] = ['bullmq-local', 'bullmq-proxy'];
+
+/** The name of the Bull or BullMQ queue a scenario adds its jobs to (default prefix `bull`), for the server and the runner's count. */
+export function benchQueueName(scenario: ScenarioId): string {
+  return `bench-${scenario}`;
+}
 
 export const ENCODINGS: readonly Encoding[] = ['identity', 'gzip-6', 'br-11'];
 

@@ -1,11 +1,12 @@
 /**
- * Aggregation, ratios, the targets of issues 4 and 9 and the text renderings (terminal table, JSON,
+ * Aggregation, ratios, the targets of issues 4, 9 and 11 and the text renderings (terminal table, JSON,
  * Markdown) of the benchmark's results. Pure functions, no runtime imports: the runner's unit
  * specs load this file directly.
  */
 import type {
   Adapter,
   BenchReport,
+  ClientCpuPerJob,
   CompressionRow,
   ResultRow,
   RunSample,
@@ -120,8 +121,10 @@ function shortfall(row: ResultRow): string {
 }
 
 /**
- * Evaluates the targets of issues 4 and 9 for each adapter present. A target whose scenario was not run
- * (or skipped) is reported with `pass: undefined`.
+ * Evaluates the targets of issues 4 and 9 for each adapter present, and adds the BullMQ ratios of
+ * issue 11 as figures only (`reportOnly`, no threshold; their deliveries count in "delivered =
+ * expected, every scenario"). A target whose scenario was not run (or skipped) is reported with
+ * `pass: undefined`.
  */
 export function checkTargets(rows: readonly ResultRow[], skipped: readonly SkippedScenario[] = []): TargetCheck[] {
   const ratios = computeRatios(rows);
@@ -183,8 +186,49 @@ export function checkTargets(rows: readonly ResultRow[], skipped: readonly Skipp
             : short.map((x) => `${x.scenario}/${x.variant}: ${shortfall(x)}`).join('; '),
       pass: mine.length === 0 ? undefined : short.length === 0,
     });
+    const reported = (target: string, scenario: ScenarioId, value: number | undefined) =>
+      checks.push({ adapter, target, measured: value === undefined ? (r(scenario) ? 'n/a' : why(scenario)) : times(value), reportOnly: true });
+    reported('BullMQ, local Redis: deferred/blocking req/s', 'bullmq-local', r('bullmq-local')?.deferredVsBlocking);
+    reported('BullMQ, local Redis: deferred/plain req/s', 'bullmq-local', r('bullmq-local')?.deferredVsPlain);
+    reported('BullMQ, Redis at 30 ms RTT: deferred/blocking req/s', 'bullmq-proxy', r('bullmq-proxy')?.deferredVsBlocking);
+    reported('BullMQ, Redis at 30 ms RTT: deferred/plain req/s', 'bullmq-proxy', r('bullmq-proxy')?.deferredVsPlain);
   }
   return checks;
+}
+
+/**
+ * Per adapter with a `bull-local` or `bullmq-local` run: the queue client's CPU per job, estimated as
+ * the deferred route's CPU µs/request minus the plain route's (one job per request, so this is what
+ * deferring and adding one job costs the server, the library's own share included).
+ */
+export function clientCpuPerJob(rows: readonly ResultRow[]): ClientCpuPerJob[] {
+  const adapters = [...new Set(rows.filter((r) => r.scenario === 'bull-local' || r.scenario === 'bullmq-local').map((r) => r.adapter))];
+  return adapters.map((adapter) => {
+    const difference = (scenario: ScenarioId) => {
+      const deferred = find(rows, scenario, adapter, 'deferred')?.cpuUsPerRequest;
+      const plain = find(rows, scenario, adapter, 'plain')?.cpuUsPerRequest;
+      return deferred !== undefined && plain !== undefined && Number.isFinite(deferred) && Number.isFinite(plain) ? deferred - plain : undefined;
+    };
+    return { adapter, bull: difference('bull-local'), bullmq: difference('bullmq-local') };
+  });
+}
+
+/** What {@link clientCpuPerJob} computes, said once above its lines. */
+export const CLIENT_CPU_PER_JOB_NOTE =
+  'deferred CPU µs/req − plain CPU µs/req of the same adapter in bull-local and bullmq-local; one job per request, ' +
+  'so this is the library and the queue client together, a difference and not a measurement of its own';
+
+/** `client CPU per job: Bull 147 µs, BullMQ 95 µs` (`n/a` for a scenario not run). */
+export function clientCpuPerJobLine(entry: ClientCpuPerJob): string {
+  const us = (value: number | undefined) => (value === undefined ? 'n/a' : `${formatNumber(value, 0)} µs`);
+  return `client CPU per job: Bull ${us(entry.bull)}, BullMQ ${us(entry.bullmq)}`;
+}
+
+/** The client-CPU-per-job lines for the terminal, or `''` when neither local queue scenario ran. */
+export function renderClientCpuPerJobText(rows: readonly ResultRow[]): string {
+  const entries = clientCpuPerJob(rows);
+  if (entries.length === 0) return '';
+  return [`Client CPU per job (${CLIENT_CPU_PER_JOB_NOTE}):`, ...entries.map((e) => `  ${e.adapter.padEnd(8)} ${clientCpuPerJobLine(e)}`)].join('\n');
 }
 
 /** `12345.6` → `12,346`; small values keep one decimal. */
@@ -290,19 +334,18 @@ export function renderMarkdownTable(rows: readonly ResultRow[]): string {
   return out.join('\n');
 }
 
-/** The targets as a Markdown table. */
+/** The targets as a Markdown table (figures reported without a threshold say `reported`). */
 export function renderTargets(checks: readonly TargetCheck[]): string {
-  const mark = (pass: boolean | undefined) => (pass === undefined ? '–' : pass ? 'met' : '**missed**');
+  const mark = (c: TargetCheck) => (c.reportOnly ? 'reported' : c.pass === undefined ? '–' : c.pass ? 'met' : '**missed**');
   const out = ['| adapter | target | measured | result |', '| --- | --- | ---: | --- |'];
-  for (const c of checks) out.push(`| ${c.adapter} | ${c.target} | ${c.measured.replace(/\|/g, '\\|')} | ${mark(c.pass)} |`);
+  for (const c of checks) out.push(`| ${c.adapter} | ${c.target} | ${c.measured.replace(/\|/g, '\\|')} | ${mark(c)} |`);
   return out.join('\n');
 }
 
-/** The targets as plain text lines. */
+/** The targets as plain text lines (`info` for figures reported without a threshold). */
 export function renderTargetsText(checks: readonly TargetCheck[]): string {
-  return checks
-    .map((c) => `${c.pass === undefined ? '  -   ' : c.pass ? '  ok  ' : 'MISSED'}  ${c.adapter.padEnd(8)} ${c.target}: ${c.measured}`)
-    .join('\n');
+  const mark = (c: TargetCheck) => (c.reportOnly ? ' info ' : c.pass === undefined ? '  -   ' : c.pass ? '  ok  ' : 'MISSED');
+  return checks.map((c) => `${mark(c)}  ${c.adapter.padEnd(8)} ${c.target}: ${c.measured}`).join('\n');
 }
 
 /** `results/latest.json`: the list of rows (each with its individual runs), for other tools. */
@@ -385,12 +428,28 @@ export function renderMarkdown(report: BenchReport, svgFileName: string): string
   if (redisRows.length > 0) {
     lines.push(
       '',
-      'Redis runs on the same cores; its own CPU per request (`INFO cpu`) in the Bull scenarios: ' +
+      'Redis runs on the same cores; its own CPU per request (`INFO cpu`) in the Bull and BullMQ scenarios: ' +
         redisRows.map((r) => `${r.scenario} ${r.adapter} ${r.variant} ${formatNumber(r.redisCpuUsPerRequest!, 0)} µs`).join(', ') +
         '.',
     );
   }
-  lines.push('', '## Targets (issues 4 and 9)', '', renderTargets(report.targets));
+  const clients = clientCpuPerJob(report.rows);
+  if (clients.length > 0) {
+    lines.push(
+      '',
+      `*Client CPU per job* (${CLIENT_CPU_PER_JOB_NOTE}):`,
+      '',
+      ...clients.map((c) => `- ${c.adapter}: ${clientCpuPerJobLine(c)}`),
+    );
+  }
+  lines.push(
+    '',
+    '## Targets (issues 4, 9 and 11)',
+    '',
+    'The BullMQ ratios (issue 11) are reported without a threshold; their deliveries count in "delivered = expected".',
+    '',
+    renderTargets(report.targets),
+  );
   if (report.compression.length > 0) {
     lines.push(
       '',

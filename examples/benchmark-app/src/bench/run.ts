@@ -10,7 +10,20 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
-import { ACCEPT_ENCODING, AWAITED_VARIANTS, ENCODINGS, expectedItems, parseArgs, scenarioInfo, USAGE, UsageError, VARIANTS } from './args.js';
+import {
+  ACCEPT_ENCODING,
+  AWAITED_VARIANTS,
+  BULL_SCENARIOS,
+  BULLMQ_SCENARIOS,
+  benchQueueName,
+  ENCODINGS,
+  expectedItems,
+  parseArgs,
+  scenarioInfo,
+  USAGE,
+  UsageError,
+  VARIANTS,
+} from './args.js';
 import {
   type DelayProxy,
   type LogReceiver,
@@ -27,6 +40,7 @@ import {
   computeRatios,
   formatNumber,
   median,
+  renderClientCpuPerJobText,
   renderCompressionJson,
   renderCompressionTable,
   renderJson,
@@ -68,12 +82,14 @@ function banner(lines: string[]): void {
 }
 
 function scenarioLabel(id: ScenarioId, options: BenchOptions): string {
-  return id === 'bull-proxy' ? `Bull job, Redis at +${options.proxyRttMs} ms RTT` : scenarioInfo(id).label;
+  if (id === 'bull-proxy') return `Bull job, Redis at +${options.proxyRttMs} ms RTT`;
+  if (id === 'bullmq-proxy') return `BullMQ job, Redis at +${options.proxyRttMs} ms RTT`;
+  return scenarioInfo(id).label;
 }
 
 /** Which of the library's optional sinks this build has (another part of the project ships them). */
-async function probeSinks(): Promise<{ bull?: string; http?: string }> {
-  const missing: { bull?: string; http?: string } = {};
+async function probeSinks(): Promise<{ bull?: string; bullmq?: string; http?: string }> {
+  const missing: { bull?: string; bullmq?: string; http?: string } = {};
   const isSinkClass = (value: unknown) => typeof value === 'function' && typeof (value as { prototype?: { write?: unknown } }).prototype?.write === 'function';
   try {
     const core = (await import('nestjs-deferred-work')) as Record<string, unknown>;
@@ -87,7 +103,40 @@ async function probeSinks(): Promise<{ bull?: string; http?: string }> {
   } catch (error) {
     missing.bull = `sink not available (${error instanceof Error ? error.message : String(error)})`;
   }
+  try {
+    const bullmq = (await import('nestjs-deferred-work/bullmq')) as Record<string, unknown>;
+    if (!isSinkClass(bullmq.BullMqSink)) missing.bullmq = 'sink not available (nestjs-deferred-work/bullmq has no BullMqSink export in this build)';
+    else await import('bullmq');
+  } catch (error) {
+    missing.bullmq = `sink or bullmq not available (${error instanceof Error ? error.message : String(error)})`;
+  }
   return missing;
+}
+
+/**
+ * Counts the jobs in a BullMQ queue with BullMQ's own `getJobCounts()` (every state; nothing
+ * processes them here, so they stay waiting), on a connection of the runner's own to the private
+ * Redis (never through the delay proxy). `close()` ends the connections it opened.
+ */
+function bullMqCounters(redisPort: number) {
+  const queues = new Map<string, Promise<import('bullmq').Queue>>();
+  const open = (name: string) => {
+    let queue = queues.get(name);
+    if (!queue) {
+      queue = import('bullmq').then(({ Queue }) => new Queue(name, { connection: { host: '127.0.0.1', port: redisPort } }));
+      queues.set(name, queue);
+    }
+    return queue;
+  };
+  return {
+    count: async (name: string): Promise<number> => {
+      const counts = await (await open(name)).getJobCounts();
+      return Object.values(counts).reduce((total, n) => total + n, 0);
+    },
+    close: async () => {
+      await Promise.allSettled([...queues.values()].map(async (queue) => (await queue).close()));
+    },
+  };
 }
 
 interface ServerHandle {
@@ -293,27 +342,27 @@ async function main(): Promise<void> {
   const needs = (need: string) => options.scenarios.some((id) => scenarioInfo(id).needs.includes(need as never));
 
   const missing = await probeSinks();
-  if (missing.bull) {
-    skip('bull-local', missing.bull);
-    skip('bull-proxy', missing.bull);
-  }
+  if (missing.bull) for (const id of BULL_SCENARIOS) skip(id, missing.bull);
+  if (missing.bullmq) for (const id of BULLMQ_SCENARIOS) skip(id, missing.bullmq);
   if (missing.http) skip('http-log', missing.http);
 
   let redis: PrivateRedis | undefined;
   let proxy: DelayProxy | undefined;
   let receiver: LogReceiver | undefined;
+  let bullMq: ReturnType<typeof bullMqCounters> | undefined;
   const wanted = (id: ScenarioId) => options.scenarios.includes(id) && !skipped.some((s) => s.scenario === id);
-  if (wanted('bull-local') || wanted('bull-proxy')) {
+  const queueScenarios = [...BULL_SCENARIOS, ...BULLMQ_SCENARIOS];
+  if (queueScenarios.some(wanted)) {
     try {
       redis = await startRedis();
       log(`private Redis ${redis.version} on 127.0.0.1:${redis.port} (no persistence)`);
     } catch (error) {
       const reason = `no Redis: ${error instanceof Error ? error.message : String(error)}`;
-      skip('bull-local', reason);
-      skip('bull-proxy', reason);
+      for (const id of queueScenarios) skip(id, reason);
     }
   }
-  if (redis && wanted('bull-proxy')) {
+  if (redis && BULLMQ_SCENARIOS.some(wanted)) bullMq = bullMqCounters(redis.port);
+  if (redis && (wanted('bull-proxy') || wanted('bullmq-proxy'))) {
     proxy = await startDelayProxy(redis.port, options.proxyRttMs / 2);
     log(`TCP delay proxy on 127.0.0.1:${proxy.port} → Redis, +${options.proxyRttMs} ms per round trip`);
   }
@@ -338,13 +387,17 @@ async function main(): Promise<void> {
       const r = receiver;
       return async () => r.records();
     }
-    if ((scenario === 'bull-local' || scenario === 'bull-proxy') && redis) {
+    if (BULL_SCENARIOS.includes(scenario) && redis) {
       const port = redis.port;
       return async () => {
-        const reply = await redisCommand(port, `LLEN bull:bench-${scenario}:wait`);
+        const reply = await redisCommand(port, `LLEN bull:${benchQueueName(scenario)}:wait`);
         if (!reply.startsWith(':')) throw new Error(`LLEN answered ${reply}`);
         return Number(reply.slice(1));
       };
+    }
+    if (BULLMQ_SCENARIOS.includes(scenario) && bullMq) {
+      const counters = bullMq;
+      return () => counters.count(benchQueueName(scenario));
     }
     return undefined;
   };
@@ -375,7 +428,7 @@ async function main(): Promise<void> {
             const samples = new Map<Variant, RunSample[]>(VARIANTS.map((v) => [v, []]));
             for (let r = 0; r < options.repeats; r++) {
               for (const variant of variantOrder(r)) {
-                const redisCpu = redis && scenario.startsWith('bull') ? () => redisCpuUs(redis!.port) : undefined;
+                const redisCpu = redis && queueScenarios.includes(scenario) ? () => redisCpuUs(redis!.port) : undefined;
                 const sample = await measure(server, scenario, variant, options, destination(scenario), redisCpu);
                 samples.get(variant)!.push(sample);
                 done++;
@@ -473,6 +526,7 @@ async function main(): Promise<void> {
       }
     }
   } finally {
+    await bullMq?.close();
     await Promise.allSettled([proxy?.close(), receiver?.close(), redis?.stop()]);
   }
 
@@ -511,8 +565,10 @@ async function main(): Promise<void> {
   if (compressionRows.length > 0) await writeFile(path.join(outDir, 'latest-compression.json'), renderCompressionJson(compressionRows));
 
   if (rows.length > 0) log(`\n${renderTable(rows)}\n`);
+  const clientCpu = renderClientCpuPerJobText(rows);
+  if (clientCpu) log(`${clientCpu}\n`);
   if (compressionRows.length > 0) log(`Compression (handler vs send time, from stats().routes):\n${renderCompressionTable(compressionRows)}\n`);
-  log(`Targets (issues 4 and 9):\n${renderTargetsText(report.targets)}\n`);
+  log(`Targets (issues 4, 9 and 11):\n${renderTargetsText(report.targets)}\n`);
   if (skipped.length > 0) {
     banner(['SKIPPED SCENARIOS', ...skipped.map((s) => `${s.scenario} (${s.scenarioLabel}): ${s.reason}`)]);
   }

@@ -10,7 +10,17 @@ export type Adapter = 'express' | 'fastify';
  */
 export type Variant = 'plain' | 'noop-interceptor' | 'blocking' | 'deferred' | 'article-tap' | 'event-emitter';
 
-export type ScenarioId = 'sim5' | 'sim25' | 'bull-local' | 'bull-proxy' | 'http-log' | 'mix' | 'sim5-tail' | 'compression';
+export type ScenarioId =
+  | 'sim5'
+  | 'sim25'
+  | 'bull-local'
+  | 'bull-proxy'
+  | 'http-log'
+  | 'mix'
+  | 'sim5-tail'
+  | 'compression'
+  | 'bullmq-local'
+  | 'bullmq-proxy';
 
 /** How the `compression` scenario's client asks for the large JSON body (`Accept-Encoding`). */
 export type Encoding = 'identity' | 'gzip-6' | 'br-11';
@@ -30,7 +40,7 @@ export interface BenchOptions {
   warmup: number;
   /** Where results go (a folder). */
   out: string;
-  /** Round trip added by the TCP delay proxy of `bull-proxy`, in ms. */
+  /** Round trip added by the TCP delay proxy of `bull-proxy` and `bullmq-proxy`, in ms. */
   proxyRttMs: number;
   /** Run the server under `node --cpu-prof` (profiles written to `<out>/profiles`). */
   cpuProf: boolean;
@@ -57,11 +67,11 @@ export interface RunSample {
   /** Items the library counted as dropped, dead-lettered or still pending after the drain. */
   itemsLost: number;
   /**
-   * Items the destination itself counted (records at the HTTP receiver, jobs in the Bull wait list),
-   * when the scenario has one: an independent check of `itemsDelivered`.
+   * Items the destination itself counted (records at the HTTP receiver, jobs in the Bull wait list,
+   * BullMQ's `getJobCounts()`), when the scenario has one: an independent check of `itemsDelivered`.
    */
   itemsAtDestination?: number;
-  /** The private Redis's own CPU during the run, per server request (Bull scenarios). */
+  /** The private Redis's own CPU during the run, per server request (Bull and BullMQ scenarios). */
   redisCpuUsPerRequest?: number;
   /** Unhandled promise rejections the server saw during the run (a side-effect fired without a catch). */
   unhandledRejections?: number;
@@ -89,7 +99,7 @@ export interface ResultRow {
   itemsLost: number;
   /** Summed over the repeats; absent when the scenario has no countable destination. */
   itemsAtDestination?: number;
-  /** Median over the repeats; Bull scenarios only. */
+  /** Median over the repeats; Bull and BullMQ scenarios only. */
   redisCpuUsPerRequest?: number;
   /** Summed over the repeats; absent when none was seen. */
   unhandledRejections?: number;
@@ -149,14 +159,29 @@ export interface ScenarioRatios {
   p99BlockingVsDeferred?: number;
 }
 
-/** One target of issue 4 or 9, evaluated. */
+/** One target of issue 4, 9 or 11, evaluated. */
 export interface TargetCheck {
   adapter: Adapter;
   target: string;
   /** What was measured, e.g. `17.2×`. */
   measured: string;
-  /** `undefined` when it could not be evaluated (scenario skipped). */
+  /** `undefined` when it could not be evaluated (scenario skipped), or for a figure that is only reported. */
   pass?: boolean;
+  /** A figure reported next to the targets, with no threshold to meet (the BullMQ ratios of issue 11). */
+  reportOnly?: boolean;
+}
+
+/**
+ * The queue client's CPU per job on one adapter, estimated as the server's CPU µs/request of the
+ * `deferred` route minus that of the `plain` route in the local-Redis scenarios (one job per request;
+ * it includes the library's own per-request cost). `undefined` where a row is missing.
+ */
+export interface ClientCpuPerJob {
+  adapter: Adapter;
+  /** `bull-local`: deferred − plain CPU µs/request. */
+  bull?: number;
+  /** `bullmq-local`: deferred − plain CPU µs/request. */
+  bullmq?: number;
 }
 
 /** Everything the report renders. */
@@ -205,9 +230,9 @@ export interface ServerSnapshot {
 export interface ServerConfig {
   adapter: Adapter;
   scenarios: ScenarioId[];
-  /** `redis://127.0.0.1:port` of the private Redis, for `bull-local`. */
+  /** `redis://127.0.0.1:port` of the private Redis, for `bull-local` and `bullmq-local`. */
   redisUrl?: string;
-  /** Same Redis through the delay proxy, for `bull-proxy`. */
+  /** Same Redis through the delay proxy, for `bull-proxy` and `bullmq-proxy`. */
   proxiedRedisUrl?: string;
   /** Log receiver URL, for `http-log`. */
   logReceiverUrl?: string;

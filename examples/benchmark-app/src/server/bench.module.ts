@@ -20,13 +20,14 @@ const FLUSH_TIMEOUT_MS = 15_000;
 /**
  * One write is in flight per sink, so a sink delivers at most `maxBatchSize` items per write latency:
  * with the defaults (512) and a 25–30 ms write that is about 20,000 items/s, which Fastify exceeds on
- * the Redis-behind-a-proxy scenario (the queue fills and items are dropped, and counted). That sink
- * therefore gets bigger batches and room for one more batch's worth of backlog, as an app expecting
- * that load would configure it. `run(fn)` callbacks use the library's defaults: they must absorb a
- * slow tail (`sim25`, `sim5-tail`) without tuning.
+ * the Redis-behind-a-proxy scenarios (the queue fills and items are dropped, and counted). Those
+ * sinks (Bull and BullMQ alike) therefore get bigger batches and room for one more batch's worth of
+ * backlog, as an app expecting that load would configure it. `run(fn)` callbacks use the library's
+ * defaults: they must absorb a slow tail (`sim25`, `sim5-tail`) without tuning.
  */
 const HIGH_LATENCY_SINK_OPTIONS: Record<string, { maxBatchSize: number; maxQueueSize: number }> = {
   'bull-proxy': { maxBatchSize: 2048, maxQueueSize: 8192 },
+  'bullmq-proxy': { maxBatchSize: 2048, maxQueueSize: 8192 },
 };
 
 @Controller('__bench')

@@ -7,6 +7,7 @@ import Bull from 'bull';
 import type { AfterResponseOptions, DeferredScope, DeferredSink, LogItem, SinkItem } from 'nestjs-deferred-work';
 import { HttpSink, MemorySink } from 'nestjs-deferred-work';
 import { BullSink } from 'nestjs-deferred-work/bull';
+import { benchQueueName } from '../bench/args.js';
 import type { ScenarioId, ServerConfig } from '../bench/types.js';
 
 export interface ScenarioEffect {
@@ -22,7 +23,7 @@ export interface ScenarioResources {
   /** Sinks to configure in `DeferredWorkModule.forRoot()`; the first (memory) takes what is not routed. */
   sinks: DeferredSink[];
   effects: Map<ScenarioId, ScenarioEffect>;
-  /** Close queues and connections. */
+  /** Close queues and connections (after the app's shutdown: the sinks never close the queues they were given). */
   close(): Promise<void>;
 }
 
@@ -88,13 +89,51 @@ function mix(deferredSinkName: string): ScenarioEffect {
  * A Bull job per request. `perform` awaits `queue.add` (what apps do today, in the handler or after it);
  * `deferred` hands the job to a `BullSink` on the same queue, which adds whole batches with `addBulk`.
  */
-async function bullJob(scenario: string, redisUrl: string, sinks: DeferredSink[], closers: Array<() => Promise<void>>): Promise<ScenarioEffect> {
-  const queueName = `bench-${scenario}`;
+async function bullJob(scenario: ScenarioId, redisUrl: string, sinks: DeferredSink[], closers: Array<() => Promise<void>>): Promise<ScenarioEffect> {
+  const queueName = benchQueueName(scenario);
   const queue = new Bull(queueName, redisUrl);
   closers.push(() => queue.close());
   await queue.isReady();
   await queue.empty();
   const sink = new BullSink({ name: scenario, queues: { [queueName]: queue } });
+  sinks.push(sink);
+  return {
+    async perform() {
+      await queue.add('confirm', ORDER);
+      return 1;
+    },
+    defer(work) {
+      work.job(queueName, 'confirm', ORDER);
+    },
+    afterResponse: { sinks: { job: sink.name } },
+  };
+}
+
+/** `redis://host:port` as the ioredis options BullMQ takes. */
+function redisConnection(redisUrl: string): { host: string; port: number } {
+  const url = new URL(redisUrl);
+  return { host: url.hostname, port: Number(url.port || 6379) };
+}
+
+/**
+ * A BullMQ job per request, the Bull scenario's twin: `perform` awaits `queue.add`; `deferred` hands
+ * the job to a `BullMqSink` given the same `Queue` instance (one `addBulk` per batch). The queue is
+ * obliterated first, so each server starts from an empty one. BullMQ and the sink are loaded only
+ * when a BullMQ scenario runs.
+ */
+async function bullMqJob(
+  scenario: ScenarioId,
+  redisUrl: string,
+  sinks: DeferredSink[],
+  closers: Array<() => Promise<void>>,
+): Promise<ScenarioEffect> {
+  const [{ Queue }, { BullMqSink }] = await Promise.all([import('bullmq'), import('nestjs-deferred-work/bullmq')]);
+  const queueName = benchQueueName(scenario);
+  const queue = new Queue(queueName, { connection: redisConnection(redisUrl) });
+  closers.push(() => queue.close());
+  await queue.waitUntilReady();
+  await queue.obliterate({ force: true });
+  const sink = new BullMqSink({ name: scenario, queues: { [queueName]: queue } });
   sinks.push(sink);
   return {
     async perform() {
@@ -154,6 +193,13 @@ export async function createScenarios(config: ServerConfig): Promise<ScenarioRes
         const url = id === 'bull-local' ? config.redisUrl : config.proxiedRedisUrl;
         if (!url) throw new Error(`Scenario ${id} needs a Redis URL from the runner.`);
         effects.set(id, await bullJob(id, url, sinks, closers));
+        break;
+      }
+      case 'bullmq-local':
+      case 'bullmq-proxy': {
+        const url = id === 'bullmq-local' ? config.redisUrl : config.proxiedRedisUrl;
+        if (!url) throw new Error(`Scenario ${id} needs a Redis URL from the runner.`);
+        effects.set(id, await bullMqJob(id, url, sinks, closers));
         break;
       }
       case 'http-log':
