@@ -4,10 +4,15 @@
 // app: creates a fresh app in a temporary folder, `npm install`s the tarball, compiles it with
 // `tsc`, starts it and checks over HTTP (127.0.0.1 only) that the work deferred by an
 // `@AfterResponse()` route is delivered after its response finished.
+// For Nest 11 and 12 (CommonJS and ESM) a second app also installs `bullmq` and `@nestjs/bullmq`,
+// defers its jobs to `BullMqSink` (`nestjs-deferred-work/bullmq`) and consumes them with a real
+// `@Processor`, against a private `redis-server` the runner starts on a free port.
 //
 // Environment (all optional):
 //   CONSUMER_NEST_MAJORS  comma-separated Nest majors to test (default "10,11,12")
 //   CONSUMER_FORMATS      comma-separated consumer formats (default "cjs,esm")
+//   CONSUMER_APPS         comma-separated apps (default "basic,bullmq"; bullmq runs for Nest 11 and 12)
+//   REDIS_SERVER_BIN      the redis-server binary for the bullmq apps (default: redis-server on the PATH)
 //   CONSUMER_NPM_CACHE    npm cache folder shared by every install
 //                         (default <repo>/node_modules/.cache/consumer-npm)
 //   CONSUMER_CONCURRENCY  apps set up at once (default 2)
@@ -18,15 +23,17 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { RedisServer } from './redis-server.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = resolve(HERE, '..', '..');
 const PKG_DIR = join(ROOT, 'packages', 'nestjs-deferred-work');
-const FIXTURE_SRC = join(HERE, 'fixture', 'src');
+const FIXTURE_SRC = { basic: join(HERE, 'fixture', 'src'), bullmq: join(HERE, 'fixture-bullmq', 'src') };
 const PKG_NAME = 'nestjs-deferred-work';
 
 const MAJORS = listEnv('CONSUMER_NEST_MAJORS', '10,11,12');
 const FORMATS = listEnv('CONSUMER_FORMATS', 'cjs,esm');
+const APPS = listEnv('CONSUMER_APPS', 'basic,bullmq');
 const CONCURRENCY = Math.max(1, Number(process.env.CONSUMER_CONCURRENCY ?? 2) || 2);
 const NPM_CACHE = resolve(process.env.CONSUMER_NPM_CACHE ?? join(ROOT, 'node_modules', '.cache', 'consumer-npm'));
 const KEEP = process.env.CONSUMER_KEEP === '1';
@@ -36,6 +43,19 @@ const TOTAL_TIMEOUT_MS = Number(process.env.CONSUMER_TIMEOUT_S ?? 900) * 1000;
 // callback (-> the built-in callbacks runner).
 const REQUESTS = 3;
 const ITEMS_PER_REQUEST = 4;
+
+// The BullMQ app, per Nest major: the @nestjs/bullmq of that major, and BullMQ 5 (Nest 11) or 6
+// (Nest 12), so both majors the sink supports are met. BullMQ 6 made `ioredis` an optional peer
+// dependency: an app that passes connection options installs it itself. Each POST defers one job
+// (-> BullMqSink -> the "mail" queue -> the app's @Processor) and one log (-> a MemorySink named
+// "telemetry").
+const BULLMQ_DEPS = {
+  11: { '@nestjs/bullmq': '^11.0.0', bullmq: '^5.7.0' },
+  12: { '@nestjs/bullmq': '^12.0.0', bullmq: '^6.0.0', ioredis: '^5.0.0' },
+};
+const BULLMQ_REQUESTS = 5;
+// Unique per run and app: the apps share one private Redis, and never touch another run's keys.
+const BULLMQ_RUN = `consumer-${process.pid}-${Date.now().toString(36)}`;
 
 // What `nest new` writes, with the default (non-strict) answers. CommonJS: the Nest 10 starter
 // (`module: commonjs`, i.e. node10 resolution, which ignores `exports`). ESM: the Nest 12 `ts-esm`
@@ -115,7 +135,7 @@ const TSCONFIG_ESM = {
 // Files allowed in the tarball.
 const ALLOWED_FILE = /^(dist\/.+\.(js|cjs|d\.ts|d\.cts|js\.map|cjs\.map)|README\.md|LICENSE|package\.json)$/;
 const REQUIRED_FILES = ['package.json', 'README.md', 'LICENSE'];
-const SUBPATHS = ['.', './bull', './testing'];
+const SUBPATHS = ['.', './bull', './bullmq', './testing'];
 
 const children = new Set();
 let workDir;
@@ -279,6 +299,16 @@ async function checkTarball(tarball, reportedFiles, extractDir) {
       }
     }
   }
+  // TypeScript's node10 resolution (`module: commonjs`) ignores `exports`: every subpath needs a
+  // `typesVersions` entry pointing at its CommonJS types.
+  for (const subpath of SUBPATHS.filter((s) => s !== '.')) {
+    const sub = subpath.slice(2);
+    const mapped = manifest.typesVersions?.['*']?.[sub];
+    const expected = manifest.exports?.[subpath]?.require?.types;
+    if (!Array.isArray(mapped) || mapped.length !== 1 || mapped[0] !== expected) {
+      problems.push(`typesVersions["*"]["${sub}"] should be ["${expected}"] (the require types of exports["${subpath}"]) for \`module: commonjs\` consumers, got ${JSON.stringify(mapped)}`);
+    }
+  }
   for (const [range, map] of Object.entries(manifest.typesVersions ?? {})) {
     for (const [pattern, targets] of Object.entries(map)) {
       for (const target of targets) {
@@ -306,12 +336,12 @@ function walk(dir, base = dir) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Step 2: one fresh app per Nest major and module format.
+// Step 2: one fresh app per Nest major and module format (and a BullMQ app for Nest 11 and 12).
 
-function writeApp(dir, major, format, tarball) {
+function writeApp(dir, major, format, tarball, kind) {
   mkdirSync(join(dir, 'src'), { recursive: true });
   const pkg = {
-    name: `consumer-nest${major}-${format}`,
+    name: `consumer-nest${major}-${format}${kind === 'basic' ? '' : `-${kind}`}`,
     version: '0.0.1',
     private: true,
     license: 'UNLICENSED',
@@ -324,6 +354,7 @@ function writeApp(dir, major, format, tarball) {
       [PKG_NAME]: `file:${tarball}`,
       'reflect-metadata': '^0.2.0',
       rxjs: '^7.8.1',
+      ...(kind === 'bullmq' ? BULLMQ_DEPS[major] : {}),
     },
     devDependencies: {
       '@types/node': '^20.19.0',
@@ -335,8 +366,8 @@ function writeApp(dir, major, format, tarball) {
   if (format === 'cjs') {
     writeFileSync(join(dir, 'tsconfig.nodenext.json'), `${JSON.stringify(TSCONFIG_CJS_NODENEXT, null, 2)}\n`);
   }
-  for (const file of readdirSync(FIXTURE_SRC)) {
-    let source = readFileSync(join(FIXTURE_SRC, file), 'utf8');
+  for (const file of readdirSync(FIXTURE_SRC[kind])) {
+    let source = readFileSync(join(FIXTURE_SRC[kind], file), 'utf8');
     // A CommonJS app written by hand has no `.js` suffixes on relative imports.
     if (format === 'cjs') source = source.replace(/(from\s+'\.{1,2}\/[^']+)\.js'/g, "$1'");
     writeFileSync(join(dir, 'src', file), source);
@@ -360,48 +391,95 @@ for (const sub of ${JSON.stringify(SUBPATHS.map((s) => (s === '.' ? PKG_NAME : `
 console.log('resolved ' + out.join(', '));
 `;
 
-async function testApp(dir, major, format, tarball) {
+function installedVersion(dir, name) {
+  return JSON.parse(readFileSync(join(dir, 'node_modules', name, 'package.json'), 'utf8')).version;
+}
+
+/** The file TypeScript listed among the program's files (`--listFiles`, absolute paths) that ends with `suffix`. */
+function listedFile(stdout, suffix) {
+  return stdout
+    .split('\n')
+    .map((line) => line.trim())
+    .find((line) => line.endsWith(suffix));
+}
+
+async function testApp(dir, major, format, tarball, kind, redis) {
   const timings = {};
-  writeApp(dir, major, format, tarball);
+  if (kind === 'bullmq' && !redis.server) throw new StepError('redis', redis.error?.message ?? 'no Redis was started');
+  writeApp(dir, major, format, tarball, kind);
   let t = await run('npm install', 'npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error'], {
     cwd: dir,
     timeoutMs: 300_000,
   });
   timings.install = t.ms;
-  const installed = JSON.parse(readFileSync(join(dir, 'node_modules', '@nestjs', 'core', 'package.json'), 'utf8')).version;
+  const installed = installedVersion(dir, '@nestjs/core');
   if (!installed.startsWith(`${major}.`)) throw new StepError('npm install', `installed @nestjs/core ${installed}, expected ${major}.x`);
+  let versions = `nest ${installed}`;
+  if (kind === 'bullmq') {
+    const bullmq = installedVersion(dir, 'bullmq');
+    const nestBullmq = installedVersion(dir, '@nestjs/bullmq');
+    const wanted = { bullmq: BULLMQ_DEPS[major].bullmq.match(/\d+/)[0], '@nestjs/bullmq': String(major) };
+    if (!bullmq.startsWith(`${wanted.bullmq}.`) || !nestBullmq.startsWith(`${wanted['@nestjs/bullmq']}.`)) {
+      throw new StepError('npm install', `installed bullmq ${bullmq} and @nestjs/bullmq ${nestBullmq}, expected ${wanted.bullmq}.x and ${wanted['@nestjs/bullmq']}.x`);
+    }
+    versions += `, bullmq ${bullmq}, @nestjs/bullmq ${nestBullmq}`;
+  }
 
   await run('exports resolution', process.execPath, ['--input-type=module', '-e', RESOLVE_CHECK], { cwd: dir, timeoutMs: 30_000 });
 
   const tsc = join(dir, 'node_modules', 'typescript', 'bin', 'tsc');
-  t = await run('tsc', process.execPath, [tsc, '-p', 'tsconfig.json'], { cwd: dir, timeoutMs: 180_000 });
+  // The BullMQ app imports the ./bullmq subpath: its types must come from the build of the app's
+  // module system (`.d.cts` through typesVersions or exports' require condition, `.d.ts` through import).
+  const typesCheck = kind === 'bullmq' ? ['--listFiles'] : [];
+  const subpathTypes = (fmt) => `node_modules/${PKG_NAME}/dist/bullmq/index.${fmt === 'cjs' ? 'd.cts' : 'd.ts'}`;
+  t = await run('tsc', process.execPath, [tsc, '-p', 'tsconfig.json', ...typesCheck], { cwd: dir, timeoutMs: 180_000 });
   timings.tsc = t.ms;
+  if (kind === 'bullmq' && !listedFile(t.stdout, subpathTypes(format))) {
+    throw new StepError('tsc', `${PKG_NAME}/bullmq did not resolve to ${subpathTypes(format)} under tsconfig.json`, t.stdout);
+  }
   if (format === 'cjs') {
-    await run('tsc (nest 11+ CommonJS tsconfig, nodenext)', process.execPath, [tsc, '-p', 'tsconfig.nodenext.json', '--noEmit'], {
+    t = await run('tsc (nest 11+ CommonJS tsconfig, nodenext)', process.execPath, [tsc, '-p', 'tsconfig.nodenext.json', '--noEmit', ...typesCheck], {
       cwd: dir,
       timeoutMs: 180_000,
     });
+    if (kind === 'bullmq' && !listedFile(t.stdout, subpathTypes('cjs'))) {
+      throw new StepError('tsc', `${PKG_NAME}/bullmq did not resolve to ${subpathTypes('cjs')} under tsconfig.nodenext.json`, t.stdout);
+    }
   }
   const main = ['dist/main.js', 'dist/src/main.js'].find((p) => existsSync(join(dir, p)));
   if (!main) throw new StepError('tsc', 'tsc emitted no dist/main.js or dist/src/main.js', walk(join(dir, 'dist')).join('\n'));
   // The app really is what it claims: CommonJS loads Nest and the library with require(), ESM with import.
+  const loadsAs = (specifier) => (format === 'cjs' ? new RegExp(`require\\("${specifier}"\\)`) : new RegExp(`from '${specifier}'`));
+  const how = format === 'cjs' ? 'CommonJS (require)' : 'ESM (import)';
   const compiled = readFileSync(join(dir, main), 'utf8');
-  const loads = format === 'cjs' ? /require\("nestjs-deferred-work"\)/ : /from 'nestjs-deferred-work'/;
-  if (!loads.test(compiled)) throw new StepError('tsc', `${main} does not load the library as ${format === 'cjs' ? 'CommonJS (require)' : 'ESM (import)'}`, compiled);
+  if (!loadsAs(PKG_NAME).test(compiled)) throw new StepError('tsc', `${main} does not load the library as ${how}`, compiled);
+  if (kind === 'bullmq') {
+    const appModule = join(dirname(main), 'app.module.js');
+    const compiledModule = readFileSync(join(dir, appModule), 'utf8');
+    if (!loadsAs(`${PKG_NAME}/bullmq`).test(compiledModule)) throw new StepError('tsc', `${appModule} does not load ${PKG_NAME}/bullmq as ${how}`, compiledModule);
+  }
 
   const started = Date.now();
-  await runApp(dir, main);
+  if (kind === 'bullmq') {
+    const prefix = `${BULLMQ_RUN}-nest${major}-${format}`;
+    await runApp(dir, main, (base, output) => driveBullMq(base, output, redis.server, prefix), {
+      CONSUMER_REDIS_PORT: String(redis.server.port),
+      CONSUMER_BULLMQ_PREFIX: prefix,
+    });
+  } else {
+    await runApp(dir, main, (base, output) => driveBasic(dir, base, output));
+  }
   timings.http = Date.now() - started;
-  return `nest ${installed}, install ${secs(timings.install)}, tsc ${secs(timings.tsc)}, run ${secs(timings.http)}`;
+  return `${versions}, install ${secs(timings.install)}, tsc ${secs(timings.tsc)}, run ${secs(timings.http)}`;
 }
 
 function secs(ms) {
   return `${(ms / 1000).toFixed(1)}s`;
 }
 
-/** Starts the compiled app, drives it over HTTP and stops it with SIGTERM. */
-async function runApp(dir, main) {
-  const child = spawn(process.execPath, [main], { cwd: dir, env: childEnv(), detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+/** Starts the compiled app, drives it over HTTP with `drive(base, output)` and stops it with SIGTERM. */
+async function runApp(dir, main, drive, env = {}) {
+  const child = spawn(process.execPath, [main], { cwd: dir, env: childEnv(env), detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   children.add(child);
   let stdout = '';
   let stderr = '';
@@ -427,42 +505,7 @@ async function runApp(dir, main) {
     if (listening === null) throw new StepError('start', `the app exited with ${exited.code ?? exited.signal} before listening`, output());
     if (listening === undefined) throw new StepError('start', 'the app did not print CONSUMER_LISTENING within 30 s', output());
     const base = `http://127.0.0.1:${listening}`;
-
-    for (let i = 1; i <= REQUESTS; i++) {
-      const id = `order-${i}`;
-      const res = await http('POST', `${base}/orders`, { id });
-      if (res.status !== 201 || res.body?.id !== id) {
-        throw new StepError('http', `POST /orders {"id":"${id}"} answered ${res.status} ${JSON.stringify(res.body)}, expected 201 {"id":"${id}"}`, output());
-      }
-      const stats = await waitForDelivered(base, i * ITEMS_PER_REQUEST, output);
-      const probe = stats.probes.filter((p) => p.method === 'POST' && p.url === '/orders')[i - 1];
-      if (!probe) throw new StepError('http', `no finish probe recorded for POST /orders number ${i}`, output());
-      // When the response finished, nothing of this request had been handed to the dispatcher or
-      // written to the audit file yet: the work ran after the response.
-      const before = (i - 1) * ITEMS_PER_REQUEST;
-      if (probe.acceptedAtFinish !== before || probe.deliveredAtFinish !== before || probe.auditLinesAtFinish !== i - 1) {
-        throw new StepError('after-response', `at the finish of POST /orders number ${i} the library had already taken its work: ${JSON.stringify(probe)} (expected accepted = delivered = ${before}, ${i - 1} audit lines)`, output());
-      }
-    }
-
-    const { body } = await http('GET', `${base}/__consumer/stats`);
-    const { stats } = body;
-    const problems = [];
-    const total = REQUESTS * ITEMS_PER_REQUEST;
-    if (stats.accepted !== total || stats.delivered !== total) problems.push(`accepted ${stats.accepted}, delivered ${stats.delivered}, expected ${total}`);
-    if (stats.dropped || stats.deadLettered || stats.rejected || stats.pending) problems.push('items were dropped, dead-lettered, rejected or left pending');
-    const expectedPerSink = { audit: REQUESTS, memory: 2 * REQUESTS, callbacks: REQUESTS };
-    for (const [sink, count] of Object.entries(expectedPerSink)) {
-      if (stats.sinks?.[sink]?.delivered !== count) problems.push(`sink "${sink}" delivered ${stats.sinks?.[sink]?.delivered}, expected ${count}`);
-    }
-    if (stats.requests?.finished !== REQUESTS) problems.push(`requests.finished is ${stats.requests?.finished}, expected ${REQUESTS}`);
-    if (body.testingSubpathSameClass !== true) problems.push(`${PKG_NAME}/testing exports a different MemorySink class than ${PKG_NAME}`);
-    const audit = readFileSync(join(dir, 'deferred-audit.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
-    const jobIds = audit.map((item) => (item.kind === 'job' && item.queue === 'mail' && item.name === 'order-confirmation' ? item.data?.orderId : `unexpected ${JSON.stringify(item)}`));
-    if (JSON.stringify(jobIds) !== JSON.stringify(Array.from({ length: REQUESTS }, (_, k) => `order-${k + 1}`))) {
-      problems.push(`audit file holds ${JSON.stringify(jobIds)}, expected the ${REQUESTS} order-confirmation jobs in order`);
-    }
-    if (problems.length) throw new StepError('stats', problems.join('\n'), `${JSON.stringify(body, null, 2)}\n${output()}`);
+    const afterStop = await drive(base, output);
 
     // Graceful stop: enableShutdownHooks drains and Nest re-raises the signal.
     killGroup(child, 'SIGTERM');
@@ -470,12 +513,114 @@ async function runApp(dir, main) {
     if (!stopped) throw new StepError('stop', 'the app did not exit within 15 s of SIGTERM', output());
     if (!(stopped.code === 0 || stopped.signal === 'SIGTERM')) throw new StepError('stop', `the app exited with ${stopped.code ?? stopped.signal} on SIGTERM`, output());
     if (/\bERROR\b|Unhandled|uncaught/i.test(stdout + stderr)) throw new StepError('logs', 'the app logged an error', output());
+    await afterStop?.();
   } finally {
     if (!exited) {
       killGroup(child, 'SIGKILL');
       await Promise.race([exit, delay(5_000)]);
     }
   }
+}
+
+/** The basic app: jobs to a custom sink, logs and metrics to a MemorySink, a callback. */
+async function driveBasic(dir, base, output) {
+  for (let i = 1; i <= REQUESTS; i++) {
+    const id = `order-${i}`;
+    const res = await http('POST', `${base}/orders`, { id });
+    if (res.status !== 201 || res.body?.id !== id) {
+      throw new StepError('http', `POST /orders {"id":"${id}"} answered ${res.status} ${JSON.stringify(res.body)}, expected 201 {"id":"${id}"}`, output());
+    }
+    const stats = await waitForDelivered(base, i * ITEMS_PER_REQUEST, output);
+    const probe = stats.probes.filter((p) => p.method === 'POST' && p.url === '/orders')[i - 1];
+    if (!probe) throw new StepError('http', `no finish probe recorded for POST /orders number ${i}`, output());
+    // When the response finished, nothing of this request had been handed to the dispatcher or
+    // written to the audit file yet: the work ran after the response.
+    const before = (i - 1) * ITEMS_PER_REQUEST;
+    if (probe.acceptedAtFinish !== before || probe.deliveredAtFinish !== before || probe.auditLinesAtFinish !== i - 1) {
+      throw new StepError('after-response', `at the finish of POST /orders number ${i} the library had already taken its work: ${JSON.stringify(probe)} (expected accepted = delivered = ${before}, ${i - 1} audit lines)`, output());
+    }
+  }
+
+  const { body } = await http('GET', `${base}/__consumer/stats`);
+  const { stats } = body;
+  const problems = [];
+  const total = REQUESTS * ITEMS_PER_REQUEST;
+  if (stats.accepted !== total || stats.delivered !== total) problems.push(`accepted ${stats.accepted}, delivered ${stats.delivered}, expected ${total}`);
+  if (stats.dropped || stats.deadLettered || stats.rejected || stats.pending) problems.push('items were dropped, dead-lettered, rejected or left pending');
+  const expectedPerSink = { audit: REQUESTS, memory: 2 * REQUESTS, callbacks: REQUESTS };
+  for (const [sink, count] of Object.entries(expectedPerSink)) {
+    if (stats.sinks?.[sink]?.delivered !== count) problems.push(`sink "${sink}" delivered ${stats.sinks?.[sink]?.delivered}, expected ${count}`);
+  }
+  if (stats.requests?.finished !== REQUESTS) problems.push(`requests.finished is ${stats.requests?.finished}, expected ${REQUESTS}`);
+  if (body.testingSubpathSameClass !== true) problems.push(`${PKG_NAME}/testing exports a different MemorySink class than ${PKG_NAME}`);
+  const audit = readFileSync(join(dir, 'deferred-audit.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  const jobIds = audit.map((item) => (item.kind === 'job' && item.queue === 'mail' && item.name === 'order-confirmation' ? item.data?.orderId : `unexpected ${JSON.stringify(item)}`));
+  if (JSON.stringify(jobIds) !== JSON.stringify(Array.from({ length: REQUESTS }, (_, k) => `order-${k + 1}`))) {
+    problems.push(`audit file holds ${JSON.stringify(jobIds)}, expected the ${REQUESTS} order-confirmation jobs in order`);
+  }
+  if (problems.length) throw new StepError('stats', problems.join('\n'), `${JSON.stringify(body, null, 2)}\n${output()}`);
+}
+
+/**
+ * The BullMQ app: each POST defers a job to BullMqSink and a log to a MemorySink; the app's own
+ * @Processor consumes the job from the private Redis. N requests must give N jobs processed once.
+ */
+async function driveBullMq(base, output, redis, prefix) {
+  for (let i = 1; i <= BULLMQ_REQUESTS; i++) {
+    const id = `order-${i}`;
+    const res = await http('POST', `${base}/orders/${id}`);
+    if (res.status !== 201 || res.body?.id !== id) {
+      throw new StepError('http', `POST /orders/${id} answered ${res.status} ${JSON.stringify(res.body)}, expected 201 {"id":"${id}"}`, output());
+    }
+    const report = await waitForReport(base, `${i} jobs processed`, (r) => r.processed?.length >= i, output);
+    const probe = report.probes.find((p) => p.method === 'POST' && p.url === `/orders/${id}`);
+    if (!probe) throw new StepError('http', `no finish probe recorded for POST /orders/${id}`, output());
+    // When the response finished, the sink had not been handed this request's job yet.
+    if (probe.acceptedAtFinish !== i - 1 || probe.processedAtFinish !== i - 1) {
+      throw new StepError('after-response', `at the finish of POST /orders/${id} the job was already taken: ${JSON.stringify(probe)} (expected ${i - 1} accepted by the bullmq sink and ${i - 1} processed)`, output());
+    }
+  }
+  const body = await waitForReport(base, `${BULLMQ_REQUESTS} jobs completed`, (r) => r.queue?.counts?.completed >= BULLMQ_REQUESTS, output);
+  const { stats, processed, queue } = body;
+  const problems = [];
+  const n = BULLMQ_REQUESTS;
+  const expected = Array.from({ length: n }, (_, k) => ({ id: `order-confirmation-order-${k + 1}`, queue: 'mail', name: 'order-confirmation', data: { orderId: `order-${k + 1}` }, attempts: 3 }));
+  if (JSON.stringify(processed) !== JSON.stringify(expected)) {
+    problems.push(`the processor ran ${JSON.stringify(processed)}, expected each of the ${n} jobs once, in order: ${JSON.stringify(expected)}`);
+  }
+  const sink = stats.sinks?.[body.sinkName];
+  if (body.sinkName !== 'bullmq' || sink?.accepted !== n || sink?.delivered !== n) problems.push(`sink "${body.sinkName}" accepted ${sink?.accepted}, delivered ${sink?.delivered}, expected ${n}`);
+  if (stats.sinks?.telemetry?.delivered !== n) problems.push(`sink "telemetry" delivered ${stats.sinks?.telemetry?.delivered} logs, expected ${n}`);
+  if (stats.accepted !== 2 * n || stats.delivered !== 2 * n) problems.push(`accepted ${stats.accepted}, delivered ${stats.delivered}, expected ${2 * n}`);
+  if (stats.dropped || stats.deadLettered || stats.rejected || stats.pending) problems.push('items were dropped, dead-lettered, rejected or left pending');
+  if (stats.requests?.finished !== n) problems.push(`requests.finished is ${stats.requests?.finished}, expected ${n}`);
+  if (body.queueTokenMatches !== true) problems.push("bullMqQueueToken('mail') differs from getQueueToken('mail') of @nestjs/bullmq");
+  const counts = queue?.counts ?? {};
+  if (queue?.name !== 'mail' || counts.completed !== n || counts.failed || counts.waiting || counts.active || counts.delayed) {
+    problems.push(`queue ${queue?.name} counts ${JSON.stringify(counts)}, expected ${n} completed and nothing else`);
+  }
+  if (problems.length) throw new StepError('stats', problems.join('\n'), `${JSON.stringify(body, null, 2)}\n${output()}`);
+
+  // After the app stopped: the jobs are in this app's key prefix of the private Redis, and nothing
+  // was written under BullMQ's default prefix.
+  return async () => {
+    const completed = await redis.command('ZCARD', `${prefix}:mail:completed`);
+    const defaults = await redis.command('EXISTS', 'bull:mail:id', 'bull:mail:meta', 'bull:mail:completed');
+    if (completed !== `:${n}` || defaults !== ':0') {
+      throw new StepError('redis', `ZCARD ${prefix}:mail:completed = ${completed} (expected :${n}); keys under the default "bull:" prefix: ${defaults} (expected :0)`, output());
+    }
+  };
+}
+
+async function waitForReport(base, what, done, output) {
+  const deadline = Date.now() + 10_000;
+  let last;
+  while (Date.now() < deadline) {
+    last = (await http('GET', `${base}/__consumer/processed`)).body;
+    if (done(last)) return last;
+    await delay(50);
+  }
+  throw new StepError('processing', `not ${what} within 10 s`, `${JSON.stringify(last, null, 2)}\n${output()}`);
 }
 
 async function waitForDelivered(base, count, output) {
@@ -538,12 +683,25 @@ function report(label, outcome) {
   }
 }
 
+let redisServer;
+
 function cleanup() {
   for (const child of children) killGroup(child, 'SIGKILL');
+  redisServer?.kill();
   if (workDir && !KEEP) rmSync(workDir, { recursive: true, force: true });
 }
 
+/** The matrix: the basic app for every major and format, the BullMQ app for Nest 11 and 12. */
+function matrix() {
+  const unknown = APPS.filter((app) => app !== 'basic' && app !== 'bullmq');
+  if (unknown.length) throw new Error(`CONSUMER_APPS: unknown app(s) ${unknown.join(', ')} (known: basic, bullmq)`);
+  return APPS.flatMap((kind) =>
+    MAJORS.filter((major) => kind === 'basic' || BULLMQ_DEPS[major]).flatMap((major) => FORMATS.map((format) => ({ major, format, kind }))),
+  );
+}
+
 async function main() {
+  const combos = matrix();
   for (const signal of ['SIGINT', 'SIGTERM']) {
     process.once(signal, () => {
       cleanup();
@@ -553,7 +711,7 @@ async function main() {
   setTimeout(() => {
     console.log(`consumer: FAILED: the whole run took longer than ${TOTAL_TIMEOUT_MS / 1000} s (CONSUMER_TIMEOUT_S); stopped`);
     cleanup();
-    console.log(`consumer: 0 passed, ${1 + MAJORS.length * FORMATS.length} failed`);
+    console.log(`consumer: 0 passed, ${1 + combos.length} failed`);
     process.exit(1);
   }, TOTAL_TIMEOUT_MS).unref();
   workDir = mkdtempSync(join(tmpdir(), 'nestjs-deferred-work-consumer-'));
@@ -562,6 +720,23 @@ async function main() {
   let passed = 0;
   let failed = 0;
   const started = Date.now();
+
+  // The BullMQ apps share one private Redis (each under its own key prefix), started during the pack.
+  const redis = {};
+  const redisReady = combos.some((c) => c.kind === 'bullmq')
+    ? (async () => {
+        const server = new RedisServer();
+        redisServer = server;
+        try {
+          await server.start({ cwd: workDir });
+          redis.server = server;
+          console.log(`redis: redis-server ${await server.version()} on ${server.host}:${server.port}, key prefixes ${BULLMQ_RUN}-*`);
+        } catch (error) {
+          redis.error = error;
+          console.log(`redis: FAILED: ${error.message}`);
+        }
+      })()
+    : Promise.resolve();
 
   let tarball;
   try {
@@ -577,12 +752,14 @@ async function main() {
     failed++;
   }
 
-  const combos = MAJORS.flatMap((major) => FORMATS.map((format) => ({ major, format })));
-  const tasks = combos.map(({ major, format }) => async () => {
-    const label = `nest ${major} ${format}`;
+  await redisReady;
+
+  const tasks = combos.map(({ major, format, kind }) => async () => {
+    const label = `nest ${major} ${format}${kind === 'basic' ? '' : ` ${kind}`}`;
     if (!tarball) return { label, ok: false, error: new StepError('pack', 'not run: the library could not be packed') };
     try {
-      const detail = await testApp(join(workDir, `nest${major}-${format}`), major, format, tarball);
+      const name = `nest${major}-${format}${kind === 'basic' ? '' : `-${kind}`}`;
+      const detail = await testApp(join(workDir, name), major, format, tarball, kind, redis);
       return { label, ok: true, detail };
     } catch (error) {
       return { label, ok: false, error };

@@ -1,0 +1,54 @@
+// app.module.ts — the setup of docs/sinks/bullmq.md: a queue registered with @nestjs/bullmq, jobs
+// deferred to it with @AfterResponse() through BullMqSink, and a real @Processor consuming them.
+// (Redis port and key prefix come from the consumer test.)
+import { BullModule, Processor, WorkerHost } from '@nestjs/bullmq';
+import { Controller, Module, Param, Post } from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
+import type { Job } from 'bullmq';
+import { AfterResponse, Deferred, type DeferredScope, DeferredWorkModule, MemorySink } from 'nestjs-deferred-work';
+import { BullMqSink, bullMqJob } from 'nestjs-deferred-work/bullmq';
+import { ProcessedJobs } from './processed-jobs.js';
+
+@Controller('orders')
+export class OrdersController {
+  @Post(':id')
+  @AfterResponse()
+  place(@Param('id') id: string, @Deferred() work: DeferredScope) {
+    // Added to the "mail" queue after the response has finished, batched with other requests' jobs.
+    work.job('mail', 'order-confirmation', { orderId: id }, bullMqJob({ jobId: `order-confirmation-${id}`, attempts: 3 }));
+    work.log('info', 'order placed', { orderId: id });
+    return { id };
+  }
+}
+
+@Processor('mail')
+export class MailProcessor extends WorkerHost {
+  constructor(private readonly processed: ProcessedJobs) {
+    super();
+  }
+
+  async process(job: Job): Promise<void> {
+    this.processed.record(job);
+  }
+}
+
+@Module({
+  imports: [
+    BullModule.forRoot({
+      connection: { host: '127.0.0.1', port: Number(process.env.CONSUMER_REDIS_PORT) },
+      prefix: process.env.CONSUMER_BULLMQ_PREFIX,
+    }),
+    BullModule.registerQueue({ name: 'mail' }),
+    DeferredWorkModule.forRootAsync({
+      inject: [ModuleRef],
+      useFactory: (moduleRef: ModuleRef) => ({
+        // Jobs go to the BullMQ sink (it takes jobs only); logs and metrics to the first sink that takes them.
+        sinks: [new BullMqSink({ moduleRef }), new MemorySink({ name: 'telemetry' })],
+      }),
+    }),
+  ],
+  controllers: [OrdersController],
+  providers: [MailProcessor, ProcessedJobs],
+  exports: [ProcessedJobs],
+})
+export class AppModule {}

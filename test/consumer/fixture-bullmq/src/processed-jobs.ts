@@ -1,0 +1,21 @@
+// Test harness only: what the app's @Processor ran, for the consumer test to read over HTTP.
+import { Injectable } from '@nestjs/common';
+import type { Job } from 'bullmq';
+
+export interface ProcessedJob {
+  id: string | undefined;
+  queue: string;
+  name: string;
+  data: unknown;
+  attempts: number | undefined;
+}
+
+@Injectable()
+export class ProcessedJobs {
+  /** Every run of the processor, in order (a job run twice shows twice). */
+  readonly runs: ProcessedJob[] = [];
+
+  record(job: Job): void {
+    this.runs.push({ id: job.id, queue: job.queueName, name: job.name, data: job.data, attempts: job.opts.attempts });
+  }
+}
