@@ -194,6 +194,29 @@ describe('BullMQ sink: a batch that half-succeeds, and confusion with the Bull s
   failOnUnhandledRejection();
   const express = platforms[0];
 
+  it('boots while Redis is down, answers at once, and delivers the held jobs once Redis is up', async () => {
+    await redis.stop();
+    let app: BullMqApp | undefined;
+    try {
+      const began = Date.now();
+      app = await startBullMqApp(express, { process: false, deferred: { sinkOptions: { bullmq: { maxAttempts: 80, initialBackoffMs: 50, maxBackoffMs: 250 } } } });
+      const bootMs = Date.now() - began;
+      const statuses = await load(app.started.url, range(0, 20).map((i) => `/order/${i}`), 5);
+      expect(statuses.every((s) => s === 200)).toBe(true);
+      await eventually(() => expect(app!.work.stats().sinks.bullmq.failedWrites).toBeGreaterThan(0), 5000);
+      expect(app.work.stats().sinks.bullmq).toMatchObject({ accepted: 20, delivered: 0, pending: 20 });
+      expect(String(app.work.stats().sinks.bullmq.lastError)).toMatch(/Redis is not connected; not sending/);
+      console.log(`[bullmq] booted in ${bootMs} ms with Redis down`);
+      await redis.start();
+      if (!(await app.work.flush(20_000))) throw notFlushed(app);
+      expect(app.work.stats().sinks.bullmq).toMatchObject({ accepted: 20, delivered: 20, pending: 0, deadLettered: 0 });
+      expect(await jobsIn(app.queue)).toBe(20);
+    } finally {
+      if (!redis.running) await redis.start();
+      await app?.started.close();
+    }
+  });
+
   it('adds no job twice when addBulk fails part-way, and retries only the job Redis refused', async () => {
     const app = await startBullMqApp(express, {
       process: false,
