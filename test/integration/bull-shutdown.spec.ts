@@ -13,11 +13,11 @@ const redis = new RedisServer();
 const RUN = `dw-cold-${process.pid}-${Date.now().toString(36)}`;
 let app: NodeApp | undefined;
 
-/** The two queue libraries, each with its fixture app, its sink's name and a look at what reached Redis. */
+/** The two queue libraries (the fixture app takes QUEUE_LIB), each with its sink's name and a look at what reached Redis. */
 const libraries = [
   {
     library: 'Bull',
-    fixture: 'cold-queue.app',
+    queueLib: 'bull',
     sink: 'bull',
     async look(prefix: string) {
       const queue = new Bull('cold', { redis: { host: redis.host, port: redis.port }, prefix });
@@ -30,7 +30,7 @@ const libraries = [
   },
   {
     library: 'BullMQ',
-    fixture: 'cold-queue-bullmq.app',
+    queueLib: 'bullmq',
     sink: 'bullmq',
     async look(prefix: string) {
       const queue = new Queue('cold', { connection: { host: redis.host, port: redis.port }, prefix });
@@ -42,17 +42,18 @@ const libraries = [
     },
   },
 ];
-const files = new Map<string, string>();
+let file: string;
 
 beforeAll(async () => {
-  for (const { fixture } of libraries) files.set(fixture, compileFixture(fixture));
+  file = compileFixture('cold-queue.app');
   await redis.start();
 });
 afterEach(() => app?.kill());
 afterAll(() => redis.dispose());
 
-async function startColdApp(fixture: string, prefix: string, shutdownTimeoutMs: number): Promise<{ app: NodeApp; url: string }> {
-  const started = new NodeApp(files.get(fixture)!, { REDIS_PORT: String(redis.port), PREFIX: prefix, SHUTDOWN_TIMEOUT_MS: String(shutdownTimeoutMs) });
+async function startColdApp(queueLib: string, prefix: string, shutdownTimeoutMs: number): Promise<{ app: NodeApp; url: string }> {
+  const env = { QUEUE_LIB: queueLib, REDIS_PORT: String(redis.port), PREFIX: prefix, SHUTDOWN_TIMEOUT_MS: String(shutdownTimeoutMs) };
+  const started = new NodeApp(file, env);
   const { port } = await started.json<{ port: number }>('port');
   return { app: started, url: `http://127.0.0.1:${port}` };
 }
@@ -71,10 +72,10 @@ interface Final {
   stats: { accepted: number; delivered: number; pending: number; deadLettered: number };
 }
 
-describe.each(libraries)('$library sink: backlog for a never-written queue at SIGTERM (a real process)', ({ library, fixture, sink, look }) => {
+describe.each(libraries)('$library sink: backlog for a never-written queue at SIGTERM (a real process)', ({ library, queueLib, sink, look }) => {
   it('300 jobs held by the linger all reach Redis, and the process exits 0', async () => {
     const prefix = `${RUN}-${library}-ok`;
-    const started = await startColdApp(fixture, prefix, 5000);
+    const started = await startColdApp(queueLib, prefix, 5000);
     app = started.app;
     expect((await send(started.url, 300)).every((s) => s === 200)).toBe(true);
 
@@ -92,7 +93,7 @@ describe.each(libraries)('$library sink: backlog for a never-written queue at SI
   }, 30_000);
 
   it('with Redis stopped during shutdown, it ends by its deadline and reports the undelivered count', async () => {
-    const started = await startColdApp(fixture, `${RUN}-${library}-dead`, 1000);
+    const started = await startColdApp(queueLib, `${RUN}-${library}-dead`, 1000);
     app = started.app;
     expect((await send(started.url, 300)).every((s) => s === 200)).toBe(true);
     await redis.stop();

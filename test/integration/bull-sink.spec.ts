@@ -13,7 +13,7 @@ import {
 } from 'nestjs-deferred-work';
 import { BullSink, type BullSinkOptions } from 'nestjs-deferred-work/bull';
 import { eventually } from '../support/eventually';
-import { identityHolds as holds, load, range, watchIdentity as watch } from '../support/load';
+import { identityHolds as holds, load, loadThroughOutage, range, watchIdentity as watch } from '../support/load';
 import { failOnUnhandledRejection, type Platform, platforms, startApp, type StartedApp } from '../support/platforms';
 import { RedisServer } from '../support/redis-server';
 
@@ -190,23 +190,18 @@ describe.each(platforms)('Bull sink against a real Redis ($name)', (platform) =>
 
   it('keeps answering while Redis is down mid-load, holds the items, and delivers them all after Redis is back', async () => {
     app = await startBullApp(platform, { deferred: outageRetries });
-    const { url } = app.started;
-    const outage: Promise<void>[] = [];
     const pendingWhileDown: number[] = [];
 
-    const statuses = load(url, range(0, 150).map((i) => `/order/${i}`), 5, (done) => {
-      if (done === 40) outage.push(redis.stop());
-      if (done > 45 && done <= 100 && !redis.running) pendingWhileDown.push(app!.work.stats().pending);
-      // Back up once the outage has been felt (a write refused), so that it is never too short to matter.
-      if (done === 100) {
-        const felt = () => expect(app!.work.stats().sinks.bull.failedWrites).toBeGreaterThan(0);
-        outage.push(Promise.all(outage).then(() => eventually(felt, 10_000)).then(() => redis.start()));
-      }
+    const { statuses, watched } = await loadThroughOutage({
+      url: app.started.url,
+      paths: range(0, 150).map((i) => `/order/${i}`),
+      redis,
+      work: app.work,
+      sink: 'bull',
+      whileDown: () => pendingWhileDown.push(app!.work.stats().pending),
     });
-    const watched = await watchIdentity(app.work, statuses);
-    await Promise.all(outage);
 
-    expect((await statuses).every((s) => s === 200)).toBe(true);
+    expect(statuses.every((s) => s === 200)).toBe(true);
     expect(watched.checks).toBeGreaterThan(0);
     expect(watched.broken).toEqual([]);
     // While Redis was down, responses went on and items piled up in the buffer (the handler never awaits Redis).

@@ -16,7 +16,7 @@ import {
 import { BullSink } from 'nestjs-deferred-work/bull';
 import { BullMqSink } from 'nestjs-deferred-work/bullmq';
 import { eventually } from '../support/eventually';
-import { identityHolds as holds, load, range, watchIdentity as watch } from '../support/load';
+import { identityHolds as holds, load, loadThroughOutage, range } from '../support/load';
 import { failOnUnhandledRejection, type Platform, platforms, startApp, type StartedApp } from '../support/platforms';
 import { RedisServer } from '../support/redis-server';
 
@@ -154,18 +154,10 @@ describe.each(platforms)('BullMQ sink against a real Redis ($name)', (platform) 
 
   it('keeps answering while Redis is down mid-load, the identity holds throughout, and every job arrives after Redis is back', async () => {
     app = await startBullMqApp(platform, { deferred: outageRetries });
-    const outage: Promise<void>[] = [];
-    const statuses = load(app.started.url, range(0, 150).map((i) => `/order/${i}`), 5, (done) => {
-      if (done === 40) outage.push(redis.stop());
-      if (done === 100) {
-        const felt = () => expect(app!.work.stats().sinks.bullmq.failedWrites).toBeGreaterThan(0);
-        outage.push(Promise.all(outage).then(() => eventually(felt, 10_000)).then(() => redis.start()));
-      }
-    });
-    const watched = await watch(app.work, statuses, 'bullmq');
-    await Promise.all(outage);
+    const paths = range(0, 150).map((i) => `/order/${i}`);
+    const { statuses, watched } = await loadThroughOutage({ url: app.started.url, paths, redis, work: app.work, sink: 'bullmq' });
 
-    expect((await statuses).every((s) => s === 200)).toBe(true);
+    expect(statuses.every((s) => s === 200)).toBe(true);
     expect(watched.checks).toBeGreaterThan(0);
     expect(watched.broken).toEqual([]);
     if (!(await app.work.flush(20_000))) throw notFlushed(app);

@@ -1,4 +1,5 @@
 import type { DeferredStats, DeferredWork } from 'nestjs-deferred-work';
+import { eventually } from './eventually';
 
 export const range = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => from + i);
 
@@ -57,4 +58,42 @@ export async function watchIdentity(
     clearInterval(timer);
   }
   return { checks, broken };
+}
+
+/** What `loadThroughOutage` needs of a Redis it can stop and start. */
+interface Restartable {
+  readonly running: boolean;
+  stop(): Promise<void>;
+  start(): Promise<void>;
+}
+
+/**
+ * Sends `paths` (5 at a time) while Redis goes down after the 40th response and comes back once the
+ * sink has felt it (a failed write) and the 100th response is in, checking the accounting identity
+ * every few ms. `whileDown` runs on each response while Redis is down, from the 46th to the 100th.
+ */
+export async function loadThroughOutage(options: {
+  url: string;
+  paths: string[];
+  redis: Restartable;
+  work: DeferredWork;
+  sink: string;
+  whileDown?: () => void;
+}): Promise<{ statuses: number[]; watched: { checks: number; broken: DeferredStats[] } }> {
+  const { redis, work, sink } = options;
+  const outage: Promise<void>[] = [];
+  const statuses = load(options.url, options.paths, 5, (done) => {
+    if (done === 40) outage.push(redis.stop());
+    if (done > 45 && done <= 100 && !redis.running) options.whileDown?.();
+    // Back up once the outage has been felt (a write refused), so that it is never too short to matter.
+    if (done === 100) {
+      const felt = async () => {
+        if (!(work.stats().sinks[sink].failedWrites > 0)) throw new Error('no failed write yet');
+      };
+      outage.push(Promise.all(outage).then(() => eventually(felt, 10_000)).then(() => redis.start()));
+    }
+  });
+  const watched = await watchIdentity(work, statuses, sink);
+  await Promise.all(outage);
+  return { statuses: await statuses, watched };
 }

@@ -95,7 +95,11 @@ async function bullJob(scenario: ScenarioId, redisUrl: string, sinks: DeferredSi
   closers.push(() => queue.close());
   await queue.isReady();
   await queue.empty();
-  const sink = new BullSink({ name: scenario, queues: { [queueName]: queue } });
+  return queueJob(queueName, queue, new BullSink({ name: scenario, queues: { [queueName]: queue } }), sinks);
+}
+
+/** What the Bull and BullMQ scenarios share: `perform` awaits `queue.add`; `deferred` hands the job to `sink`. */
+function queueJob(queueName: string, queue: { add(name: string, data: unknown): Promise<unknown> }, sink: DeferredSink, sinks: DeferredSink[]): ScenarioEffect {
   sinks.push(sink);
   return {
     async perform() {
@@ -133,18 +137,7 @@ async function bullMqJob(
   closers.push(() => queue.close());
   await queue.waitUntilReady();
   await queue.obliterate({ force: true });
-  const sink = new BullMqSink({ name: scenario, queues: { [queueName]: queue } });
-  sinks.push(sink);
-  return {
-    async perform() {
-      await queue.add('confirm', ORDER);
-      return 1;
-    },
-    defer(work) {
-      work.job(queueName, 'confirm', ORDER);
-    },
-    afterResponse: { sinks: { job: sink.name } },
-  };
+  return queueJob(queueName, queue, new BullMqSink({ name: scenario, queues: { [queueName]: queue } }), sinks);
 }
 
 /** A log record per request to an HTTP receiver: `perform` POSTs it (one record); `deferred` batches. */

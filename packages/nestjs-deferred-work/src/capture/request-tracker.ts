@@ -1,8 +1,6 @@
 import type { RouteTimingStats } from '../core/stats.interface';
+import { MAX_TIMER_MS } from '../core/timers';
 import { RouteTimings } from './route-timing';
-
-/** Largest delay a Node.js timer takes (2^31 - 1 ms). */
-const MAX_TIMER_MS = 2_147_483_647;
 
 /**
  * @internal

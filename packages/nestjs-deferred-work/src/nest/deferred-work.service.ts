@@ -7,10 +7,8 @@ import { RequestTracker } from '../capture/request-tracker';
 import type { DeadLetter } from '../core/dead-letter.interface';
 import type { DeferredItemOptions, DeferredJobOptions, DeferredLogLevel } from '../core/items/deferred-item.interface';
 import type { DeferredStats } from '../core/stats.interface';
+import { timeoutOr } from '../core/timers';
 import { Dispatcher, type ShutdownReport } from '../pipeline/dispatcher';
-
-/** Largest delay a Node.js timer takes (2^31 - 1 ms). */
-const MAX_TIMER_MS = 2_147_483_647;
 
 /**
  * The injectable face of the library. Its `job`/`log`/`metric`/`run` go to the current request's
@@ -81,8 +79,7 @@ export class DeferredWork implements DeferredScope {
    * accepted by then has settled; `false` after `timeoutMs` (default `shutdownTimeoutMs`). For tests.
    */
   async settled(timeoutMs?: number): Promise<boolean> {
-    const fallback = this.dispatcher.options.shutdownTimeoutMs;
-    const ms = timeoutMs !== undefined && Number.isFinite(timeoutMs) && timeoutMs >= 0 ? Math.min(timeoutMs, MAX_TIMER_MS) : fallback;
+    const ms = timeoutOr(timeoutMs, this.dispatcher.options.shutdownTimeoutMs);
     const deadline = Date.now() + ms;
     if (!(await this.requests.whenNoneOpen(ms))) return false;
     return this.dispatcher.flush(Math.max(0, deadline - Date.now()));

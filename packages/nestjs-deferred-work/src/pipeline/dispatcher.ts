@@ -3,6 +3,8 @@ import { DeferredItemRejectedError } from '../core/errors/deferred-item-rejected
 import type { DeferredItem } from '../core/items/deferred-item.interface';
 import type { DeferredSink } from '../core/sink.interface';
 import { errorMessage } from '../core/error-message';
+import { timeoutOr } from '../core/timers';
+import { settleWithin } from './processor/guarded-write';
 import type { ResolvedDeferredWorkOptions } from './resolved-options.interface';
 import type { DeadLetter } from '../core/dead-letter.interface';
 import { describeItem, validateItem } from '../core/items/item-validator';
@@ -13,21 +15,6 @@ import { SinkProcessor } from './processor/sink-processor';
 import { SinkWarnings } from './warnings/sink-warnings';
 import { CALLBACK_RUNNER_NAME, CallbackRunner } from './callbacks/callback-runner';
 import type { DispatcherStats, SinkStats } from '../core/stats.interface';
-
-/** Largest delay a Node.js timer takes (2^31 - 1 ms). */
-const MAX_TIMER_MS = 2_147_483_647;
-
-async function settleWithin(promise: Promise<unknown>, ms: number): Promise<'fulfilled' | 'rejected' | 'timeout'> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<'timeout'>((resolve) => {
-    timer = setTimeout(() => resolve('timeout'), Math.min(ms, MAX_TIMER_MS));
-  });
-  try {
-    return await Promise.race([promise.then(() => 'fulfilled' as const, () => 'rejected' as const), timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 /** What `shutdown()` reports. */
 export interface ShutdownReport {
@@ -161,6 +148,13 @@ export class Dispatcher {
     };
   }
 
+  /** Items pending in the runner and every sink. */
+  private pending(): number {
+    let pending = this.runner.pending;
+    for (const processor of this.processors.values()) pending += processor.pending;
+    return pending;
+  }
+
   /** Recent dead letters, oldest first (at most `deadLetterCapacity`). */
   deadLetters(): readonly DeadLetter[] {
     return [...this.ring];
@@ -171,7 +165,7 @@ export class Dispatcher {
    * delivered, dropped or dead-lettered — `true` — or after `timeoutMs` — `false`.
    */
   async flush(timeoutMs = this.options.shutdownTimeoutMs): Promise<boolean> {
-    const ms = Number.isFinite(timeoutMs) && timeoutMs >= 0 ? Math.min(timeoutMs, MAX_TIMER_MS) : this.options.shutdownTimeoutMs;
+    const ms = timeoutOr(timeoutMs, this.options.shutdownTimeoutMs);
     const deadline = Date.now() + ms;
     const results = await Promise.all([...this.processors.values(), this.runner].map((p) => p.flush(deadline)));
     return results.every(Boolean);
@@ -188,7 +182,7 @@ export class Dispatcher {
     const undelivered: Record<string, number> = {};
     // First drain everything together, with every sink still accepting: a callback still running
     // may defer more (a log, a job), and that belongs to the drain, not to after it.
-    while (this.stats().pending > 0 && Date.now() < deadline) await this.flush(Math.max(0, deadline - Date.now()));
+    while (this.pending() > 0 && Date.now() < deadline) await this.flush(Math.max(0, deadline - Date.now()));
     const runnerLost = await this.runner.shutdown(deadline);
     if (runnerLost > 0) undelivered[CALLBACK_RUNNER_NAME] = runnerLost;
     await Promise.all(
@@ -198,10 +192,10 @@ export class Dispatcher {
         // A sink's own shutdown (closing a connection to a dead server, say) gets what is left of the
         // deadline, and at least a second; it never holds the application's shutdown longer.
         const allowed = Math.max(1000, deadline - Date.now());
-        const closed = await settleWithin(Promise.resolve().then(() => processor.sink.shutdown?.()), allowed);
-        if (closed === 'rejected' || closed === 'timeout') {
+        const closed = await settleWithin(Promise.resolve().then(() => processor.sink.shutdown?.()), allowed, true);
+        if (closed.status !== 'fulfilled') {
           this.logger.warn(
-            closed === 'timeout'
+            closed.status === 'pending'
               ? `Sink "${name}" did not shut down within ${allowed} ms; going on without it.`
               : `Sink "${name}" shutdown failed.`,
           );

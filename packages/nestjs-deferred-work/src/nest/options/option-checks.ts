@@ -1,12 +1,11 @@
 import { DeferredWorkConfigError } from '../../core/errors/deferred-work-config.error';
+import { MAX_TIMER_MS } from '../../core/timers';
 import type { SinkKind } from '../../core/items/deferred-item.interface';
 import type { DeferredSink, SinkProcessorOptions } from '../../core/sink.interface';
 import { CALLBACK_RUNNER_NAME as CALLBACK_SINK_NAME } from '../../pipeline/callbacks/callback-runner';
 
-/** Largest delay a Node.js timer takes; longer ones fire after 1 ms. */
-const MAX_MS = 2_147_483_647;
 
-/** Smallest value of each numeric dispatcher option (options ending in `Ms` are capped at `MAX_MS`). */
+/** Smallest value of each numeric dispatcher option (options ending in `Ms` are capped at `MAX_TIMER_MS`). */
 const NUMERIC: Record<keyof SinkProcessorOptions, number> = {
   maxQueueSize: 1,
   maxBatchSize: 1,
@@ -20,9 +19,9 @@ const NUMERIC: Record<keyof SinkProcessorOptions, number> = {
 
 export function checkNumber(option: string, value: unknown, min: number): void {
   if (value === undefined) return;
-  const max = option.endsWith('Ms') ? MAX_MS : Number.MAX_SAFE_INTEGER;
+  const max = option.endsWith('Ms') ? MAX_TIMER_MS : Number.MAX_SAFE_INTEGER;
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    const range = max === MAX_MS ? `between ${min} and ${MAX_MS} (the longest a timer can wait)` : `>= ${min}`;
+    const range = max === MAX_TIMER_MS ? `between ${min} and ${MAX_TIMER_MS} (the longest a timer can wait)` : `>= ${min}`;
     throw new DeferredWorkConfigError(
       option,
       `expected a whole number ${range}, got ${typeof value === 'number' ? value : JSON.stringify(value) ?? String(value)}`,

@@ -1,5 +1,6 @@
 import type { DeferredItem } from '../../core/items/deferred-item.interface';
 import type { DeferredSink, SinkWriteResult } from '../../core/sink.interface';
+import { MAX_TIMER_MS } from '../../core/timers';
 
 /** After a write's timeout, how long to let it settle before the next write may start. */
 const ABORT_GRACE_MS = 1000;
@@ -56,12 +57,15 @@ export function rejectOnAbort(signal: AbortSignal): Promise<never> {
   });
 }
 
-/** How `promise` settled within `ms`, or `pending`. */
-export function settleWithin<T>(promise: Promise<T>, ms: number): Promise<PromiseSettledResult<T> | { status: 'pending' }> {
+/**
+ * How `promise` settled within `ms`, or `pending`. The timer does not keep the process alive unless
+ * `keepAlive` (shutdown waits on it).
+ */
+export function settleWithin<T>(promise: Promise<T>, ms: number, keepAlive = false): Promise<PromiseSettledResult<T> | { status: 'pending' }> {
   if (ms <= 0) return Promise.resolve({ status: 'pending' });
   return new Promise((resolve) => {
-    const timer = setTimeout(() => resolve({ status: 'pending' }), ms);
-    timer.unref();
+    const timer = setTimeout(() => resolve({ status: 'pending' }), Math.min(ms, MAX_TIMER_MS));
+    if (!keepAlive) timer.unref();
     promise.then(
       (value) => {
         clearTimeout(timer);

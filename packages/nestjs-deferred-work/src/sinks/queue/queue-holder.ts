@@ -38,9 +38,4 @@ export class QueueHolder {
       return close.call(this, signal);
     };
   }
-
-  /** Whether `queue`'s shutdown hook waits for the drain. */
-  holds(queue: object): boolean {
-    return this.held.has(queue);
-  }
 }
