@@ -31,10 +31,25 @@ module.exports = {
     },
     {
       name: 'one-sink-does-not-import-another',
-      comment: 'Each sink folder uses only itself, kit/ and queue/: what two sinks share goes to kit/ or queue/.',
+      comment:
+        'Each sink folder uses only itself, kit/, queue/ and offload/ (the worker-thread host any sink can move into): what two sinks share goes to kit/ or queue/.',
       severity: 'error',
       from: { path: `${SRC}/sinks/([^/]+)/`, pathNot: notSpec },
-      to: { path: `${SRC}/sinks/`, pathNot: [`${SRC}/sinks/$1/`, `${SRC}/sinks/kit/`, `${SRC}/sinks/queue/`] },
+      to: { path: `${SRC}/sinks/`, pathNot: [`${SRC}/sinks/$1/`, `${SRC}/sinks/kit/`, `${SRC}/sinks/queue/`, `${SRC}/sinks/offload/`] },
+    },
+    {
+      name: 'worker-imports-core-and-sinks',
+      comment: 'The sink host runs in a worker thread: it builds sinks and runs their writes, with nothing of the pipeline, capture or Nest layers.',
+      severity: 'error',
+      from: { path: `${SRC}/worker/`, pathNot: notSpec },
+      to: { path: `${SRC}/`, pathNot: [`${SRC}/core/`, `${SRC}/sinks/`, `${SRC}/worker/`] },
+    },
+    {
+      name: 'nothing-imports-the-worker',
+      comment: 'The worker entry is loaded by path in a new thread (OffloadedSink), never imported.',
+      severity: 'error',
+      from: { path: `${SRC}/`, pathNot: [`${SRC}/worker/`, notSpec] },
+      to: { path: `${SRC}/worker/` },
     },
     {
       name: 'capture-imports-core-and-pipeline',

@@ -5,7 +5,11 @@ export default defineConfig({
     index: 'src/index.ts',
     'bull/index': 'src/sinks/bull/index.ts',
     'bullmq/index': 'src/sinks/bullmq/index.ts',
+    'prometheus/index': 'src/sinks/prometheus/index.ts',
+    'opentelemetry/index': 'src/sinks/opentelemetry/index.ts',
     'testing/index': 'src/testing/index.ts',
+    // the sink host: the entry of OffloadedSink's worker thread (loaded by path, not imported)
+    'worker/sink-host.worker': 'src/worker/sink-host.worker.ts',
   },
   format: ['cjs', 'esm'],
   dts: true,
@@ -14,5 +18,7 @@ export default defineConfig({
   target: 'node20',
   splitting: true,
   treeshake: true,
+  // import.meta.url in the CommonJS build (OffloadedSink finds its worker script from it)
+  shims: true,
   tsconfig: 'tsconfig.build.json',
 });

@@ -35,6 +35,7 @@ export type {
   DeferredSink,
   SinkItemFailure,
   SinkAttachContext,
+  SinkHostStats,
   SinkProcessorOptions,
   SinkWriteContext,
   SinkWriteResult,
@@ -51,4 +52,8 @@ export { DeferredItemRejectedError } from './core/errors/deferred-item-rejected.
 export { DeferredContextError } from './core/errors/deferred-context.error';
 export { SinkConfigError } from './sinks/kit/sink-config.error';
 export { HttpSink } from './sinks/http/http.sink';
+export { LoggerSink, LOGGER_SINK_LEVELS } from './sinks/logger/logger.sink';
+export { LOGGER_SINK_DEFAULTS, type LoggerSinkFieldsStyle, type LoggerSinkOptions } from './sinks/logger/logger-sink.options';
+export { OffloadedSink } from './sinks/offload/offloaded.sink';
+export { OFFLOADED_SINK_DEFAULTS, type OffloadedSinkOptions } from './sinks/offload/offloaded-sink.options';
 export type { HttpSinkFormat, HttpSinkGzipOptions, HttpSinkOptions } from './sinks/http/http-sink.options';

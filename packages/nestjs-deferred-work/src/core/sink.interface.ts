@@ -61,11 +61,32 @@ export interface DeferredSink<T extends DeferredItem = DeferredItem> {
   /**
    * Called once at bootstrap, before any write, with what the library offers sinks: a way to wait
    * for the drain (e.g. to keep a connection open until it ends) and the app's providers (e.g. to
-   * find the queues a Nest integration registered). Optional.
+   * find the queues a Nest integration registered). May return a promise: bootstrap waits for it, and
+   * a rejection fails the bootstrap with its message (e.g. a worker thread that cannot build its sink).
+   * Optional.
    */
-  attach?(context: SinkAttachContext): void;
+  attach?(context: SinkAttachContext): void | Promise<void>;
+  /** Where the sink's own work runs, when not on the request thread (`stats().sinks[name].host`). Optional. */
+  hostStats?(): SinkHostStats;
   /** Release resources; called once, after the last write, on application shutdown. */
   shutdown?(): Promise<void> | void;
+}
+
+/** What a sink running off the request thread reports of its host (see `OffloadedSink`). */
+export interface SinkHostStats {
+  /** Where the sink's client work runs. */
+  thread: 'worker';
+  /** Whether the worker is running now (it starts at bootstrap and again after a crash, on the next write). */
+  running: boolean;
+  /** Workers started after one stopped unexpectedly (crash, `process.exit`, out of memory). */
+  restarts: number;
+  /** Writes the worker was running when it stopped: each was failed as retryable and retried by the dispatcher. */
+  writesLostToRestarts: number;
+  /**
+   * Time the worker's event loop was busy, in ms, summed over every worker this sink started: its
+   * CPU time, near enough (Node 20 has no per-thread CPU clock). Not part of the request thread's CPU.
+   */
+  activeMs: number;
 }
 
 /** Passed to {@link DeferredSink.attach} at bootstrap. */

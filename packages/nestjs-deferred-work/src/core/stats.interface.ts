@@ -1,3 +1,5 @@
+import type { SinkHostStats } from './sink.interface';
+
 /** Where accepted items are. `accepted = delivered + pending + dropped + deadLettered`, always. */
 export interface ItemCounts {
   /** Items handed to a sink's queue (after validation), dropped ones included. */
@@ -29,6 +31,8 @@ export interface SinkStats extends ItemCounts {
   /** When an item was last dropped, and last dead-lettered (epoch ms). */
   lastDropAt?: number;
   lastDeadLetterAt?: number;
+  /** For a sink running in a worker thread (`OffloadedSink`): the worker's restarts and busy time. */
+  host?: SinkHostStats;
 }
 
 /** What `DeferredWork.stats()` returns. The totals are the sums over `sinks`. */

@@ -25,7 +25,7 @@ export class DeferredWorkLifecycle implements OnModuleInit, OnApplicationShutdow
     @Optional() @Inject(HttpAdapterHost) private readonly adapterHost?: HttpAdapterHost,
   ) {}
 
-  onModuleInit(): void {
+  async onModuleInit(): Promise<void> {
     this.checkInterceptor();
     checkDecoratedRoutes(this.discovery, this.scanner, this.reflector, this.dispatcher.options);
     const instance = this.frameworkInstance();
@@ -40,7 +40,7 @@ export class DeferredWorkLifecycle implements OnModuleInit, OnApplicationShutdow
       );
     }
     registerOpener(this.opener, instance);
-    this.attachSinks();
+    await this.attachSinks();
   }
 
   /** Drains pending work within `shutdownTimeoutMs` (needs `app.enableShutdownHooks()` for signals). */
@@ -70,13 +70,22 @@ export class DeferredWorkLifecycle implements OnModuleInit, OnApplicationShutdow
     }
   }
 
-  /** Gives every sink what it may need before its first write: the drain to wait for, and the app's providers. */
-  private attachSinks(): void {
+  /**
+   * Gives every sink what it may need before its first write: the drain to wait for, and the app's
+   * providers. Waits for sinks that attach asynchronously (a worker thread starting); the first
+   * failure fails the bootstrap.
+   */
+  private async attachSinks(): Promise<void> {
     const context: SinkAttachContext = {
       drain: () => this.dispatcher.shutdown(),
       providers: () => this.singletons(),
     };
-    for (const sink of this.dispatcher.options.sinks.values()) sink.attach?.(context);
+    const attaching: Promise<void>[] = [];
+    for (const sink of this.dispatcher.options.sinks.values()) {
+      const attached = sink.attach?.(context);
+      if (attached) attaching.push(attached);
+    }
+    await Promise.all(attaching);
   }
 
   private *singletons(): Iterable<{ token: unknown; instance: unknown }> {

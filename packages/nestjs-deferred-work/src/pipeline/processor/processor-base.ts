@@ -59,7 +59,10 @@ export abstract class ProcessorBase {
   }
 
   stats(): SinkStats {
-    return this.counters.snapshot(this.pending, this.queueDepth, this.inFlight);
+    const stats = this.counters.snapshot(this.pending, this.queueDepth, this.inFlight);
+    const host = this.sink.hostStats?.();
+    if (host) stats.host = host;
+    return stats;
   }
 
   /** Counts an item in; returns its entry, or `undefined` when shutdown has finished (then it is dead-lettered as `closed`). */

@@ -4,6 +4,8 @@ import type { SinkProcessorOptions } from '../../core/sink.interface';
 import { QueueSink } from '../queue/queue-sink';
 import type { QueueState } from '../queue/queue-sink.options';
 import { BULL_PROCESSOR_DEFAULTS, BULL_SINK_NAME, type BullBulkJob, type BullQueueLike, type BullSinkOptions, bullQueueToken } from './bull-sink.options';
+import type { OffloadedSink } from '../offload/offloaded.sink';
+import { type BullOffloadOptions, offloadedBullSink } from './bull.offload';
 
 /** A BullMQ queue has `waitUntilReady()`; a Bull 4 queue has `isReady()` instead. */
 function isBullMqQueue(value: unknown): boolean {
@@ -31,6 +33,17 @@ interface QueueInternals {
  * to make retries idempotent. Only `kind: 'job'` items are accepted.
  */
 export class BullSink extends QueueSink<BullQueueLike, BullBulkJob> {
+  /**
+   * A Bull sink whose work — building jobs and talking to Redis — runs in a worker thread, off the
+   * request thread. The worker creates its own queues from plain options (`redis`, `queues`, `prefix`,
+   * `defaultJobOptions`) on its own connection and closes them after the drain. Everything else is as
+   * for `new BullSink()`: same name (`bull`), same dispatcher defaults, same checks per job (a job for a
+   * queue not in `queues` is rejected when it is deferred). See docs/offload.md for when it pays.
+   */
+  static offloaded(options: BullOffloadOptions): OffloadedSink {
+    return offloadedBullSink(options);
+  }
+
   readonly defaults: Partial<SinkProcessorOptions> = BULL_PROCESSOR_DEFAULTS;
 
   constructor(options: BullSinkOptions) {

@@ -9,3 +9,5 @@ export {
   type BullSinkOptions,
 } from './bull-sink.options';
 export type { ModuleRefLike, QueueSinkOptions } from '../queue/queue-sink.options';
+export type { QueueOffloadOptions } from '../queue/queue-offload';
+export type { BullOffloadOptions } from './bull.offload';

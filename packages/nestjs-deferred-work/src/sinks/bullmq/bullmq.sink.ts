@@ -15,6 +15,8 @@ import {
   type BullMqSinkOptions,
   bullMqQueueToken,
 } from './bullmq-sink.options';
+import type { OffloadedSink } from '../offload/offloaded.sink';
+import { type BullMqOffloadOptions, offloadedBullMqSink } from './bullmq.offload';
 
 /** How long the connection check waits for a client that is not connected yet. */
 const CLIENT_WAIT_MS = 50;
@@ -38,6 +40,17 @@ interface ClientHolder {
  * duplicates). Job options are checked when the item is deferred, with BullMQ's own rules.
  */
 export class BullMqSink extends QueueSink<BullMqQueueLike, BullMqBulkJob> {
+  /**
+   * A BullMQ sink whose work — building jobs and talking to Redis — runs in a worker thread, off the
+   * request thread. The worker creates its own queues from plain options (`connection`, `queues`,
+   * `prefix`, `defaultJobOptions`) and closes them after the drain. Job options are checked, and a
+   * stable `jobId` given to jobs without one, on the request thread when the job is deferred, so a
+   * retried batch cannot add a job twice. See docs/offload.md for when it pays.
+   */
+  static offloaded(options: BullMqOffloadOptions): OffloadedSink {
+    return offloadedBullMqSink(options);
+  }
+
   readonly defaults: Partial<SinkProcessorOptions> = BULLMQ_PROCESSOR_DEFAULTS;
   /** Job ids derived for items without one, kept while the item lives (across retries). */
   private readonly derivedIds = new WeakMap<JobItem, string>();

@@ -9,3 +9,5 @@ export {
   type BullMqSinkOptions,
 } from './bullmq-sink.options';
 export type { ModuleRefLike, QueueSinkOptions } from '../queue/queue-sink.options';
+export type { QueueOffloadOptions } from '../queue/queue-offload';
+export type { BullMqOffloadOptions } from './bullmq.offload';

@@ -11,6 +11,8 @@ import { SinkConfigError } from '../kit/sink-config.error';
 import { HTTP_SINK_DEFAULTS, checkGzip, checkHeaders, checkUrl, describeValue } from './http-sink.config';
 import type { HttpSinkFormat, HttpSinkOptions } from './http-sink.options';
 import { causeMessage, displayUrl, parseRetryAfter, toWire } from './http-wire';
+import { OffloadedSink } from '../offload/offloaded.sink';
+import { workerHttpOptions } from './http.offload';
 
 export { HTTP_SINK_DEFAULTS } from './http-sink.config';
 export { parseRetryAfter } from './http-wire';
@@ -41,6 +43,17 @@ interface Route {
  * Headers (and credentials or query strings in URLs) never appear in errors or logs.
  */
 export class HttpSink implements DeferredSink<SinkItem> {
+  /**
+   * An HTTP sink whose work — serialising, compressing and posting batches — runs in a worker thread,
+   * off the request thread. Takes the same options as `new HttpSink()`, as plain data (checked here).
+   * See docs/offload.md for when it pays.
+   */
+  static offloaded(options: HttpSinkOptions): OffloadedSink {
+    const probe = new HttpSink(options); // the options checked here, where a mistake was made
+    probe.shutdown();
+    return new OffloadedSink({ name: probe.name, module: 'http', options: workerHttpOptions(options) }, 'http');
+  }
+
   readonly name: string;
   private readonly routes: Readonly<Record<SinkKind, Route>>;
   private readonly agents: http.Agent[] = [];

@@ -1,0 +1,44 @@
+import type { DeferredSink } from '../../core/sink.interface';
+
+/** A queue the sink host created and must close. */
+export interface ClosableQueue {
+  close(): Promise<unknown>;
+}
+
+/**
+ * In the worker thread, the queues belong to the sink: once the sink has shut down, close them
+ * (each on its own; one that fails to close does not keep the others open).
+ */
+export function closingQueues<S extends DeferredSink<never>>(sink: S, queues: readonly ClosableQueue[]): S {
+  const shutdown = sink.shutdown?.bind(sink);
+  sink.shutdown = async () => {
+    await shutdown?.();
+    await Promise.allSettled(queues.map((queue) => queue.close()));
+  };
+  return sink;
+}
+
+/** `options` without its `undefined` entries (which some libraries take as "unset the default"). */
+export function definedOnly<T extends object>(options: T): Partial<T> {
+  return Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)) as Partial<T>;
+}
+
+/** How long the sink host waits at start for its new queues to connect before taking writes anyway. */
+const CONNECT_WAIT_MS = 2000;
+
+/**
+ * Waits (bounded) for the queues the worker created to connect, so the first writes after bootstrap
+ * do not fail as "not connected". Redis being down does not hold the start up: the writes fail fast
+ * and are retried, as with queues the app owns.
+ */
+export async function connected(ready: Array<Promise<unknown>>): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    Promise.allSettled(ready),
+    new Promise((resolve) => {
+      timer = setTimeout(resolve, CONNECT_WAIT_MS);
+      timer.unref();
+    }),
+  ]);
+  clearTimeout(timer);
+}

@@ -1,0 +1,94 @@
+/**
+ * The sink host: the entry of the worker thread an `OffloadedSink` starts. It builds the sink from
+ * the module and plain options in `workerData`, runs the writes the request thread posts (one
+ * reply per write, partial failures by index), and shuts the sink down when asked. Nothing here
+ * counts items: the request thread's dispatcher does, so its accounting holds across the thread.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { errorMessage } from '../core/error-message';
+import type { SinkItem } from '../core/items/deferred-item.interface';
+import type { DeferredSink } from '../core/sink.interface';
+import type { FromHost, HostItemFailure, SinkHostData, ToHost } from '../sinks/offload/host-protocol';
+import { buildSink } from './build-sink';
+
+const data = workerData as SinkHostData;
+const port = parentPort;
+const writes = new Map<number, AbortController>();
+let endDrain: () => void = () => undefined;
+const drained = new Promise<void>((resolve) => (endDrain = resolve));
+
+function send(message: FromHost): void {
+  port?.postMessage(message);
+}
+
+/** A `SinkWriteError` from any copy of the library (the user's module may import another build). */
+function retryInfo(error: unknown): { retryable: boolean; retryAfterMs?: number } {
+  const e = error as { name?: unknown; retryable?: unknown; retryAfterMs?: unknown } | null;
+  if (e && e.name === 'SinkWriteError' && typeof e.retryable === 'boolean') {
+    return { retryable: e.retryable, retryAfterMs: typeof e.retryAfterMs === 'number' ? e.retryAfterMs : undefined };
+  }
+  return { retryable: true };
+}
+
+async function write(sink: DeferredSink<SinkItem>, id: number, batch: readonly SinkItem[], attempt: number): Promise<void> {
+  const controller = new AbortController();
+  writes.set(id, controller);
+  const failed: HostItemFailure[] = [];
+  const kept: SinkItem[] = [];
+  const at: number[] = [];
+  batch.forEach((item, index) => {
+    try {
+      sink.validate?.(item);
+      kept.push(item);
+      at.push(index);
+    } catch (error) {
+      failed.push({ index, message: errorMessage(error), retryable: false });
+    }
+  });
+  try {
+    const result = kept.length > 0 ? await sink.write(kept, { signal: controller.signal, attempt }) : undefined;
+    for (const failure of result?.failed ?? []) {
+      failed.push({ index: at[failure.index], message: errorMessage(failure.error), retryable: failure.retryable !== false });
+    }
+    send({ type: 'result', id, failed, retryAfterMs: failed.length > 0 ? result?.retryAfterMs : undefined });
+  } catch (error) {
+    const { retryable, retryAfterMs } = retryInfo(error);
+    const message = errorMessage(error);
+    if (failed.length === 0) send({ type: 'error', id, message, retryable, retryAfterMs });
+    else send({ type: 'result', id, failed: [...failed, ...at.map((index) => ({ index, message, retryable }))], retryAfterMs });
+  } finally {
+    writes.delete(id);
+  }
+}
+
+async function shutdown(sink: DeferredSink<SinkItem>): Promise<void> {
+  endDrain();
+  try {
+    await sink.shutdown?.();
+  } catch (error) {
+    send({ type: 'warning', message: `sink "${data.name}" failed to shut down in its worker thread: ${errorMessage(error)}` });
+  }
+  send({ type: 'closed' });
+}
+
+async function main(): Promise<void> {
+  process.on('unhandledRejection', (reason) => {
+    send({ type: 'warning', message: `sink "${data.name}" in its worker thread: unhandled rejection (ignored): ${errorMessage(reason)}` });
+  });
+  let sink: DeferredSink<SinkItem>;
+  try {
+    sink = await buildSink(data);
+    await sink.attach?.({ drain: () => drained, providers: () => [] });
+  } catch (error) {
+    send({ type: 'failed-to-start', message: errorMessage(error) });
+    return;
+  }
+  port?.on('message', (message: ToHost) => {
+    if (message.type === 'write') void write(sink, message.id, message.batch, message.attempt);
+    else if (message.type === 'abort') writes.get(message.id)?.abort(new Error(message.message));
+    else if (message.type === 'shutdown') void shutdown(sink);
+  });
+  send({ type: 'ready', kinds: sink.kinds });
+}
+
+void main();
