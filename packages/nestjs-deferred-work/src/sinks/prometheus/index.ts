@@ -1,0 +1,8 @@
+export { PrometheusSink } from './prometheus.sink';
+export { prometheusMetricName } from './prometheus-name';
+export {
+  PROMETHEUS_SINK_DEFAULTS,
+  type PrometheusMetricDeclaration,
+  type PrometheusSinkOptions,
+} from './prometheus-sink.options';
+export type { MetricInstrumentType } from '../kit/metric-catalog';
