@@ -98,6 +98,8 @@ export interface SinkAttachContext {
   drain(): Promise<unknown>;
   /** The app's singleton providers, by injection token, as instantiated at bootstrap. */
   providers(): Iterable<{ token: unknown; instance: unknown }>;
+  /** Logs a warning the way the library logs its own (Nest's `Logger`, context `DeferredWork`). */
+  warn(message: string): void;
 }
 
 /** Dispatcher settings that can be set globally, per sink (`sinkOptions`) or by a sink (`defaults`). */

@@ -15,6 +15,8 @@ import { GLOBAL_INTERCEPTOR_REGISTERED, type GlobalInterceptorState } from './de
  */
 @Injectable()
 export class DeferredWorkLifecycle implements OnModuleInit, OnApplicationShutdown {
+  private readonly logger = new Logger('DeferredWork');
+
   constructor(
     @Inject(Dispatcher) private readonly dispatcher: Dispatcher,
     @Inject(DiscoveryService) private readonly discovery: DiscoveryService,
@@ -54,7 +56,7 @@ export class DeferredWorkLifecycle implements OnModuleInit, OnApplicationShutdow
     if (!asyncContext && !timing) return;
     const option = asyncContext ? 'asyncContext' : 'timing';
     if (this.globalInterceptor === 'off') {
-      new Logger('DeferredWork').warn(
+      this.logger.warn(
         `${option} is on and registerInterceptor is false: bind DeferredWorkInterceptor yourself (APP_INTERCEPTOR ` +
           `or @UseInterceptors) on the routes that need it, or ${option} will not apply there.`,
       );
@@ -79,6 +81,7 @@ export class DeferredWorkLifecycle implements OnModuleInit, OnApplicationShutdow
     const context: SinkAttachContext = {
       drain: () => this.dispatcher.shutdown(),
       providers: () => this.singletons(),
+      warn: (message) => this.logger.warn(message),
     };
     const attaching: Promise<void>[] = [];
     for (const sink of this.dispatcher.options.sinks.values()) {

@@ -12,6 +12,8 @@ import type { FromHost, HostItemFailure, SinkHostData, ToHost } from '../sinks/o
 import { buildSink } from './build-sink';
 
 const data = workerData as SinkHostData;
+/** Least time between two reports of unhandled rejections in the worker. */
+const WARNING_INTERVAL_MS = 10_000;
 const port = parentPort;
 const writes = new Map<number, AbortController>();
 let endDrain: () => void = () => undefined;
@@ -72,13 +74,20 @@ async function shutdown(sink: DeferredSink<SinkItem>): Promise<void> {
 }
 
 async function main(): Promise<void> {
+  // Reported, never fatal: the first at once, then at most one report (with the count) per interval.
+  let unhandled = 0;
+  let reportedAt = 0;
   process.on('unhandledRejection', (reason) => {
-    send({ type: 'warning', message: `sink "${data.name}" in its worker thread: unhandled rejection (ignored): ${errorMessage(reason)}` });
+    unhandled++;
+    if (reportedAt !== 0 && Date.now() - reportedAt < WARNING_INTERVAL_MS) return;
+    reportedAt = Date.now();
+    const count = unhandled === 1 ? '' : ` (${unhandled} so far)`;
+    send({ type: 'warning', message: `sink "${data.name}" in its worker thread: unhandled rejection (ignored)${count}: ${errorMessage(reason)}` });
   });
   let sink: DeferredSink<SinkItem>;
   try {
     sink = await buildSink(data);
-    await sink.attach?.({ drain: () => drained, providers: () => [] });
+    await sink.attach?.({ drain: () => drained, providers: () => [], warn: (message) => send({ type: 'warning', message }) });
   } catch (error) {
     send({ type: 'failed-to-start', message: errorMessage(error) });
     return;

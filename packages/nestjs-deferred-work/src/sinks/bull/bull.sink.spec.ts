@@ -249,7 +249,7 @@ describe('BullSink', () => {
     });
     const drain = jest.fn(async () => void order.push('drain'));
     const sink = new BullSink({ moduleRef: moduleRefOf({ BullQueue_mail: mail }) });
-    sink.attach({ drain, providers: () => [] });
+    sink.attach({ drain, providers: () => [], warn: () => undefined });
 
     await sink.write([job('mail', 'a')], ctx());
     await sink.write([job('mail', 'b')], ctx()); // resolved once, wrapped once
@@ -276,6 +276,7 @@ describe('BullSink', () => {
         // A strict proxy provider (nestjs-cls) throws on any property access outside its context.
         { token: 'Strict', instance: new Proxy({}, { get: () => { throw new Error('outside a CLS context'); } }) },
       ],
+      warn: () => undefined,
     });
 
     await cold.onApplicationShutdown('SIGTERM');
@@ -296,7 +297,7 @@ describe('BullSink', () => {
     const untouched = jest.fn();
     const audit = Object.assign(new FakeQueue('audit'), { onApplicationShutdown: untouched });
     const sink = new BullSink({ moduleRef: moduleRefOf({ BullQueue_audit: audit }), drainBeforeQueueClose: false });
-    sink.attach({ drain: async () => undefined, providers: () => [{ token: 'BullQueue_audit', instance: audit }] });
+    sink.attach({ drain: async () => undefined, providers: () => [{ token: 'BullQueue_audit', instance: audit }], warn: () => undefined });
     await sink.write([job('audit', 'a')], ctx());
     expect(audit.onApplicationShutdown).toBe(untouched);
   });

@@ -5,7 +5,7 @@ import { errorMessage } from '../../core/error-message';
 import { SinkWriteError } from '../../core/errors/sink-write.error';
 import type { SinkItem, SinkKind } from '../../core/items/deferred-item.interface';
 import { isSinkKind } from '../../core/items/item-kinds';
-import type { DeferredSink, SinkHostStats, SinkProcessorOptions, SinkWriteContext, SinkWriteResult } from '../../core/sink.interface';
+import type { DeferredSink, SinkAttachContext, SinkHostStats, SinkProcessorOptions, SinkWriteContext, SinkWriteResult } from '../../core/sink.interface';
 import { SinkConfigError } from '../kit/sink-config.error';
 import type { BuiltinSinkName, SinkSource } from './host-protocol';
 import { OFFLOADED_SINK_DEFAULTS, type OffloadedSinkOptions } from './offloaded-sink.options';
@@ -59,6 +59,8 @@ export class OffloadedSink implements DeferredSink<SinkItem> {
   readonly validate?: (item: SinkItem) => void;
   private readonly thread: SinkHostThread;
   private readonly describe: string;
+  /** Where the worker's warnings go: the library's logger once attached, `process.emitWarning` before. */
+  private warn: (message: string) => void = (message) => process.emitWarning(message, { code: 'DEFERRED_WORK_SINK_HOST' });
 
   /**
    * @param builtin @internal Set by the built-in sinks' `offloaded()`: the worker builds that sink itself.
@@ -88,12 +90,13 @@ export class OffloadedSink implements DeferredSink<SinkItem> {
         startTimeoutMs: options.startTimeoutMs ?? OFFLOADED_SINK_DEFAULTS.startTimeoutMs,
         closeTimeoutMs: options.closeTimeoutMs ?? OFFLOADED_SINK_DEFAULTS.closeTimeoutMs,
       },
-      (message) => process.emitWarning(message, { code: 'DEFERRED_WORK_SINK_HOST' }),
+      (message) => this.warn(message),
     );
   }
 
   /** At bootstrap: starts the worker and waits until it has built its sink; fails the bootstrap otherwise. */
-  async attach(): Promise<void> {
+  async attach(context?: SinkAttachContext): Promise<void> {
+    if (context) this.warn = (message) => context.warn(message);
     let kinds: readonly SinkKind[] | undefined;
     try {
       ({ kinds } = await this.thread.start());
