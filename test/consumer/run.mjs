@@ -135,7 +135,7 @@ const TSCONFIG_ESM = {
 // Files allowed in the tarball.
 const ALLOWED_FILE = /^(dist\/.+\.(js|cjs|d\.ts|d\.cts|js\.map|cjs\.map)|README\.md|LICENSE|package\.json)$/;
 const REQUIRED_FILES = ['package.json', 'README.md', 'LICENSE'];
-const SUBPATHS = ['.', './bull', './bullmq', './testing'];
+const SUBPATHS = ['.', './bull', './bullmq', './prometheus', './opentelemetry', './testing'];
 
 const children = new Set();
 let workDir;
@@ -580,8 +580,13 @@ async function driveBullMq(base, output, redis, prefix) {
       throw new StepError('after-response', `at the finish of POST /orders/${id} the job was already taken: ${JSON.stringify(probe)} (expected ${i - 1} accepted by the bullmq sink and ${i - 1} processed)`, output());
     }
   }
-  const body = await waitForReport(base, `${BULLMQ_REQUESTS} jobs completed`, (r) => r.queue?.counts?.completed >= BULLMQ_REQUESTS, output);
-  const { stats, processed, queue } = body;
+  const body = await waitForReport(
+    base,
+    `${BULLMQ_REQUESTS} jobs completed and ${BULLMQ_REQUESTS} audit jobs processed`,
+    (r) => r.queue?.counts?.completed >= BULLMQ_REQUESTS && r.audit?.length >= BULLMQ_REQUESTS,
+    output,
+  );
+  const { stats, processed, queue, audit } = body;
   const problems = [];
   const n = BULLMQ_REQUESTS;
   const expected = Array.from({ length: n }, (_, k) => ({ id: `order-confirmation-order-${k + 1}`, queue: 'mail', name: 'order-confirmation', data: { orderId: `order-${k + 1}` }, attempts: 3 }));
@@ -591,7 +596,17 @@ async function driveBullMq(base, output, redis, prefix) {
   const sink = stats.sinks?.[body.sinkName];
   if (body.sinkName !== 'bullmq' || sink?.accepted !== n || sink?.delivered !== n) problems.push(`sink "${body.sinkName}" accepted ${sink?.accepted}, delivered ${sink?.delivered}, expected ${n}`);
   if (stats.sinks?.telemetry?.delivered !== n) problems.push(`sink "telemetry" delivered ${stats.sinks?.telemetry?.delivered} logs, expected ${n}`);
-  if (stats.accepted !== 2 * n || stats.delivered !== 2 * n) problems.push(`accepted ${stats.accepted}, delivered ${stats.delivered}, expected ${2 * n}`);
+  // The offloaded sink (BullMqSink.offloaded, a worker thread started from the installed package's dist/worker).
+  const audited = (audit ?? []).map((job) => job.data?.orderId).sort();
+  const expectedAudit = Array.from({ length: n }, (_, k) => `order-${k + 1}`).sort();
+  if (JSON.stringify(audited) !== JSON.stringify(expectedAudit) || new Set((audit ?? []).map((job) => job.id)).size !== n) {
+    problems.push(`the audit processor ran ${JSON.stringify(audit)}, expected one job per order with its own id: ${JSON.stringify(expectedAudit)}`);
+  }
+  const offloaded = stats.sinks?.['audit-jobs'];
+  if (offloaded?.delivered !== n || offloaded?.host?.thread !== 'worker' || offloaded?.host?.restarts !== 0) {
+    problems.push(`sink "audit-jobs" (offloaded) delivered ${offloaded?.delivered} (expected ${n}), host ${JSON.stringify(offloaded?.host)}`);
+  }
+  if (stats.accepted !== 3 * n || stats.delivered !== 3 * n) problems.push(`accepted ${stats.accepted}, delivered ${stats.delivered}, expected ${3 * n}`);
   if (stats.dropped || stats.deadLettered || stats.rejected || stats.pending) problems.push('items were dropped, dead-lettered, rejected or left pending');
   if (stats.requests?.finished !== n) problems.push(`requests.finished is ${stats.requests?.finished}, expected ${n}`);
   if (body.queueTokenMatches !== true) problems.push("bullMqQueueToken('mail') differs from getQueueToken('mail') of @nestjs/bullmq");
