@@ -1,0 +1,299 @@
+/**
+ * `node dist/bench/profile.js`: where a route's CPU goes, for issue #12. Two modes, both on 127.0.0.1
+ * and bounded by a request count:
+ *
+ * - `cpu` (default): CPU µs per request of each variant — the server's `process.cpuUsage()` delta over
+ *   the requests it handled, drained (`?flush=1`) before and after — with the variants (and the
+ *   builds given with `--server`) alternating within each repeat; prints medians and ratios.
+ * - `profile`: one server per (build, adapter, scenario, variant) under `node --cpu-prof`; only the
+ *   samples taken while autocannon drives the route are summed (self time per group of code and per
+ *   function), and printed per request.
+ *
+ * `--server label=path/to/server/main.js` (repeatable) compares builds in one run, e.g. the library
+ * before and after a change; the default is this build's server.
+ */
+import { type ChildProcess, fork } from 'node:child_process';
+import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs as parseCli } from 'node:util';
+import autocannon from 'autocannon';
+import { type CpuProfile, type FrameGroup, summariseProfile } from './cpuprofile-summary.js';
+import type { Adapter, ScenarioId, ServerConfig, ServerSnapshot, Variant } from './types.js';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+
+const USAGE = `Usage: node dist/bench/profile.js [options]
+  --mode cpu|profile        cpu: CPU µs/request, variants alternating (default); profile: --cpu-prof summaries
+  --adapters express,fastify
+  --scenarios sim5,mix      scenarios without external services: sim5, sim25, sim5-tail, mix
+  --variants plain,deferred,event-emitter
+  --requests 20000          requests per measured run (autocannon amount)
+  --warmup 5000             requests per route before measuring
+  --repeats 5               measured runs per route (cpu mode)
+  --connections 10
+  --server label=main.js    a server build to measure (repeatable; default: this build's)
+  --out profiles            where profile mode writes .cpuprofile files and summary.json
+  --top 25                  functions listed per profile`;
+
+interface Options {
+  mode: 'cpu' | 'profile';
+  adapters: Adapter[];
+  scenarios: ScenarioId[];
+  variants: Variant[];
+  requests: number;
+  warmup: number;
+  repeats: number;
+  connections: number;
+  servers: Array<{ label: string; entry: string }>;
+  out: string;
+  top: number;
+}
+
+function parseOptions(argv: string[]): Options {
+  const { values } = parseCli({
+    args: argv,
+    options: {
+      mode: { type: 'string', default: 'cpu' },
+      adapters: { type: 'string', default: 'express,fastify' },
+      scenarios: { type: 'string', default: 'sim5,mix' },
+      variants: { type: 'string', default: 'plain,deferred,event-emitter' },
+      requests: { type: 'string', default: '20000' },
+      warmup: { type: 'string', default: '5000' },
+      repeats: { type: 'string', default: '5' },
+      connections: { type: 'string', default: '10' },
+      server: { type: 'string', multiple: true },
+      out: { type: 'string', default: 'profiles' },
+      top: { type: 'string', default: '25' },
+      help: { type: 'boolean', default: false },
+    },
+  });
+  if (values.help) {
+    console.log(USAGE);
+    process.exit(0);
+  }
+  const list = (s: string) => s.split(',').map((x) => x.trim()).filter(Boolean);
+  const count = (s: string, name: string, min: number) => {
+    const n = Number(s);
+    if (!Number.isInteger(n) || n < min || n > 1_000_000) throw new Error(`--${name} must be an integer from ${min} to 1000000\n\n${USAGE}`);
+    return n;
+  };
+  if (values.mode !== 'cpu' && values.mode !== 'profile') throw new Error(`--mode must be cpu or profile\n\n${USAGE}`);
+  const servers = (values.server ?? [`this=${path.resolve(here, '..', 'server', 'main.js')}`]).map((spec) => {
+    const eq = spec.indexOf('=');
+    if (eq <= 0) throw new Error(`--server takes label=path, got "${spec}"`);
+    return { label: spec.slice(0, eq), entry: path.resolve(spec.slice(eq + 1)) };
+  });
+  return {
+    mode: values.mode,
+    adapters: list(values.adapters) as Adapter[],
+    scenarios: list(values.scenarios) as ScenarioId[],
+    variants: list(values.variants) as Variant[],
+    requests: count(values.requests, 'requests', 1),
+    warmup: count(values.warmup, 'warmup', 0),
+    repeats: count(values.repeats, 'repeats', 1),
+    connections: count(values.connections, 'connections', 1),
+    servers,
+    out: path.resolve(values.out),
+    top: count(values.top, 'top', 0),
+  };
+}
+
+interface Server {
+  base: string;
+  child: ChildProcess;
+  stop(): Promise<void>;
+}
+
+function startServer(entry: string, config: ServerConfig, execArgv: string[]): Promise<Server> {
+  const child = fork(entry, [], {
+    env: { ...process.env, BENCH_SERVER_CONFIG: JSON.stringify(config), NODE_ENV: 'production' },
+    execArgv,
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const stop = () =>
+    new Promise<void>((resolve) => {
+      if (child.exitCode !== null || child.signalCode !== null) return resolve();
+      const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+      child.once('exit', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+      child.send({ type: 'stop' });
+    });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`${entry} did not start within 30 s`));
+    }, 30_000);
+    child.on('message', (message: { type: string; port?: number; message?: string }) => {
+      clearTimeout(timer);
+      if (message.type === 'ready') resolve({ base: `http://127.0.0.1:${message.port}`, child, stop });
+      else reject(new Error(`${entry} failed to start: ${message.message}`));
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${entry} exited (code ${code}) before it was ready`));
+    });
+  });
+}
+
+async function snapshot(server: Server): Promise<ServerSnapshot> {
+  const response = await fetch(`${server.base}/__bench/stats?flush=1`, { signal: AbortSignal.timeout(30_000) });
+  if (!response.ok) throw new Error(`/__bench/stats answered ${response.status}`);
+  return (await response.json()) as ServerSnapshot;
+}
+
+async function drive(url: string, amount: number, connections: number): Promise<autocannon.Result> {
+  const result = await autocannon({ url, connections, amount, pipelining: 1, timeout: 10 });
+  if (result.errors > 0 || result.non2xx > 0) throw new Error(`${url}: ${result.errors} errors, ${result.non2xx} non-2xx responses`);
+  return result;
+}
+
+interface CpuRun {
+  cpuUsPerRequest: number;
+  reqPerSec: number;
+}
+
+/** One measured run: the server's CPU over the requests it handled, drained before and after. */
+async function measureCpu(server: Server, key: string, options: Options): Promise<CpuRun> {
+  const before = await snapshot(server);
+  const started = process.hrtime.bigint();
+  const result = await drive(`${server.base}/${key}`, options.requests, options.connections);
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  const after = await snapshot(server);
+  const handled = (after.handled[key] ?? 0) - (before.handled[key] ?? 0);
+  const cpuUs = after.cpu.user + after.cpu.system - (before.cpu.user + before.cpu.system);
+  return { cpuUsPerRequest: cpuUs / handled, reqPerSec: result.requests.total / seconds };
+}
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+const fixed = (n: number, d = 1) => (Number.isFinite(n) ? n.toFixed(d) : '–');
+
+async function cpuMode(options: Options): Promise<void> {
+  for (const adapter of options.adapters) {
+    const servers = await Promise.all(
+      options.servers.map(async (s) => ({ ...s, server: await startServer(s.entry, { adapter, scenarios: options.scenarios }, []) })),
+    );
+    try {
+      const runs = new Map<string, CpuRun[]>();
+      const id = (label: string, scenario: string, variant: string) => `${label}|${scenario}|${variant}`;
+      for (const scenario of options.scenarios) {
+        for (const variant of options.variants) {
+          for (const s of servers) if (options.warmup > 0) await drive(`${s.server.base}/${scenario}/${variant}`, options.warmup, options.connections);
+        }
+      }
+      for (let r = 0; r < options.repeats; r++) {
+        for (const scenario of options.scenarios) {
+          // rotate the order each repeat, so no route always runs first
+          const order = options.variants.flatMap((variant) => servers.map((s) => ({ variant, s })));
+          const rotated = order.map((_, i) => order[(i + r) % order.length]);
+          for (const { variant, s } of rotated) {
+            const run = await measureCpu(s.server, `${scenario}/${variant}`, options);
+            const k = id(s.label, scenario, variant);
+            runs.set(k, [...(runs.get(k) ?? []), run]);
+          }
+        }
+        process.stdout.write(`${adapter}: repeat ${r + 1}/${options.repeats} done\n`);
+      }
+      console.log(`\n${adapter}, ${options.requests} requests × ${options.repeats} repeats, ${options.connections} connections (medians)`);
+      console.log('| scenario | build | variant | CPU µs/req | req/s | CPU ÷ plain | CPU ÷ event-emitter | req/s ÷ plain | req/s ÷ event-emitter |');
+      console.log('| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |');
+      for (const scenario of options.scenarios) {
+        for (const s of servers) {
+          const med = (variant: string, pick: (run: CpuRun) => number) => median((runs.get(id(s.label, scenario, variant)) ?? []).map(pick));
+          for (const variant of options.variants) {
+            const cpu = med(variant, (x) => x.cpuUsPerRequest);
+            const rps = med(variant, (x) => x.reqPerSec);
+            const cells = [
+              scenario,
+              s.label,
+              variant,
+              fixed(cpu),
+              fixed(rps, 0),
+              fixed(cpu / med('plain', (x) => x.cpuUsPerRequest), 2),
+              fixed(cpu / med('event-emitter', (x) => x.cpuUsPerRequest), 2),
+              fixed(rps / med('plain', (x) => x.reqPerSec), 2),
+              fixed(rps / med('event-emitter', (x) => x.reqPerSec), 2),
+            ];
+            console.log(`| ${cells.join(' | ')} |`);
+          }
+        }
+      }
+    } finally {
+      await Promise.all(servers.map((s) => s.server.stop()));
+    }
+  }
+}
+
+async function profileMode(options: Options): Promise<void> {
+  await mkdir(options.out, { recursive: true });
+  const summaries: Record<string, unknown> = {};
+  for (const adapter of options.adapters) {
+    for (const scenario of options.scenarios) {
+      for (const variant of options.variants) {
+        for (const s of options.servers) {
+          const name = `${s.label}-${adapter}-${scenario}-${variant}`;
+          const dir = path.join(options.out, name);
+          await rm(dir, { recursive: true, force: true });
+          const server = await startServer(s.entry, { adapter, scenarios: [scenario] }, ['--cpu-prof', `--cpu-prof-dir=${dir}`, '--cpu-prof-interval=100']);
+          const key = `${scenario}/${variant}`;
+          let window: [number, number];
+          let handled: number;
+          try {
+            if (options.warmup > 0) await drive(`${server.base}/${key}`, options.warmup, options.connections);
+            const before = await snapshot(server);
+            const from = Number(process.hrtime.bigint() / 1000n);
+            await drive(`${server.base}/${key}`, options.requests, options.connections);
+            const to = Number(process.hrtime.bigint() / 1000n);
+            const after = await snapshot(server);
+            window = [from, to];
+            handled = (after.handled[key] ?? 0) - (before.handled[key] ?? 0);
+          } finally {
+            await server.stop();
+          }
+          const file = (await readdir(dir)).find((f) => f.endsWith('.cpuprofile'));
+          if (!file) throw new Error(`no .cpuprofile in ${dir}`);
+          const summary = summariseProfile(JSON.parse(await readFile(path.join(dir, file), 'utf8')) as CpuProfile, ...window);
+          const perReq = (us: number) => us / handled;
+          const busy = summary.windowUs - summary.groups.idle;
+          console.log(`\n## ${name}: ${handled} requests, ${fixed(perReq(busy))} µs busy/request (sampled)`);
+          console.log('| group | self µs/req | share of busy | inclusive µs/req |');
+          console.log('| --- | ---: | ---: | ---: |');
+          for (const [group, us] of Object.entries(summary.groups).sort((a, b) => b[1] - a[1]) as Array<[FrameGroup, number]>) {
+            if (group === 'idle' || us === 0) continue;
+            console.log(`| ${group} | ${fixed(perReq(us), 2)} | ${fixed((100 * us) / busy)}% | ${fixed(perReq(summary.groupsInclusive[group]), 2)} |`);
+          }
+          const top = summary.functions.filter((f) => f.group !== 'idle').slice(0, options.top);
+          console.log('\n| function | where | group | self µs/req | total µs/req |');
+          console.log('| --- | --- | --- | ---: | ---: |');
+          for (const f of top) console.log(`| ${f.name} | ${f.where} | ${f.group} | ${fixed(perReq(f.selfUs), 2)} | ${fixed(perReq(f.totalUs), 2)} |`);
+          const ours = summary.functions.filter((f) => f.group === 'deferred-work');
+          if (ours.length > 0) {
+            console.log('\nthis library, by total (inclusive) time:');
+            for (const f of [...ours].sort((a, b) => b.totalUs - a.totalUs).slice(0, options.top)) {
+              console.log(`  ${f.name} (${f.where}): self ${fixed(perReq(f.selfUs), 2)}, total ${fixed(perReq(f.totalUs), 2)} µs/req`);
+            }
+          }
+          summaries[name] = { handled, busyUsPerRequest: perReq(busy), groups: summary.groups, groupsInclusive: summary.groupsInclusive, functions: summary.functions.slice(0, 200) };
+        }
+      }
+    }
+  }
+  await writeFile(path.join(options.out, 'summary.json'), `${JSON.stringify(summaries, null, 1)}\n`);
+}
+
+async function main(): Promise<void> {
+  const options = parseOptions(process.argv.slice(2));
+  if (options.mode === 'cpu') await cpuMode(options);
+  else await profileMode(options);
+}
+
+main().catch((error: unknown) => {
+  console.error(error instanceof Error ? error.message : error);
+  process.exit(1);
+});
