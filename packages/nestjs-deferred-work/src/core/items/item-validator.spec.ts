@@ -24,6 +24,19 @@ describe('quickSizeBound', () => {
   ])('leaves %s to JSON.stringify', (_what, value) => {
     expect(quickSizeBound(value)).toBe(-1);
   });
+
+  it('keeps its node budget when a getter walks another payload meanwhile (a getter that defers an item)', () => {
+    let inner = Number.NaN;
+    const value = {
+      get g() {
+        inner = quickSizeBound(Array.from({ length: 50 }, () => 1));
+        return 1;
+      },
+      a: Array.from({ length: 40 }, () => 1),
+    };
+    expect(quickSizeBound(value)).toBeGreaterThanOrEqual(utf8(value));
+    expect(inner).toBeGreaterThan(0);
+  });
 });
 
 describe('validateItem', () => {

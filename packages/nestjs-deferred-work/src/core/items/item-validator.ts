@@ -22,6 +22,46 @@ export function describeItem(item: DeferredItem): string {
 const QUICK_NODES = 64;
 const QUICK_DEPTH = 6;
 
+/** Nodes the walk may still visit; module-level so that a walk allocates nothing (saved and restored around each walk, so a getter that defers an item cannot disturb the outer one). */
+let nodesLeft = 0;
+
+/** `quickSizeBound`'s walk: a plain recursive function (no closure allocated per call). */
+function boundOf(v: unknown, depth: number): number {
+  if (--nodesLeft < 0) return -1;
+  switch (typeof v) {
+    case 'string':
+      return 2 + 6 * v.length;
+    case 'number':
+      return 24;
+    case 'boolean':
+      return 5;
+    case 'undefined':
+    case 'function':
+    case 'symbol':
+      return 4; // omitted in objects, null in arrays
+    case 'bigint':
+      return -1;
+  }
+  if (v === null) return 4;
+  if (depth >= QUICK_DEPTH || typeof (v as { toJSON?: unknown }).toJSON === 'function') return -1;
+  let size = 2;
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) {
+      const s = boundOf(v[i], depth + 1);
+      if (s < 0) return -1;
+      size += s + 1;
+    }
+    return size;
+  }
+  for (const key in v as Record<string, unknown>) {
+    if (!Object.prototype.hasOwnProperty.call(v, key)) continue;
+    const s = boundOf((v as Record<string, unknown>)[key], depth + 1);
+    if (s < 0) return -1;
+    size += 6 * key.length + 4 + s;
+  }
+  return size;
+}
+
 /**
  * An upper bound of `JSON.stringify(value)`'s UTF-8 size, found without serialising: strings count
  * 6 bytes per UTF-16 unit (a `\uXXXX` escape), numbers 24. Returns -1 when a cheap walk cannot
@@ -29,46 +69,14 @@ const QUICK_DEPTH = 6;
  * caller falls back to `JSON.stringify`, which then also produces the exact error.
  */
 export function quickSizeBound(value: unknown): number {
-  let nodes = 0;
-  const walk = (v: unknown, depth: number): number => {
-    if (++nodes > QUICK_NODES) return -1;
-    switch (typeof v) {
-      case 'string':
-        return 2 + 6 * v.length;
-      case 'number':
-        return 24;
-      case 'boolean':
-        return 5;
-      case 'undefined':
-      case 'function':
-      case 'symbol':
-        return 4; // omitted in objects, null in arrays
-      case 'bigint':
-        return -1;
-    }
-    if (v === null) return 4;
-    if (depth >= QUICK_DEPTH || typeof (v as { toJSON?: unknown }).toJSON === 'function') return -1;
-    let size = 2;
-    if (Array.isArray(v)) {
-      for (let i = 0; i < v.length; i++) {
-        const s = walk(v[i], depth + 1);
-        if (s < 0) return -1;
-        size += s + 1;
-      }
-      return size;
-    }
-    for (const key in v as Record<string, unknown>) {
-      if (!Object.prototype.hasOwnProperty.call(v, key)) continue;
-      const s = walk((v as Record<string, unknown>)[key], depth + 1);
-      if (s < 0) return -1;
-      size += 6 * key.length + 4 + s;
-    }
-    return size;
-  };
+  const outer = nodesLeft;
+  nodesLeft = QUICK_NODES;
   try {
-    return walk(value, 0);
+    return boundOf(value, 0);
   } catch {
     return -1; // a throwing getter or proxy: let JSON.stringify report it
+  } finally {
+    nodesLeft = outer;
   }
 }
 
