@@ -6,7 +6,9 @@
 // `@AfterResponse()` route is delivered after its response finished.
 // For Nest 11 and 12 (CommonJS and ESM) a second app also installs `bullmq` and `@nestjs/bullmq`,
 // defers its jobs to `BullMqSink` (`nestjs-deferred-work/bullmq`) and consumes them with a real
-// `@Processor`, against a private `redis-server` the runner starts on a free port.
+// `@Processor`, against a private `redis-server` the runner starts on a free port; it also defers an
+// audit job per POST to `BullMqSink.offloaded()`, whose worker thread is started from the installed
+// package's dist/worker (CommonJS and ESM builds alike) and adds the job on its own connection.
 //
 // Environment (all optional):
 //   CONSUMER_NEST_MAJORS  comma-separated Nest majors to test (default "10,11,12")

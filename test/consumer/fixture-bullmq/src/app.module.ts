@@ -17,6 +17,8 @@ export class OrdersController {
     // Added to the "mail" queue after the response has finished, batched with other requests' jobs.
     work.job('mail', 'order-confirmation', { orderId: id }, bullMqJob({ jobId: `order-confirmation-${id}`, attempts: 3 }));
     work.log('info', 'order placed', { orderId: id });
+    // Added by BullMqSink.offloaded() from its worker thread (its own queue on its own connection).
+    work.job('audit', 'order-audit', { orderId: id }, { sink: 'audit-jobs' });
     return { id };
   }
 }
@@ -32,23 +34,40 @@ export class MailProcessor extends WorkerHost {
   }
 }
 
+@Processor('audit')
+export class AuditProcessor extends WorkerHost {
+  constructor(private readonly processed: ProcessedJobs) {
+    super();
+  }
+
+  async process(job: Job): Promise<void> {
+    this.processed.record(job, this.processed.audit);
+  }
+}
+
+const connection = { host: '127.0.0.1', port: Number(process.env.CONSUMER_REDIS_PORT) };
+
 @Module({
   imports: [
     BullModule.forRoot({
-      connection: { host: '127.0.0.1', port: Number(process.env.CONSUMER_REDIS_PORT) },
+      connection,
       prefix: process.env.CONSUMER_BULLMQ_PREFIX,
     }),
-    BullModule.registerQueue({ name: 'mail' }),
+    BullModule.registerQueue({ name: 'mail' }, { name: 'audit' }),
     DeferredWorkModule.forRootAsync({
       inject: [ModuleRef],
       useFactory: (moduleRef: ModuleRef) => ({
         // Jobs go to the BullMQ sink (it takes jobs only); logs and metrics to the first sink that takes them.
-        sinks: [new BullMqSink({ moduleRef }), new MemorySink({ name: 'telemetry' })],
+        sinks: [
+          new BullMqSink({ moduleRef }),
+          new MemorySink({ name: 'telemetry' }),
+          BullMqSink.offloaded({ name: 'audit-jobs', connection, prefix: process.env.CONSUMER_BULLMQ_PREFIX, queues: ['audit'] }),
+        ],
       }),
     }),
   ],
   controllers: [OrdersController],
-  providers: [MailProcessor, ProcessedJobs],
+  providers: [MailProcessor, AuditProcessor, ProcessedJobs],
   exports: [ProcessedJobs],
 })
 export class AppModule {}

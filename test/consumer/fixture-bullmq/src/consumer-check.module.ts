@@ -27,6 +27,7 @@ export class ConsumerCheckController {
   async report() {
     return {
       processed: this.processed.runs,
+      audit: this.processed.audit,
       stats: this.work.stats(),
       probes: finishProbes,
       sinkName: BULLMQ_SINK_NAME,

@@ -12,10 +12,12 @@ export interface ProcessedJob {
 
 @Injectable()
 export class ProcessedJobs {
-  /** Every run of the processor, in order (a job run twice shows twice). */
+  /** Every run of the "mail" processor, in order (a job run twice shows twice). */
   readonly runs: ProcessedJob[] = [];
+  /** Every run of the "audit" processor (jobs added by the offloaded sink's worker thread). */
+  readonly audit: ProcessedJob[] = [];
 
-  record(job: Job): void {
-    this.runs.push({ id: job.id, queue: job.queueName, name: job.name, data: job.data, attempts: job.opts.attempts });
+  record(job: Job, into: ProcessedJob[] = this.runs): void {
+    into.push({ id: job.id, queue: job.queueName, name: job.name, data: job.data, attempts: job.opts.attempts });
   }
 }
