@@ -4,12 +4,17 @@ import {
   BULLMQ_SCENARIOS,
   benchQueueName,
   DEFAULT_OPTIONS,
+  DEFERRED_VARIANTS,
   expectedItems,
+  offloadSinkName,
   parseArgs,
   SCENARIOS,
   scenarioInfo,
+  USAGE,
   UsageError,
   VARIANTS,
+  variantsOf,
+  WORKER_VARIANTS,
 } from '../src/bench/args';
 
 describe('parseArgs', () => {
@@ -124,5 +129,33 @@ describe('scenario catalog', () => {
     expect(VARIANTS).toEqual(['plain', 'noop-interceptor', 'blocking', 'deferred', 'article-tap', 'event-emitter']);
     expect(AWAITED_VARIANTS).toEqual(['blocking', 'article-tap', 'event-emitter']);
     expect(scenarioInfo('sim5-tail')).toMatchObject({ kind: 'variants', needs: [], alwaysItemsPerRequest: 0 });
+  });
+});
+
+describe('variantsOf (issue 12)', () => {
+  const SIX = ['plain', 'noop-interceptor', 'blocking', 'deferred', 'article-tap', 'event-emitter'];
+  const SEVEN = ['plain', 'noop-interceptor', 'blocking', 'deferred', 'deferred-offload', 'article-tap', 'event-emitter'];
+
+  it('adds deferred-offload, after deferred, only where the sink can be offloaded: the Bull and BullMQ pairs and http-log', () => {
+    expect(SCENARIOS.filter((s) => s.offload).map((s) => s.id)).toEqual(['bull-local', 'bull-proxy', 'http-log', 'bullmq-local', 'bullmq-proxy']);
+    for (const id of ['bull-local', 'bull-proxy', 'http-log', 'bullmq-local', 'bullmq-proxy'] as const) expect(variantsOf(id)).toEqual(SEVEN);
+    for (const id of ['sim5', 'sim25', 'mix', 'sim5-tail'] as const) expect(variantsOf(id)).toEqual(SIX);
+    expect(variantsOf('compression')).toEqual([]);
+    // a copy: the runner may not change the catalog
+    variantsOf('sim5').pop();
+    expect(VARIANTS).toHaveLength(6);
+  });
+
+  it('counts deferred-offload like deferred (from stats()), and only it has a worker', () => {
+    expect(DEFERRED_VARIANTS).toEqual(['deferred', 'deferred-offload']);
+    expect(WORKER_VARIANTS).toEqual(['deferred-offload']);
+    // the same items per request as the deferred route
+    expect(expectedItems(scenarioInfo('http-log'), 40, 10)).toBe(50);
+  });
+
+  it('names the offloaded twin sinks after their scenario, and says which scenarios have the variant', () => {
+    expect(offloadSinkName('bull-proxy')).toBe('bull-proxy-offload');
+    expect(offloadSinkName('http-log')).toBe('http-log-offload');
+    expect(USAGE).toContain('plus deferred-offload (the sink in a worker thread) in bull-local, bull-proxy, http-log, bullmq-local, bullmq-proxy.');
   });
 });

@@ -21,13 +21,18 @@ export interface ScenarioInfo {
    * `encodings`: one large-JSON route fetched as identity, gzip 6 and Brotli 11 (issue 5), on its own server.
    */
   kind: 'variants' | 'encodings';
+  /**
+   * Issue 12: the scenario's sink can be offloaded (`HttpSink.offloaded()`, `BullSink.offloaded()`,
+   * `BullMqSink.offloaded()`), so it also has the `deferred-offload` variant. See {@link variantsOf}.
+   */
+  offload?: boolean;
 }
 
 /** The scenarios of issues 4, 9 and 11, in their default order (new ones last, so the numbers stay). */
 export const SCENARIOS: readonly ScenarioInfo[] = [
   { id: 'sim5', label: 'simulated 5 ms side-effect', itemsPerRequest: 1, alwaysItemsPerRequest: 0, needs: [], kind: 'variants' },
   { id: 'sim25', label: 'simulated 25 ms side-effect', itemsPerRequest: 1, alwaysItemsPerRequest: 0, needs: [], kind: 'variants' },
-  { id: 'bull-local', label: 'Bull job, local Redis', itemsPerRequest: 1, alwaysItemsPerRequest: 0, needs: ['redis'], kind: 'variants' },
+  { id: 'bull-local', label: 'Bull job, local Redis', itemsPerRequest: 1, alwaysItemsPerRequest: 0, needs: ['redis'], kind: 'variants', offload: true },
   {
     id: 'bull-proxy',
     label: 'Bull job, Redis at +30 ms RTT',
@@ -35,8 +40,17 @@ export const SCENARIOS: readonly ScenarioInfo[] = [
     alwaysItemsPerRequest: 0,
     needs: ['redis', 'redis-proxy'],
     kind: 'variants',
+    offload: true,
   },
-  { id: 'http-log', label: 'HTTP log sink, local receiver', itemsPerRequest: 1, alwaysItemsPerRequest: 1, needs: ['log-receiver'], kind: 'variants' },
+  {
+    id: 'http-log',
+    label: 'HTTP log sink, local receiver',
+    itemsPerRequest: 1,
+    alwaysItemsPerRequest: 1,
+    needs: ['log-receiver'],
+    kind: 'variants',
+    offload: true,
+  },
   { id: 'mix', label: 'mix: 1 job + 2 logs + 2 metrics (memory sink)', itemsPerRequest: 5, alwaysItemsPerRequest: 4, needs: [], kind: 'variants' },
   {
     id: 'sim5-tail',
@@ -56,7 +70,15 @@ export const SCENARIOS: readonly ScenarioInfo[] = [
     kind: 'encodings',
   },
   // issue 11: the Bull pair again with BullMQ (appended, so the numbers of the scenarios above stay)
-  { id: 'bullmq-local', label: 'BullMQ job, local Redis', itemsPerRequest: 1, alwaysItemsPerRequest: 0, needs: ['redis'], kind: 'variants' },
+  {
+    id: 'bullmq-local',
+    label: 'BullMQ job, local Redis',
+    itemsPerRequest: 1,
+    alwaysItemsPerRequest: 0,
+    needs: ['redis'],
+    kind: 'variants',
+    offload: true,
+  },
   {
     id: 'bullmq-proxy',
     label: 'BullMQ job, Redis at +30 ms RTT',
@@ -64,6 +86,7 @@ export const SCENARIOS: readonly ScenarioInfo[] = [
     alwaysItemsPerRequest: 0,
     needs: ['redis', 'redis-proxy'],
     kind: 'variants',
+    offload: true,
   },
 ];
 
@@ -81,9 +104,32 @@ export const ENCODINGS: readonly Encoding[] = ['identity', 'gzip-6', 'br-11'];
 /** The `Accept-Encoding` the client sends for each encoding. */
 export const ACCEPT_ENCODING: Readonly<Record<Encoding, string>> = { identity: 'identity', 'gzip-6': 'gzip', 'br-11': 'br' };
 
+/** The six variants every `variants` scenario has (issues 4 and 9). */
 export const VARIANTS: readonly Variant[] = ['plain', 'noop-interceptor', 'blocking', 'deferred', 'article-tap', 'event-emitter'];
+/** Issue 12: the deferred route with its sink offloaded to a worker thread, in the scenarios marked `offload`. */
+export const OFFLOAD_VARIANT: Variant = 'deferred-offload';
 /** The variants that await the side-effect themselves (in the handler, a `tap`, a listener): the app counts what they deliver. */
 export const AWAITED_VARIANTS: readonly Variant[] = ['blocking', 'article-tap', 'event-emitter'];
+/** The variants that hand the side-effect to the library: what they deliver is counted by `stats()`. */
+export const DEFERRED_VARIANTS: readonly Variant[] = ['deferred', OFFLOAD_VARIANT];
+/** The variants whose sink runs in a worker thread: the only ones whose worker CPU is counted (see `cpuSplit`). */
+export const WORKER_VARIANTS: readonly Variant[] = [OFFLOAD_VARIANT];
+
+/**
+ * The routes a scenario has, in the order the runner rotates them: the six of every `variants`
+ * scenario, with `deferred-offload` after `deferred` where the scenario's sink can be offloaded;
+ * none for the `encodings` scenario.
+ */
+export function variantsOf(id: ScenarioId): Variant[] {
+  const info = scenarioInfo(id);
+  if (info.kind !== 'variants') return [];
+  return info.offload ? VARIANTS.flatMap((v) => (v === 'deferred' ? [v, OFFLOAD_VARIANT] : [v])) : [...VARIANTS];
+}
+
+/** The name of a scenario's offloaded twin sink (the `deferred-offload` route's), e.g. `bull-proxy-offload`. */
+export function offloadSinkName(scenario: ScenarioId): string {
+  return `${scenario}-offload`;
+}
 export const ADAPTERS: readonly Adapter[] = ['express', 'fastify'];
 
 export const DEFAULT_OPTIONS: Readonly<Omit<BenchOptions, 'scenarios' | 'adapters'>> = Object.freeze({
@@ -111,7 +157,9 @@ export const USAGE = `Usage: pnpm bench [options]
   -h, --help              this text
 
 Scenarios: ${SCENARIOS.map((s) => `${s.id} (${s.label})`).join('; ')}.
-Variants per scenario: ${VARIANTS.join(', ')}.`;
+Variants per scenario: ${VARIANTS.join(', ')}; plus ${OFFLOAD_VARIANT} (the sink in a worker thread) in ${SCENARIOS.filter((s) => s.offload)
+  .map((s) => s.id)
+  .join(', ')}.`;
 
 /** A bad command line; the message says what to pass instead. */
 export class UsageError extends Error {

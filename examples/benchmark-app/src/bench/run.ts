@@ -16,13 +16,16 @@ import {
   BULL_SCENARIOS,
   BULLMQ_SCENARIOS,
   benchQueueName,
+  DEFERRED_VARIANTS,
   ENCODINGS,
   expectedItems,
+  OFFLOAD_VARIANT,
   parseArgs,
   scenarioInfo,
   USAGE,
   UsageError,
-  VARIANTS,
+  variantsOf,
+  WORKER_VARIANTS,
 } from './args.js';
 import {
   type DelayProxy,
@@ -38,6 +41,7 @@ import {
   aggregateRuns,
   checkTargets,
   computeRatios,
+  cpuSplit,
   formatNumber,
   median,
   renderClientCpuPerJobText,
@@ -260,11 +264,20 @@ async function measure(
   const redisAfter = await redisCpu?.();
   const serverRequests = (after.handled[key] ?? 0) - (before.handled[key] ?? 0);
   const cpuUs = after.cpu.user + after.cpu.system - (before.cpu.user + before.cpu.system);
+  const workerActiveMs = after.workerActiveMs - before.workerActiveMs;
+  const cpu = cpuSplit({
+    cpuUs,
+    workerActiveMs,
+    serverRequests,
+    hasWorker: WORKER_VARIANTS.includes(variant),
+  });
   const info = scenarioInfo(scenario);
   let itemsExpected = 0;
   let itemsDelivered = 0;
   let itemsLost = 0;
-  if (variant === 'deferred') {
+  // The library's counters are process-wide, but one route runs at a time and both snapshots are
+  // taken after a drain (pending 0 before the run), so their deltas belong to this variant alone.
+  if (DEFERRED_VARIANTS.includes(variant)) {
     const d = (pick: (s: ServerSnapshot['deferred']) => number) => pick(after.deferred) - pick(before.deferred);
     itemsExpected = expectedItems(info, d((s) => s.requests.finished), d((s) => s.requests.aborted));
     itemsDelivered = d((s) => s.delivered);
@@ -275,7 +288,7 @@ async function measure(
     itemsDelivered = (after.effectsDone[key] ?? 0) - (before.effectsDone[key] ?? 0);
     itemsLost = (after.effectsInFlight[key] ?? 0) * info.itemsPerRequest;
   }
-  const counted = variant === 'deferred' || AWAITED_VARIANTS.includes(variant);
+  const counted = DEFERRED_VARIANTS.includes(variant) || AWAITED_VARIANTS.includes(variant);
   const requests = result.requests.total;
   return {
     requests,
@@ -285,7 +298,8 @@ async function measure(
     latencyAvgMs: result.latency.average,
     latencyP50Ms: result.latency.p50,
     latencyP99Ms: result.latency.p99,
-    cpuUsPerRequest: serverRequests > 0 ? cpuUs / serverRequests : Number.NaN,
+    ...cpu,
+    workerActiveMs,
     errors: result.errors,
     non2xx: result.non2xx,
     itemsExpected,
@@ -299,10 +313,10 @@ async function measure(
   };
 }
 
-/** Variant order of repeat `r`: rotated, so no variant always runs first or right after another. */
-function variantOrder(r: number): Variant[] {
-  const n = VARIANTS.length;
-  return VARIANTS.map((_, i) => VARIANTS[(i + r) % n]);
+/** Variant order of repeat `r` over a scenario's variants: rotated, so no variant always runs first or right after another. */
+function variantOrder(variants: readonly Variant[], r: number): Variant[] {
+  const n = variants.length;
+  return variants.map((_, i) => variants[(i + r) % n]);
 }
 
 async function main(): Promise<void> {
@@ -377,7 +391,7 @@ async function main(): Promise<void> {
   const scenarios = options.scenarios.filter((id) => !skipped.some((s) => s.scenario === id));
   const variantScenarios = scenarios.filter((id) => scenarioInfo(id).kind === 'variants');
   const withCompression = scenarios.includes('compression');
-  const perAdapter = variantScenarios.length * VARIANTS.length + (withCompression ? ENCODINGS.length : 0);
+  const perAdapter = variantScenarios.reduce((n, id) => n + variantsOf(id).length, 0) + (withCompression ? ENCODINGS.length : 0);
   const totalRuns = perAdapter * options.adapters.length * options.repeats;
   const estimate = perAdapter * options.adapters.length * (options.warmup + options.repeats * (options.duration + 0.3));
   log(`${totalRuns} measured runs, about ${Math.ceil(estimate / 60)} min\n`);
@@ -421,13 +435,15 @@ async function main(): Promise<void> {
         try {
           for (const scenario of variantScenarios) {
             log(`[${elapsed()}] ${adapter} · ${scenario} (${scenarioLabel(scenario, options)})`);
+            // only the routes this scenario has (deferred-offload where its sink can be offloaded)
+            const variants = variantsOf(scenario);
             if (options.warmup > 0) {
-              for (const variant of VARIANTS) await drive(`${server.base}/${scenario}/${variant}`, options.connections, options.warmup);
+              for (const variant of variants) await drive(`${server.base}/${scenario}/${variant}`, options.connections, options.warmup);
               await snapshot(server, true);
             }
-            const samples = new Map<Variant, RunSample[]>(VARIANTS.map((v) => [v, []]));
+            const samples = new Map<Variant, RunSample[]>(variants.map((v) => [v, []]));
             for (let r = 0; r < options.repeats; r++) {
-              for (const variant of variantOrder(r)) {
+              for (const variant of variantOrder(variants, r)) {
                 const redisCpu = redis && queueScenarios.includes(scenario) ? () => redisCpuUs(redis!.port) : undefined;
                 const sample = await measure(server, scenario, variant, options, destination(scenario), redisCpu);
                 samples.get(variant)!.push(sample);
@@ -440,17 +456,23 @@ async function main(): Promise<void> {
                     : '';
                 const redisText =
                   sample.redisCpuUsPerRequest !== undefined ? `, Redis ${formatNumber(sample.redisCpuUsPerRequest, 0)} µs/req` : '';
+                // activeMs is the worker's busy wall time: on a contended machine it can exceed the CPU it got
+                const contended =
+                  sample.requestThreadCpuUsPerRequest < 0 ? ' [worker busy time > process CPU: contended machine, split not meaningful]' : '';
+                // (the report also flags an offloaded route whose request-thread share falls below the plain route's)
                 const problems =
+                  contended +
                   (sample.errors + sample.non2xx > 0 ? `, ${sample.errors} errors, ${sample.non2xx} non-2xx` : '') +
                   (sample.unhandledRejections ? `, ${sample.unhandledRejections} unhandled rejections` : '');
                 log(
                   `  ${progress()} ${variant.padEnd(16)} #${r + 1}: ` +
                     `${formatNumber(sample.reqPerSec, 0).padStart(7)} req/s, p99 ${formatNumber(sample.latencyP99Ms, 0)} ms, ` +
-                    `${formatNumber(sample.cpuUsPerRequest, 0)} µs CPU/req${redisText}${items}${problems}`,
+                    `${formatNumber(sample.cpuUsPerRequest, 0)} µs CPU/req (worker ${formatNumber(sample.workerCpuUsPerRequest, 0)}, ` +
+                    `request thread ${formatNumber(sample.requestThreadCpuUsPerRequest, 0)})${redisText}${items}${problems}`,
                 );
               }
             }
-            for (const variant of VARIANTS) {
+            for (const variant of variants) {
               rows.push(
                 aggregateRuns(
                   { scenario, scenarioLabel: scenarioLabel(scenario, options), adapter, variant, connections: options.connections },
@@ -465,6 +487,12 @@ async function main(): Promise<void> {
                 `÷ article-tap ${x(ratio?.deferredVsArticleTap)}, ÷ event-emitter ${x(ratio?.deferredVsEventEmitter)}, ` +
                 `CPU deferred ÷ noop ${x(ratio?.cpuDeferredVsNoop)}`,
             );
+            if (variants.includes(OFFLOAD_VARIANT)) {
+              log(
+                `  → ${OFFLOAD_VARIANT} ÷ deferred ${x(ratio?.deferredOffloadVsDeferred)}, ÷ plain ${x(ratio?.deferredOffloadVsPlain)}, ` +
+                  `÷ article-tap ${x(ratio?.deferredOffloadVsArticleTap)}, ÷ event-emitter ${x(ratio?.deferredOffloadVsEventEmitter)}`,
+              );
+            }
           }
         } finally {
           await server.stop();
@@ -568,7 +596,7 @@ async function main(): Promise<void> {
   const clientCpu = renderClientCpuPerJobText(rows);
   if (clientCpu) log(`${clientCpu}\n`);
   if (compressionRows.length > 0) log(`Compression (handler vs send time, from stats().routes):\n${renderCompressionTable(compressionRows)}\n`);
-  log(`Targets (issues 4, 9 and 11):\n${renderTargetsText(report.targets)}\n`);
+  log(`Targets (issues 4, 9, 11 and 12):\n${renderTargetsText(report.targets)}\n`);
   if (skipped.length > 0) {
     banner(['SKIPPED SCENARIOS', ...skipped.map((s) => `${s.scenario} (${s.scenarioLabel}): ${s.reason}`)]);
   }

@@ -9,10 +9,11 @@ const COLORS: Record<Variant, string> = {
   'noop-interceptor': '#c3cad3',
   blocking: '#e4572e',
   deferred: '#2e86ab',
+  'deferred-offload': '#1b998b',
   'article-tap': '#f2a541',
   'event-emitter': '#8e6c8a',
 };
-const ORDER: readonly Variant[] = ['plain', 'noop-interceptor', 'blocking', 'deferred', 'article-tap', 'event-emitter'];
+const ORDER: readonly Variant[] = ['plain', 'noop-interceptor', 'blocking', 'deferred', 'deferred-offload', 'article-tap', 'event-emitter'];
 
 /** Escapes text for SVG content and attribute values. */
 export function escapeXml(text: string): string {
@@ -80,7 +81,7 @@ export function renderSvg(rows: readonly ResultRow[], options: SvgOptions = {}):
     lx += 16 + v.length * 6.5 + 18;
   }
   out.push(`<text x="${x1}" y="68" font-weight="600" fill="#323f4b">requests per second (higher is better)</text>`);
-  out.push(`<text x="${x2}" y="68" font-weight="600" fill="#323f4b">server CPU µs per request (lower is better)</text>`);
+  out.push(`<text x="${x2}" y="68" font-weight="600" fill="#323f4b">server CPU µs per request, worker threads included (lower is better)</text>`);
 
   // Gridlines with their values.
   const gridBottom = height - 24;
@@ -111,7 +112,9 @@ export function renderSvg(rows: readonly ResultRow[], options: SvgOptions = {}):
       out.push(
         `<rect x="${x2}" y="${y}" width="${w2.toFixed(1)}" height="${bar}" fill="${color}"><title>${escapeXml(title)}: ${fmt(row.cpuUsPerRequest)} µs/request</title></rect>`,
       );
-      out.push(`<text x="${(x2 + w2 + 4).toFixed(1)}" y="${y + 9}" fill="#323f4b">${fmt(row.cpuUsPerRequest)}</text>`);
+      // the whole process; a sink worker's share (deferred-offload) is named next to it
+      const worker = row.workerCpuUsPerRequest > 0 ? ` (worker ${fmt(row.workerCpuUsPerRequest)})` : '';
+      out.push(`<text x="${(x2 + w2 + 4).toFixed(1)}" y="${y + 9}" fill="#323f4b">${fmt(row.cpuUsPerRequest)}${worker}</text>`);
       y += bar + gap;
     }
     y += groupGap;

@@ -4,11 +4,13 @@ export type Adapter = 'express' | 'fastify';
 
 /**
  * `plain`: no side-effect, no interceptor (the ceiling); `noop-interceptor`: plain plus a pass-through
- * interceptor; `blocking`: awaits the side-effect in the handler; `deferred`: `@AfterResponse()`.
+ * interceptor; `blocking`: awaits the side-effect in the handler; `deferred`: `@AfterResponse()`;
+ * `deferred-offload` (issue 12, only where the scenario's sink can be offloaded): the same deferred
+ * route, its sink an `OffloadedSink` whose client work runs in a worker thread.
  * The peers, written as their users write them: `article-tap`: a route interceptor running the
  * side-effect in `tap(async () => ...)`; `event-emitter`: `@nestjs/event-emitter`, an async `@OnEvent` listener.
  */
-export type Variant = 'plain' | 'noop-interceptor' | 'blocking' | 'deferred' | 'article-tap' | 'event-emitter';
+export type Variant = 'plain' | 'noop-interceptor' | 'blocking' | 'deferred' | 'deferred-offload' | 'article-tap' | 'event-emitter';
 
 export type ScenarioId =
   | 'sim5'
@@ -58,8 +60,23 @@ export interface RunSample {
   latencyAvgMs: number;
   latencyP50Ms: number;
   latencyP99Ms: number;
-  /** Server CPU (user + system) during the run and the drain that follows, per server request. */
+  /**
+   * Server CPU (user + system) during the run and the drain that follows, per server request: the
+   * whole process, worker threads included (`process.cpuUsage()` counts every thread).
+   */
   cpuUsPerRequest: number;
+  /**
+   * Of that, the sink workers' share: Δ `stats().sinks[*].host.activeMs` × 1000 ÷ server requests
+   * (their event loops' busy time, their CPU near enough). 0 for a variant without a worker.
+   */
+  workerCpuUsPerRequest: number;
+  /** `cpuUsPerRequest − workerCpuUsPerRequest`: the rest of the process — the request thread and Node's helper threads (GC, libuv pool). */
+  requestThreadCpuUsPerRequest: number;
+  /**
+   * The raw Δ of the workers' busy time over the run, in ms, whatever the variant (an idle worker's
+   * timers show here for the variants without one, which count it as 0), for checking.
+   */
+  workerActiveMs?: number;
   errors: number;
   non2xx: number;
   itemsExpected: number;
@@ -92,7 +109,12 @@ export interface ResultRow {
   latencyAvgMs: number;
   latencyP50Ms: number;
   latencyP99Ms: number;
+  /** Whole process, worker threads included. */
   cpuUsPerRequest: number;
+  /** Median over the repeats: the sink workers' CPU per request (0 without a worker). */
+  workerCpuUsPerRequest: number;
+  /** Median over the repeats: the request thread's CPU per request (whole process − workers). */
+  requestThreadCpuUsPerRequest: number;
   /** Summed over the repeats. */
   itemsExpected: number;
   itemsDelivered: number;
@@ -157,9 +179,17 @@ export interface ScenarioRatios {
   cpuDeferredVsNoop?: number;
   /** blocking p99 ÷ deferred p99. */
   p99BlockingVsDeferred?: number;
+  /** deferred-offload req/s ÷ plain req/s (issue 12; scenarios with an offloadable sink). */
+  deferredOffloadVsPlain?: number;
+  /** deferred-offload req/s ÷ deferred req/s. */
+  deferredOffloadVsDeferred?: number;
+  /** deferred-offload req/s ÷ article-tap req/s. */
+  deferredOffloadVsArticleTap?: number;
+  /** deferred-offload req/s ÷ event-emitter req/s. */
+  deferredOffloadVsEventEmitter?: number;
 }
 
-/** One target of issue 4, 9 or 11, evaluated. */
+/** One target of issue 4, 9, 11 or 12, evaluated. */
 export interface TargetCheck {
   adapter: Adapter;
   target: string;
@@ -209,6 +239,11 @@ export interface ServerSnapshot {
   effectsInFlight: Record<string, number>;
   /** Unhandled promise rejections so far (counted by the server instead of ending the process). */
   unhandledRejections: number;
+  /**
+   * Sum of `stats().sinks[*].host.activeMs`: the busy time, in ms, of every sink worker thread so far
+   * (cumulative; 0 when no sink is offloaded). Its CPU is part of `cpu` too.
+   */
+  workerActiveMs: number;
   /** `DeferredWork.stats().routes`: timing per `"METHOD /route"` (routes measured with `timing`). */
   routes: Record<string, { count: number; handlerMsAvg: number; sendMsAvg: number }>;
   /** `DeferredWork.stats()` (totals). */

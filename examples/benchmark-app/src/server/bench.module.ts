@@ -6,13 +6,14 @@
 import { Controller, type DynamicModule, Get, Inject, Module, Query, type Type } from '@nestjs/common';
 import { EventEmitterModule } from '@nestjs/event-emitter';
 import { DeferredWork, DeferredWorkModule } from 'nestjs-deferred-work';
+import { offloadSinkName } from '../bench/args.js';
 import type { ServerConfig, ServerSnapshot } from '../bench/types.js';
 import { CompressionController } from './compression.js';
 import { effectsDone, effectsInFlight, handled, routeKey, totalInFlight, unhandled } from './counters.js';
 import { effectListener } from './effect.listener.js';
 import type { ScenarioResources } from './effects.js';
 import { NoopInterceptor } from './noop.interceptor.js';
-import { scenarioController } from './scenario.controller.js';
+import { offloadController, scenarioController } from './scenario.controller.js';
 
 /** How long `?flush=1` waits, at most, for deferred items and awaited side-effects still running. */
 const FLUSH_TIMEOUT_MS = 15_000;
@@ -22,12 +23,17 @@ const FLUSH_TIMEOUT_MS = 15_000;
  * with the defaults (512) and a 25–30 ms write that is about 20,000 items/s, which Fastify exceeds on
  * the Redis-behind-a-proxy scenarios (the queue fills and items are dropped, and counted). Those
  * sinks (Bull and BullMQ alike) therefore get bigger batches and room for one more batch's worth of
- * backlog, as an app expecting that load would configure it. `run(fn)` callbacks use the library's
+ * backlog, as an app expecting that load would configure it — their offloaded twins (the
+ * `deferred-offload` routes, issue 12) too: the dispatcher and its one write in flight stay on the
+ * request thread, only the write runs in the worker. `run(fn)` callbacks use the library's
  * defaults: they must absorb a slow tail (`sim25`, `sim5-tail`) without tuning.
  */
+const HIGH_LATENCY = { maxBatchSize: 2048, maxQueueSize: 8192 };
 const HIGH_LATENCY_SINK_OPTIONS: Record<string, { maxBatchSize: number; maxQueueSize: number }> = {
-  'bull-proxy': { maxBatchSize: 2048, maxQueueSize: 8192 },
-  'bullmq-proxy': { maxBatchSize: 2048, maxQueueSize: 8192 },
+  'bull-proxy': HIGH_LATENCY,
+  'bullmq-proxy': HIGH_LATENCY,
+  [offloadSinkName('bull-proxy')]: HIGH_LATENCY,
+  [offloadSinkName('bullmq-proxy')]: HIGH_LATENCY,
 };
 
 @Controller('__bench')
@@ -59,6 +65,7 @@ class StatsController {
       effectsDone: { ...effectsDone },
       effectsInFlight: { ...effectsInFlight },
       unhandledRejections: unhandled.rejections,
+      workerActiveMs: Object.values(s.sinks ?? {}).reduce((total, sink) => total + (sink.host?.activeMs ?? 0), 0),
       deferred: {
         accepted: s.accepted,
         delivered: s.delivered,
@@ -83,6 +90,8 @@ export class BenchModule {
       const effect = resources.effects.get(id);
       if (!effect) continue;
       controllers.push(scenarioController(id, effect));
+      const offload = offloadController(id, effect);
+      if (offload) controllers.push(offload);
       listeners.push(effectListener(id, routeKey(id, 'event-emitter'), () => effect.perform()));
     }
     if (config.scenarios.includes('compression')) controllers.push(CompressionController);

@@ -1,13 +1,14 @@
 /**
  * The side-effect of each scenario, in its two forms: a function that performs it and resolves when
  * it is done (awaited by `blocking` in the handler, by `article-tap` in its `tap`, by `event-emitter`
- * in its listener) and the same work handed to the library (`defer`, the `deferred` route).
+ * in its listener) and the same work handed to the library (`defer`, the `deferred` route — and the
+ * `deferred-offload` route, to an offloaded twin of the sink, where the scenario has one).
  */
 import Bull from 'bull';
-import type { AfterResponseOptions, DeferredScope, DeferredSink, LogItem, SinkItem } from 'nestjs-deferred-work';
+import type { AfterResponseOptions, DeferredScope, DeferredSink, LogItem, SinkItem, SinkKind } from 'nestjs-deferred-work';
 import { HttpSink, MemorySink } from 'nestjs-deferred-work';
 import { BullSink } from 'nestjs-deferred-work/bull';
-import { benchQueueName } from '../bench/args.js';
+import { benchQueueName, offloadSinkName, scenarioInfo } from '../bench/args.js';
 import type { ScenarioId, ServerConfig } from '../bench/types.js';
 
 export interface ScenarioEffect {
@@ -17,6 +18,11 @@ export interface ScenarioEffect {
   defer(work: DeferredScope): void;
   /** Route options of the deferred variant (e.g. which sink takes its jobs). */
   afterResponse: AfterResponseOptions;
+  /**
+   * Route options of the `deferred-offload` variant (issue 12): the same items, routed to the offloaded
+   * twin of the scenario's sink (same queue or receiver). Only for the scenarios marked `offload`.
+   */
+  offloadAfterResponse?: AfterResponseOptions;
 }
 
 export interface ScenarioResources {
@@ -95,7 +101,22 @@ async function bullJob(scenario: ScenarioId, redisUrl: string, sinks: DeferredSi
   closers.push(() => queue.close());
   await queue.isReady();
   await queue.empty();
-  return queueJob(queueName, queue, new BullSink({ name: scenario, queues: { [queueName]: queue } }), sinks);
+  const effect = queueJob(queueName, queue, new BullSink({ name: scenario, queues: { [queueName]: queue } }), sinks);
+  // the twin's worker creates its own Bull queue of the same name (default prefix `bull`): same wait list
+  return withOffload(scenario, effect, sinks, () => BullSink.offloaded({ name: offloadSinkName(scenario), redis: redisUrl, queues: [queueName] }));
+}
+
+/**
+ * Issue 12: where the scenario can be offloaded, adds the offloaded twin of its sink (built by
+ * `twin`, writing to the same destination) and routes the `deferred-offload` variant's items to it.
+ */
+function withOffload(scenario: ScenarioId, effect: ScenarioEffect, sinks: DeferredSink[], twin: () => DeferredSink): ScenarioEffect {
+  if (!scenarioInfo(scenario).offload) return effect;
+  const sink = twin();
+  sinks.push(sink);
+  const kinds = Object.keys(effect.afterResponse.sinks ?? {}) as SinkKind[];
+  const routed: NonNullable<AfterResponseOptions['sinks']> = Object.fromEntries(kinds.map((kind) => [kind, sink.name]));
+  return { ...effect, offloadAfterResponse: { ...effect.afterResponse, sinks: routed } };
 }
 
 /** What the Bull and BullMQ scenarios share: `perform` awaits `queue.add`; `deferred` hands the job to `sink`. */
@@ -137,7 +158,10 @@ async function bullMqJob(
   closers.push(() => queue.close());
   await queue.waitUntilReady();
   await queue.obliterate({ force: true });
-  return queueJob(queueName, queue, new BullMqSink({ name: scenario, queues: { [queueName]: queue } }), sinks);
+  const effect = queueJob(queueName, queue, new BullMqSink({ name: scenario, queues: { [queueName]: queue } }), sinks);
+  return withOffload(scenario, effect, sinks, () =>
+    BullMqSink.offloaded({ name: offloadSinkName(scenario), connection: redisUrl, queues: [queueName] }),
+  );
 }
 
 /** A log record per request to an HTTP receiver: `perform` POSTs it (one record); `deferred` batches. */
@@ -159,6 +183,11 @@ function httpLog(url: string, sinks: DeferredSink[], closers: Array<() => Promis
     },
     afterResponse: { sinks: { log: sink.name } },
   };
+}
+
+/** `http-log` with its offloaded twin (`HttpSink.offloaded()`, same receiver) where the catalog says so. */
+function httpLogWithOffload(url: string, sinks: DeferredSink[], closers: Array<() => Promise<void>>): ScenarioEffect {
+  return withOffload('http-log', httpLog(url, sinks, closers), sinks, () => HttpSink.offloaded({ name: offloadSinkName('http-log'), url }));
 }
 
 /** Builds what the configured scenarios need. */
@@ -197,7 +226,7 @@ export async function createScenarios(config: ServerConfig): Promise<ScenarioRes
       }
       case 'http-log':
         if (!config.logReceiverUrl) throw new Error('Scenario http-log needs a receiver URL from the runner.');
-        effects.set(id, httpLog(config.logReceiverUrl, sinks, closers));
+        effects.set(id, httpLogWithOffload(config.logReceiverUrl, sinks, closers));
         break;
       case 'compression':
         break; // its own controller (compression.ts), no side-effect

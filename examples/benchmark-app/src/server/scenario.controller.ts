@@ -1,5 +1,6 @@
 /**
- * One controller per scenario: the same side-effect six ways (`GET /<scenario>/<variant>`). The
+ * One controller per scenario: the same side-effect six ways (`GET /<scenario>/<variant>`), and a
+ * seventh, `deferred-offload`, where the scenario's sink can be offloaded (`offloadController`). The
  * `deferred` route uses the library as an app would: `@AfterResponse()` and `@Deferred()`, which need
  * no interceptor (none is registered globally either), so `plain` runs with no interceptor at all and
  * `noop-interceptor` isolates what any Nest interceptor costs. `article-tap` and `event-emitter` are
@@ -79,4 +80,28 @@ export function scenarioController(id: ScenarioId, effect: ScenarioEffect): Type
   }
   Object.defineProperty(ScenarioController, 'name', { value: `Controller_${id.replace(/\W/g, '_')}` });
   return ScenarioController;
+}
+
+/**
+ * Issue 12: `GET /<scenario>/deferred-offload`, the `deferred` route again — the same decorators, the
+ * same items — routed to the offloaded twin of the scenario's sink, whose client work runs in a worker
+ * thread. `undefined` for a scenario without one (it gets no such route).
+ */
+export function offloadController(id: ScenarioId, effect: ScenarioEffect): Type<unknown> | undefined {
+  const options = effect.offloadAfterResponse;
+  if (!options) return undefined;
+  const key = routeKey(id, 'deferred-offload');
+
+  @Controller(id)
+  class OffloadController {
+    @Get('deferred-offload')
+    @AfterResponse(options)
+    deferredOffload(@Deferred() work: DeferredScope) {
+      countHandled(key);
+      effect.defer(work);
+      return OK;
+    }
+  }
+  Object.defineProperty(OffloadController, 'name', { value: `OffloadController_${id.replace(/\W/g, '_')}` });
+  return OffloadController;
 }
