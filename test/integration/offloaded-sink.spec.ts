@@ -106,6 +106,7 @@ describe.each(platforms)('OffloadedSink in a worker thread ($name)', (platform: 
     expect(stats.sinks.file).toMatchObject({ accepted: 300, delivered: 300, pending: 0, deadLettered: 0 });
     expect(stats.sinks.file.host).toMatchObject({ thread: 'worker', running: true, restarts: 0, writesLostToRestarts: 0 });
     expect(stats.sinks.file.host!.activeMs).toBeGreaterThan(0);
+    expect(stats.sinks.file.host!.cpuMs).toBeGreaterThan(0); // Linux: read from /proc/thread-self/schedstat
     await started!.close();
     started = undefined;
     expect(readFileSync(join(dir, 'items.shutdown'), 'utf8')).toBe('shutdown\n');

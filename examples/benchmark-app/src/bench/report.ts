@@ -45,8 +45,8 @@ export interface CpuSplit {
 
 /**
  * Splits a run's process CPU (issue 12). `cpuUs` is the Δ of `process.cpuUsage()` (user + system, µs),
- * which counts every thread, the sink workers included; `workerActiveMs` the Δ of the workers' busy
- * time (`stats().sinks[*].host.activeMs`, ms). The workers' share per request is
+ * which counts every thread, the sink workers included; `workerActiveMs` the Δ of the workers' CPU
+ * time (`stats().sinks[*].host.cpuMs`, ms, read from /proc/thread-self/schedstat; `activeMs` where unavailable). The workers' share per request is
  * `workerActiveMs × 1000 ÷ serverRequests`, the request thread's is the rest. For a variant without a
  * worker (`hasWorker` false) the worker share is 0 and the whole process counts as the request thread.
  * `NaN` everywhere when the server handled no request.
@@ -531,7 +531,7 @@ export function renderMarkdown(report: BenchReport, svgFileName: string): string
     'Values are medians over the repeats (items are summed). *CPU µs/req* is the server process\'s own ' +
       '`process.cpuUsage()` over the run and the drain after it, divided by the requests it handled: the whole ' +
       'process, worker threads included. *Worker CPU µs/req* is the share of the sink worker threads ' +
-      '(`deferred-offload` only: the growth of `stats().sinks[*].host.activeMs`, their busy time, × 1000 ÷ requests; 0 elsewhere) ' +
+      '(`deferred-offload` only: the growth of `stats().sinks[*].host.cpuMs`, their CPU time read from `/proc/thread-self/schedstat`, × 1000 ÷ requests; 0 elsewhere) ' +
       'and *request-thread CPU µs/req* the rest. ' +
       '*÷ blocking*, *÷ plain*, *÷ article-tap* and *÷ event-emitter* are the deferred route\'s req/s over those routes\' ' +
       '(on `deferred-offload` rows, that route\'s, and *÷ deferred* its req/s over the in-process deferred route\'s). ' +
@@ -563,8 +563,8 @@ export function renderMarkdown(report: BenchReport, svgFileName: string): string
       '',
       `**Worker CPU overstated** in ${overstated.map((r) => `${r.scenario} ${r.adapter} ${r.variant}`).join(', ')}: the request-thread ` +
         'figure left after subtracting the worker\'s share is below the plain route\'s (or below 0), which the offloaded route cannot ' +
-        'really be. `activeMs` is the worker event loop\'s busy *wall* time; on a machine with more runnable threads than cores it ' +
-        'includes time spent waiting for a core. Read the split only from a run with cores to spare.',
+        'really be (e.g. `cpuMs` unavailable, so the busy *wall* time `activeMs` was used, which on a machine with more runnable ' +
+        'threads than cores includes time spent waiting for a core).',
     );
   }
   const clients = clientCpuPerJob(report.rows);

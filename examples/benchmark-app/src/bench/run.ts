@@ -456,7 +456,7 @@ async function main(): Promise<void> {
                     : '';
                 const redisText =
                   sample.redisCpuUsPerRequest !== undefined ? `, Redis ${formatNumber(sample.redisCpuUsPerRequest, 0)} µs/req` : '';
-                // activeMs is the worker's busy wall time: on a contended machine it can exceed the CPU it got
+                // where cpuMs is unavailable, activeMs (busy wall time) is used: on a contended machine it can exceed the CPU it got
                 const contended =
                   sample.requestThreadCpuUsPerRequest < 0 ? ' [worker busy time > process CPU: contended machine, split not meaningful]' : '';
                 // (the report also flags an offloaded route whose request-thread share falls below the plain route's)

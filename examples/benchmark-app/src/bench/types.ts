@@ -66,8 +66,8 @@ export interface RunSample {
    */
   cpuUsPerRequest: number;
   /**
-   * Of that, the sink workers' share: Δ `stats().sinks[*].host.activeMs` × 1000 ÷ server requests
-   * (their event loops' busy time, their CPU near enough). 0 for a variant without a worker.
+   * Of that, the sink workers' share: Δ `stats().sinks[*].host.cpuMs` × 1000 ÷ server requests
+   * (their CPU time; `activeMs`, busy wall time, where that is unavailable). 0 for a variant without a worker.
    */
   workerCpuUsPerRequest: number;
   /** `cpuUsPerRequest − workerCpuUsPerRequest`: the rest of the process — the request thread and Node's helper threads (GC, libuv pool). */
@@ -240,7 +240,7 @@ export interface ServerSnapshot {
   /** Unhandled promise rejections so far (counted by the server instead of ending the process). */
   unhandledRejections: number;
   /**
-   * Sum of `stats().sinks[*].host.activeMs`: the busy time, in ms, of every sink worker thread so far
+   * Sum of `stats().sinks[*].host.cpuMs` (or `activeMs` where unavailable): the CPU time, in ms, of every sink worker thread so far
    * (cumulative; 0 when no sink is offloaded). Its CPU is part of `cpu` too.
    */
   workerActiveMs: number;

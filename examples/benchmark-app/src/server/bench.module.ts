@@ -65,7 +65,7 @@ class StatsController {
       effectsDone: { ...effectsDone },
       effectsInFlight: { ...effectsInFlight },
       unhandledRejections: unhandled.rejections,
-      workerActiveMs: Object.values(s.sinks ?? {}).reduce((total, sink) => total + (sink.host?.activeMs ?? 0), 0),
+      workerActiveMs: Object.values(s.sinks ?? {}).reduce((total, sink) => total + (sink.host?.cpuMs ?? sink.host?.activeMs ?? 0), 0),
       deferred: {
         accepted: s.accepted,
         delivered: s.delivered,

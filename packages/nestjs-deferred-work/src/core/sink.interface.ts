@@ -83,10 +83,17 @@ export interface SinkHostStats {
   /** Writes the worker was running when it stopped: each was failed as retryable and retried by the dispatcher. */
   writesLostToRestarts: number;
   /**
-   * Time the worker's event loop was busy, in ms, summed over every worker this sink started: its
-   * CPU time, near enough (Node 20 has no per-thread CPU clock). Not part of the request thread's CPU.
+   * Time the worker's event loop was busy, in ms, summed over every worker this sink started. Wall
+   * time: on a machine with more runnable threads than cores it overstates the CPU the worker got
+   * (see `cpuMs`).
    */
   activeMs: number;
+  /**
+   * CPU time of the workers this sink started, in ms, as of their last write: read by each worker
+   * from Linux's `/proc/thread-self/schedstat`. `undefined` where that is not available (not Linux).
+   * Unlike `activeMs`, it does not count time the thread was runnable but waiting for a core.
+   */
+  cpuMs?: number;
 }
 
 /** Passed to {@link DeferredSink.attach} at bootstrap. */

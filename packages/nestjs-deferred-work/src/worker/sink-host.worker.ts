@@ -10,6 +10,7 @@ import type { SinkItem } from '../core/items/deferred-item.interface';
 import type { DeferredSink } from '../core/sink.interface';
 import type { FromHost, HostItemFailure, SinkHostData, ToHost } from '../sinks/offload/host-protocol';
 import { buildSink } from './build-sink';
+import { threadCpuMs } from './thread-cpu';
 
 const data = workerData as SinkHostData;
 /** Least time between two reports of unhandled rejections in the worker. */
@@ -21,6 +22,12 @@ const drained = new Promise<void>((resolve) => (endDrain = resolve));
 
 function send(message: FromHost): void {
   port?.postMessage(message);
+}
+
+/** A write's reply, with this thread's CPU time so far (the request thread reports it in `stats()`). */
+function reply(message: Extract<FromHost, { type: 'result' | 'error' }>): void {
+  message.cpuMs = threadCpuMs();
+  send(message);
 }
 
 /** A `SinkWriteError` from any copy of the library (the user's module may import another build). */
@@ -52,12 +59,12 @@ async function write(sink: DeferredSink<SinkItem>, id: number, batch: readonly S
     for (const failure of result?.failed ?? []) {
       failed.push({ index: at[failure.index], message: errorMessage(failure.error), retryable: failure.retryable !== false });
     }
-    send({ type: 'result', id, failed, retryAfterMs: failed.length > 0 ? result?.retryAfterMs : undefined });
+    reply({ type: 'result', id, failed, retryAfterMs: failed.length > 0 ? result?.retryAfterMs : undefined });
   } catch (error) {
     const { retryable, retryAfterMs } = retryInfo(error);
     const message = errorMessage(error);
-    if (failed.length === 0) send({ type: 'error', id, message, retryable, retryAfterMs });
-    else send({ type: 'result', id, failed: [...failed, ...at.map((index) => ({ index, message, retryable }))], retryAfterMs });
+    if (failed.length === 0) reply({ type: 'error', id, message, retryable, retryAfterMs });
+    else reply({ type: 'result', id, failed: [...failed, ...at.map((index) => ({ index, message, retryable }))], retryAfterMs });
   } finally {
     writes.delete(id);
   }

@@ -32,7 +32,7 @@ export type ToHost =
 export type FromHost =
   | { type: 'ready'; kinds?: readonly SinkKind[] }
   | { type: 'failed-to-start'; message: string }
-  | { type: 'result'; id: number; failed?: HostItemFailure[]; retryAfterMs?: number }
-  | { type: 'error'; id: number; message: string; retryable: boolean; retryAfterMs?: number }
+  | { type: 'result'; id: number; failed?: HostItemFailure[]; retryAfterMs?: number; cpuMs?: number }
+  | { type: 'error'; id: number; message: string; retryable: boolean; retryAfterMs?: number; cpuMs?: number }
   | { type: 'warning'; message: string }
   | { type: 'closed' };

@@ -43,6 +43,9 @@ export class SinkHostThread {
   /** Busy time of the workers that have stopped, and the last reading of the current one. */
   private activeMsBefore = 0;
   private activeMsNow = 0;
+  /** CPU time of the workers that have stopped, and the last one the current worker reported. */
+  private cpuMsBefore = 0;
+  private cpuMsNow: number | undefined;
 
   constructor(
     private readonly data: SinkHostData,
@@ -110,6 +113,7 @@ export class SinkHostThread {
       restarts: Math.max(0, this.started - 1),
       writesLostToRestarts: this.writesLost,
       activeMs: Math.round(this.activeMsBefore + this.activeMsNow),
+      cpuMs: this.cpuMsNow === undefined && this.cpuMsBefore === 0 ? undefined : Math.round(this.cpuMsBefore + (this.cpuMsNow ?? 0)),
     };
   }
 
@@ -119,6 +123,7 @@ export class SinkHostThread {
     this.worker = worker;
     this.started++;
     this.activeMsNow = 0;
+    this.cpuMsNow = undefined;
     return new Promise<HostReady>((resolve, reject) => {
       let ready = false;
       const timer = setTimeout(() => {
@@ -154,6 +159,7 @@ export class SinkHostThread {
       return;
     }
     if (message.type !== 'result' && message.type !== 'error') return;
+    if (message.cpuMs !== undefined) this.cpuMsNow = message.cpuMs;
     const waiting = this.pending.get(message.id);
     if (!waiting) return; // a reply after the write was given up on
     this.pending.delete(message.id);
@@ -167,6 +173,8 @@ export class SinkHostThread {
     this.readActiveTime();
     this.activeMsBefore += this.activeMsNow;
     this.activeMsNow = 0;
+    this.cpuMsBefore += this.cpuMsNow ?? 0;
+    this.cpuMsNow = undefined;
     this.worker = undefined;
     this.starting = undefined;
     if (this.pending.size === 0) return;
