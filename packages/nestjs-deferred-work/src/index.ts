@@ -19,6 +19,7 @@ export type {
   DeferredJobOptions,
   DeferredKind,
   DeferredLogLevel,
+  ItemCorrelation,
   JobItem,
   LogItem,
   MetricItem,

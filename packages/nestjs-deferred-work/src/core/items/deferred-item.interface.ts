@@ -51,6 +51,20 @@ export interface DeferredJobOptions extends DeferredItemOptions {
   [option: string]: unknown;
 }
 
+/**
+ * Which request and trace an item came from (the `correlation` module option): one object shared by
+ * every item of a request. Sinks carry it: the HTTP sink as `correlation` on each item, the logger
+ * sink as fields, Bull and BullMQ jobs as `job.opts.correlation`.
+ */
+export interface ItemCorrelation {
+  /** The request's id: the configured header's value, or what the configured function returned. */
+  requestId?: string;
+  /** Trace id (32 hex digits) of the OpenTelemetry span active when the request's scope opened. */
+  traceId?: string;
+  /** Span id (16 hex digits) of that span. */
+  spanId?: string;
+}
+
 interface ItemBase {
   /** When the item runs (resolved: never undefined once collected). */
   when: RunWhen;
@@ -58,6 +72,8 @@ interface ItemBase {
   sink?: string;
   /** Epoch milliseconds when the handler created the item. */
   createdAt: number;
+  /** The request and trace it came from, when correlation is on and there is something to carry. */
+  correlation?: Readonly<ItemCorrelation>;
 }
 
 /** A job for a queue (delivered by the Bull sink, or any sink that takes jobs). */

@@ -65,6 +65,7 @@ export class BullSink extends QueueSink<BullQueueLike, BullBulkJob> {
   }
 
   protected toJob(job: JobItem): BullBulkJob {
+    if (job.correlation) return { name: job.name, data: job.data, opts: { ...job.opts, correlation: job.correlation } };
     return job.opts ? { name: job.name, data: job.data, opts: { ...job.opts } } : { name: job.name, data: job.data };
   }
 

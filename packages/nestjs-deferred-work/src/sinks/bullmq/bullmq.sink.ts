@@ -89,7 +89,8 @@ export class BullMqSink extends QueueSink<BullMqQueueLike, BullMqBulkJob> {
       jobId = this.derivedIds.get(job);
       if (jobId === undefined) this.derivedIds.set(job, (jobId = `dw-${randomUUID()}`));
     }
-    return { name: job.name, data: job.data, opts: { ...job.opts, jobId } };
+    const opts = job.correlation ? { ...job.opts, jobId, correlation: job.correlation } : { ...job.opts, jobId };
+    return { name: job.name, data: job.data, opts };
   }
 
   protected async addJobs(queue: BullMqQueueLike, jobs: BullMqBulkJob[]): Promise<ReadonlyArray<BullMqJobResult>> {

@@ -24,11 +24,11 @@ export function displayUrl(url: URL): string {
 export function toWire(item: SinkItem): object {
   switch (item.kind) {
     case 'job':
-      return { kind: 'job', queue: item.queue, name: item.name, data: item.data, opts: item.opts, createdAt: item.createdAt };
+      return { kind: 'job', queue: item.queue, name: item.name, data: item.data, opts: item.opts, createdAt: item.createdAt, correlation: item.correlation };
     case 'log':
-      return { kind: 'log', level: item.level, message: item.message, fields: item.fields, createdAt: item.createdAt };
+      return { kind: 'log', level: item.level, message: item.message, fields: item.fields, createdAt: item.createdAt, correlation: item.correlation };
     case 'metric':
-      return { kind: 'metric', name: item.name, value: item.value, tags: item.tags, createdAt: item.createdAt };
+      return { kind: 'metric', name: item.name, value: item.value, tags: item.tags, createdAt: item.createdAt, correlation: item.correlation };
   }
 }
 

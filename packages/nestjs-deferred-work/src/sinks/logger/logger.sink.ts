@@ -133,7 +133,8 @@ export class LoggerSink implements DeferredSink<SinkItem> {
     if (method === 'fatal' && receiver && typeof receiver.fatal !== 'function') method = 'error';
     const context = (typeof this.context === 'function' ? this.context(item) : this.context) ?? LOGGER_SINK_DEFAULTS.context;
     const message = item.message;
-    const fields = item.fields;
+    // The request and trace ids, when the item carries them, are fields like the item's own (these win).
+    const fields = item.correlation ? { ...item.fields, ...item.correlation } : item.fields;
     let args: unknown[];
     if (!fields || typeof fields !== 'object' || !hasKeys(fields)) args = [message, context];
     else if (style === 'fields-first') args = [fields, message, context];
