@@ -1,0 +1,342 @@
+import { randomUUID } from 'node:crypto';
+import { errorMessage } from '../../core/error-message';
+import { SinkWriteError } from '../../core/errors/sink-write.error';
+import type { JobItem, SinkItem, SinkKind } from '../../core/items/deferred-item.interface';
+import type { DeferredSink, SinkAttachContext, SinkItemFailure, SinkProcessorOptions, SinkWriteContext, SinkWriteResult } from '../../core/sink.interface';
+import { abortable } from '../kit/abortable';
+import { SinkConfigError } from '../kit/sink-config.error';
+import {
+  BROKER_PROCESSOR_DEFAULTS,
+  type BrokerTransport,
+  type ClientProxyLike,
+  type ClientProxySinkDescription,
+  type ClientProxySinkOptions,
+} from './client-proxy-sink.options';
+import { type ClientState, createTransport, detectTransport, type NatsHeaders, type NestRecords, type OutgoingMessage, type Transport } from './transports';
+
+/** Longest a write waits for the client's first connection before failing (retryably). */
+const CONNECT_WAIT_MS = 1000;
+const TRANSPORTS: readonly BrokerTransport[] = ['rmq', 'nats', 'redis', 'mqtt', 'kafka'];
+
+/** A send of one item still waiting for the broker's confirmation (kept across retries). */
+interface PendingSend {
+  promise: Promise<void>;
+  settled: boolean;
+}
+
+/** Loads a package by a name the bundler leaves alone (an optional peer, present when the sink is used). */
+const load = (name: string): Promise<Record<string, unknown>> => import(name) as Promise<Record<string, unknown>>;
+
+/**
+ * Delivers `job` items as events through a `@nestjs/microservices` client — `client.emit(pattern,
+ * data)` on RabbitMQ, NATS, Redis, MQTT or Kafka — reusing the client the app registered with
+ * `ClientsModule` (found by its injection token: no second connection) or one given directly. One
+ * sink per client. `work.job(sinkName, pattern, data)`: the job's queue is the sink's name, its name
+ * the pattern, its data the event's payload (see `emitEvent()`).
+ *
+ * An item counts as delivered only when the transport confirmed it, where it can (`confirmed`; see
+ * `describe()`). Every message carries a stable id (the job's `jobId`, or `dw-<uuid>` derived once
+ * per item). Nothing is sent while the client is not connected, so its own offline buffer never
+ * holds a message the dispatcher gave up on; and a message still waiting for its confirmation when
+ * its write timed out is not sent again by the retry: the retry waits for that send instead.
+ */
+export class ClientProxySink implements DeferredSink<SinkItem> {
+  readonly name: string;
+  readonly kinds: readonly SinkKind[] = Object.freeze(['job'] as const);
+  readonly defaults: Partial<SinkProcessorOptions> = BROKER_PROCESSOR_DEFAULTS;
+  private readonly options: ClientProxySinkOptions;
+  private client: ClientProxyLike | undefined;
+  private transport: Transport | undefined;
+  private transportName: BrokerTransport | undefined;
+  private clientClosed = false;
+  private readonly derivedIds = new WeakMap<JobItem, string>();
+  private readonly pending = new WeakMap<JobItem, PendingSend>();
+
+  constructor(options: ClientProxySinkOptions) {
+    const C = 'ClientProxySink';
+    if (!options || typeof options !== 'object') {
+      throw new SinkConfigError(`${C}: options are required: new ${C}({ moduleRef, clientToken: 'ORDERS' }) or new ${C}({ client }).`);
+    }
+    const { client, clientToken, moduleRef, transport, name } = options;
+    if (client === undefined && (clientToken === undefined || moduleRef === undefined)) {
+      throw new SinkConfigError(
+        `${C}: no way to find the client. Pass moduleRef and clientToken (the name you gave ClientsModule.register([{ name, transport }])), ` +
+          'or client (a ClientProxy instance).',
+      );
+    }
+    if (client !== undefined && (client === null || typeof client.emit !== 'function' || typeof client.connect !== 'function')) {
+      throw new SinkConfigError(`${C}: client must be a ClientProxy of @nestjs/microservices (with emit() and connect()).`, 'client');
+    }
+    if (moduleRef !== undefined && (moduleRef === null || typeof moduleRef.get !== 'function')) {
+      throw new SinkConfigError(`${C}: moduleRef must be Nest's ModuleRef; inject it with DeferredWorkModule.forRootAsync({ inject: [ModuleRef], useFactory }).`, 'moduleRef');
+    }
+    if (transport !== undefined && !TRANSPORTS.includes(transport)) {
+      throw new SinkConfigError(`${C}: transport must be one of ${TRANSPORTS.map((t) => `'${t}'`).join(', ')}, got ${JSON.stringify(transport)}.`, 'transport');
+    }
+    const qos = options.mqtt?.qos;
+    if (qos !== undefined && qos !== 0 && qos !== 1 && qos !== 2) throw new SinkConfigError(`${C}: mqtt.qos must be 0, 1 or 2, got ${JSON.stringify(qos)}.`, 'mqtt.qos');
+    const policy = options.redis?.noSubscribers;
+    if (policy !== undefined && policy !== 'fail' && policy !== 'count') {
+      throw new SinkConfigError(`${C}: redis.noSubscribers must be 'fail' or 'count', got ${JSON.stringify(policy)}.`, 'redis.noSubscribers');
+    }
+    const key = options.payloadIdKey;
+    if (key !== undefined && key !== false && (typeof key !== 'string' || key === '')) {
+      throw new SinkConfigError(`${C}: payloadIdKey must be a non-empty string or false, got ${JSON.stringify(key)}.`, 'payloadIdKey');
+    }
+    this.name = name ?? (typeof clientToken === 'string' ? clientToken : 'microservices');
+    if (typeof this.name !== 'string' || this.name === '') throw new SinkConfigError(`${C}: name must be a non-empty string, got ${JSON.stringify(name)}.`, 'name');
+    this.options = options;
+    this.client = client;
+    this.transportName = transport ?? (client ? detectTransport(client) : undefined);
+    if (client && !this.transportName) throw this.unknownTransport(client);
+  }
+
+  /** Whether an item is counted as delivered only once the broker confirmed it (see `describe()`). Known once the client is (at bootstrap for a registered one). */
+  get confirmed(): boolean {
+    return this.transport?.confirmed ?? this.expectConfirmed();
+  }
+
+  /** What "delivered" means for this sink's transport, and where a consumer finds the stable id. */
+  describe(): ClientProxySinkDescription {
+    return {
+      name: this.name,
+      transport: this.transportName,
+      confirmed: this.confirmed,
+      delivered: this.transport?.delivered ?? 'not known before bootstrap',
+      messageId: this.transport?.messageId ?? 'not known before bootstrap',
+    };
+  }
+
+  /** Refuses, when deferred, a job meant for another destination (its queue is not this sink's name). */
+  validate(item: SinkItem): void {
+    if (item.kind === 'job' && item.queue !== this.name) {
+      throw new Error(
+        `ClientProxySink "${this.name}" emits jobs whose queue is "${this.name}", got "${item.queue}". ` +
+          `Defer it with work.job('${this.name}', pattern, data) or emitEvent(work, '${this.name}', pattern, data), or route it to the sink named "${item.queue}".`,
+      );
+    }
+  }
+
+  /** Finds the registered client, learns its transport, loads the record builders, and holds the client open until the drain ends. */
+  async attach(context: SinkAttachContext): Promise<void> {
+    if (!this.client) {
+      let found: unknown;
+      try {
+        found = this.options.moduleRef!.get(this.options.clientToken as string, { strict: false });
+      } catch {
+        found = undefined;
+      }
+      if (!found || typeof (found as ClientProxyLike).emit !== 'function') {
+        throw new SinkConfigError(
+          `ClientProxySink "${this.name}": no client registered as ${String(this.options.clientToken)}. Register it with ` +
+            `ClientsModule.register([{ name: ${typeof this.options.clientToken === 'string' ? `'${this.options.clientToken}'` : 'TOKEN'}, transport, options }]) in a module the app imports.`,
+          'clientToken',
+        );
+      }
+      this.client = found as ClientProxyLike;
+      this.transportName ??= detectTransport(found);
+      if (!this.transportName) throw this.unknownTransport(found);
+    }
+    let records: NestRecords;
+    try {
+      const pkg = await load('@nestjs/microservices');
+      // A CommonJS @nestjs/microservices (Nest 10, 11) may come as the default export of the namespace.
+      records = (typeof pkg.RmqRecordBuilder === 'function' ? pkg : pkg.default) as unknown as NestRecords;
+      if (typeof records?.RmqRecordBuilder !== 'function') throw new Error('its record builders (RmqRecordBuilder, …) were not found');
+    } catch (error) {
+      throw new SinkConfigError(`ClientProxySink "${this.name}": @nestjs/microservices could not be loaded (${errorMessage(error)}). Install it: npm install @nestjs/microservices.`);
+    }
+    let natsHeaders: (() => NatsHeaders) | undefined;
+    if (this.transportName === 'nats') natsHeaders = await this.natsHeaders();
+    this.transport = createTransport(this.transportName!, {
+      client: this.client,
+      records,
+      natsHeaders,
+      payloadIdKey: this.options.payloadIdKey ?? (this.transportName === 'redis' ? 'dwMessageId' : undefined),
+      jetStream: this.options.nats?.jetStream ?? false,
+      ackTimeoutMs: this.options.nats?.ackTimeoutMs ?? 2000,
+      qos: this.options.mqtt?.qos ?? 1,
+      noSubscribers: this.options.redis?.noSubscribers ?? 'fail',
+    });
+    if (!this.confirmed) {
+      context.warn(
+        `ClientProxySink "${this.name}" (${this.transportName}): the broker does not confirm these messages; they are counted as delivered once ` +
+          `${this.transport.delivered}. See docs/sinks/microservices.md for a confirmed setup.`,
+      );
+    }
+    if (this.options.drainBeforeClientClose ?? true) this.hold(this.client, context.drain);
+  }
+
+  async write(batch: readonly SinkItem[], { signal }: SinkWriteContext): Promise<void | SinkWriteResult> {
+    if (signal.aborted) throw signal.reason;
+    const transport = this.transport;
+    if (!transport) throw new SinkWriteError(`ClientProxySink "${this.name}" was not attached; add it to DeferredWorkModule's sinks.`, { retryable: false });
+    const failed: SinkItemFailure[] = [];
+    const toSend: Array<{ index: number; item: JobItem; message: OutgoingMessage }> = [];
+    const waiting: Array<{ index: number; send: PendingSend }> = [];
+    batch.forEach((item, index) => {
+      if (item.kind !== 'job') {
+        failed.push({ index, retryable: false, error: new SinkWriteError(`ClientProxySink "${this.name}" takes jobs only (job(sink, pattern, data)), got a ${item.kind} item.`) });
+        return;
+      }
+      const previous = this.pending.get(item);
+      if (previous && !previous.settled) waiting.push({ index, send: previous }); // still waiting for its confirmation: never sent twice
+      else toSend.push({ index, item, message: { pattern: item.name, data: item.data, id: this.idOf(item) } });
+    });
+    if (toSend.length > 0) {
+      const state = await this.ready(transport, signal);
+      if (state !== 'up') {
+        const error = this.unavailable(state);
+        for (const { index } of toSend) failed.push({ index, error, retryable: state !== 'closed' });
+      } else {
+        let sends: Array<Promise<void>>;
+        try {
+          sends = transport.send(toSend.map((s) => s.message));
+        } catch (error) {
+          sends = toSend.map(() => Promise.reject(error));
+        }
+        toSend.forEach(({ index, item }, i) => {
+          const send: PendingSend = { promise: sends[i], settled: false };
+          const settle = () => {
+            send.settled = true;
+          };
+          send.promise.then(settle, settle);
+          this.pending.set(item, send);
+          waiting.push({ index, send });
+        });
+      }
+    }
+    const outcomes = await abortable(Promise.all(waiting.map(({ send }) => send.promise.then(() => undefined, (error: unknown) => error ?? new Error('failed')))), signal);
+    let anySent = false;
+    outcomes.forEach((error, i) => {
+      if (error === undefined) anySent = true;
+      else failed.push({ index: waiting[i].index, error: this.sendError(error), retryable: !(error instanceof SinkWriteError) || error.retryable });
+    });
+    if (anySent && transport.afterBatch) {
+      try {
+        await abortable(transport.afterBatch(), signal);
+      } catch (error) {
+        if (signal.aborted) throw signal.reason;
+        const failure = new SinkWriteError(`${transport.transport}: the connection failed before the batch was flushed: ${errorMessage(error)}`, { cause: error });
+        const counted = new Set(failed.map((f) => f.index));
+        for (const { index } of waiting) if (!counted.has(index)) failed.push({ index, error: failure });
+      }
+    }
+    if (failed.length === 0) return undefined;
+    failed.sort((a, b) => a.index - b.index);
+    return { failed };
+  }
+
+  /** Stops watching the client. The sink never closes a client: a registered one is closed by `ClientsModule`, a given one by you. */
+  shutdown(): void {
+    this.transport?.dispose?.();
+  }
+
+  /** The stable id of an item: its `jobId`, or one derived once and kept while the item lives. */
+  private idOf(item: JobItem): string {
+    const given = item.opts?.jobId;
+    if (given !== undefined && given !== null && given !== '') return String(given);
+    let id = this.derivedIds.get(item);
+    if (id === undefined) this.derivedIds.set(item, (id = `dw-${randomUUID()}`));
+    return id;
+  }
+
+  /** The client's state, connecting it first (bounded) if it never was. */
+  private async ready(transport: Transport, signal: AbortSignal): Promise<ClientState> {
+    if (this.clientClosed) return 'closed';
+    const state = transport.state();
+    if (state !== 'unconnected') return state;
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await abortable(
+        Promise.race([
+          Promise.resolve().then(() => this.client!.connect()),
+          new Promise((_, reject) => {
+            timer = setTimeout(() => reject(new Error(`not connected after ${CONNECT_WAIT_MS} ms`)), CONNECT_WAIT_MS);
+          }),
+        ]),
+        signal,
+      );
+    } catch {
+      if (signal.aborted) throw signal.reason;
+      return 'down';
+    } finally {
+      clearTimeout(timer);
+    }
+    const after = transport.state();
+    return after === 'unconnected' ? 'down' : after;
+  }
+
+  private unavailable(state: ClientState): SinkWriteError {
+    if (state === 'closed') {
+      return new SinkWriteError(
+        `ClientProxySink "${this.name}": the ${this.transportName} client is closed; nothing can be sent. If this happens at shutdown, the client ` +
+          'was closed before the deferred work drained: keep drainBeforeClientClose on, or close your own client after app.close().',
+        { retryable: false },
+      );
+    }
+    return new SinkWriteError(
+      `ClientProxySink "${this.name}": the ${this.transportName} broker is not connected; not sending (the client would buffer it and send it later). Will retry.`,
+    );
+  }
+
+  private sendError(error: unknown): unknown {
+    if (error instanceof SinkWriteError) return error;
+    return new SinkWriteError(`ClientProxySink "${this.name}" (${this.transportName}): ${errorMessage(error)}`, { cause: error });
+  }
+
+  /** Wraps the registered client's `onApplicationShutdown` (set by `ClientsModule` to `close`) to await the drain first. */
+  private hold(client: object, drain: () => Promise<unknown>): void {
+    const target = client as { onApplicationShutdown?: (signal?: string) => unknown };
+    const close = target.onApplicationShutdown;
+    if (typeof close !== 'function') return;
+    const sink = this;
+    target.onApplicationShutdown = async function drainThenClose(this: unknown, signal?: string) {
+      try {
+        await drain();
+      } catch {
+        // The drain logs its own failures; the client closes regardless.
+      }
+      sink.clientClosed = true;
+      return close.call(this, signal);
+    };
+  }
+
+  private async natsHeaders(): Promise<(() => NatsHeaders) | undefined> {
+    for (const name of ['@nats-io/transport-node', 'nats']) {
+      try {
+        const pkg = await load(name);
+        const headers = (pkg.headers ?? (pkg.default as Record<string, unknown> | undefined)?.headers) as (() => NatsHeaders) | undefined;
+        if (typeof headers === 'function') return headers;
+      } catch {
+        // try the next
+      }
+    }
+    throw new SinkConfigError(`ClientProxySink "${this.name}": neither @nats-io/transport-node (Nest 12) nor nats (Nest 10/11) could be loaded; install the one your ClientNats uses.`);
+  }
+
+  private expectConfirmed(): boolean {
+    switch (this.transportName) {
+      case 'rmq':
+      case 'kafka':
+        return true;
+      case 'nats':
+        return this.options.nats?.jetStream ?? false;
+      case 'mqtt':
+        return (this.options.mqtt?.qos ?? 1) >= 1;
+      case 'redis':
+        return (this.options.redis?.noSubscribers ?? 'fail') === 'fail';
+      default:
+        return false;
+    }
+  }
+
+  private unknownTransport(client: unknown): SinkConfigError {
+    const cls = (client as { constructor?: { name?: string } } | null)?.constructor?.name ?? typeof client;
+    return new SinkConfigError(
+      `ClientProxySink "${this.name}": cannot tell the transport of a ${cls}. Pass transport: ${TRANSPORTS.map((t) => `'${t}'`).join(' | ')} ` +
+        '(TCP and gRPC clients are not supported: they have no broker to confirm anything).',
+      'transport',
+    );
+  }
+}

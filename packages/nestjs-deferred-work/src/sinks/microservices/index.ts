@@ -1,0 +1,12 @@
+export { ClientProxySink } from './client-proxy.sink';
+export { emitEvent, type DeferredEventOptions, type JobDeferrer } from './emit-event';
+export {
+  BROKER_PROCESSOR_DEFAULTS,
+  MESSAGE_ID_HEADER,
+  type BrokerTransport,
+  type ClientProxyLike,
+  type ClientProxySinkDescription,
+  type ClientProxySinkOptions,
+  type ModuleRefLike,
+  type NoSubscribersPolicy,
+} from './client-proxy-sink.options';

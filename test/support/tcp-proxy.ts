@@ -1,0 +1,87 @@
+import { createConnection, createServer, type Server, type Socket } from 'node:net';
+
+/**
+ * A TCP proxy on a free port of 127.0.0.1 in front of a broker, which a test can cut: `cut()` drops
+ * every connection at once (no goodbye, like a network failure) and refuses new ones until
+ * `restore()`. The broker itself — often shared by other tests — is never touched.
+ */
+export class TcpProxy {
+  port = 0;
+  readonly host = '127.0.0.1';
+  private server: Server | undefined;
+  private readonly sockets = new Set<Socket>();
+  private open = true;
+
+  constructor(
+    private readonly targetPort: number,
+    private readonly targetHost = '127.0.0.1',
+  ) {}
+
+  /** Whether connections pass (for `loadThroughOutage`'s `running`). */
+  get running(): boolean {
+    return this.open;
+  }
+
+  async listen(): Promise<void> {
+    const server = createServer((client) => {
+      if (!this.open) {
+        client.destroy();
+        return;
+      }
+      const upstream = createConnection({ port: this.targetPort, host: this.targetHost });
+      this.sockets.add(client);
+      this.sockets.add(upstream);
+      const drop = () => {
+        client.destroy();
+        upstream.destroy();
+        this.sockets.delete(client);
+        this.sockets.delete(upstream);
+      };
+      client.on('error', drop).on('close', drop);
+      upstream.on('error', drop).on('close', drop);
+      client.pipe(upstream);
+      upstream.pipe(client);
+    });
+    this.server = server;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(this.port, this.host, () => resolve());
+    });
+    this.port = (server.address() as { port: number }).port;
+  }
+
+  /** Drops every connection now (resetting them) and refuses new ones. */
+  async stop(): Promise<void> {
+    this.open = false;
+    for (const socket of this.sockets) socket.resetAndDestroy();
+    this.sockets.clear();
+  }
+
+  /** Lets connections through again. */
+  async start(): Promise<void> {
+    this.open = true;
+  }
+
+  async close(): Promise<void> {
+    await this.stop();
+    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+  }
+}
+
+/** Fails with how to provide the broker when nothing listens on `port` (tests must fail, never skip silently). */
+export async function requireBroker(name: string, port: number, howTo: string): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    const socket = createConnection({ port, host: '127.0.0.1' });
+    socket.setTimeout(2000);
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve();
+    });
+    const fail = (why: string) => {
+      socket.destroy();
+      reject(new Error(`${name} is not reachable on 127.0.0.1:${port} (${why}). These tests need a real ${name}: ${howTo}`));
+    };
+    socket.once('timeout', () => fail('timed out'));
+    socket.once('error', (error: Error) => fail(error.message));
+  });
+}
