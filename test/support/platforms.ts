@@ -28,9 +28,11 @@ export interface StartedApp {
   close(): Promise<void>;
 }
 
-export async function startApp(platform: Platform, metadata: ModuleMetadata): Promise<StartedApp> {
+/** Starts the app; `beforeListen` may add framework middleware or hooks first. */
+export async function startApp(platform: Platform, metadata: ModuleMetadata, beforeListen?: (app: INestApplication) => void): Promise<StartedApp> {
   const moduleRef = await Test.createTestingModule(metadata).compile();
   const app = moduleRef.createNestApplication(platform.adapter() as never, { logger: false });
+  beforeListen?.(app);
   await app.listen(0, '127.0.0.1');
   const address = app.getHttpServer().address() as { port: number };
   const url = `http://127.0.0.1:${address.port}`;

@@ -44,6 +44,7 @@ export type {
 export { MemorySink, type MemorySinkOptions } from './sinks/memory/memory.sink';
 export type { DeadLetter, DeadLetterHandler, DeadLetterReason } from './core/dead-letter.interface';
 export type { CallbackRunnerStats, DeferredStats, RouteTimingStats, SinkStats } from './core/stats.interface';
+export type { CorrelationOptions } from './core/correlation-options.interface';
 export type { CallbackRunnerOptions } from './pipeline/callbacks/callback-runner.options';
 export type { ResolvedDeferredWorkOptions } from './pipeline/resolved-options.interface';
 export type { ShutdownReport } from './pipeline/dispatcher';

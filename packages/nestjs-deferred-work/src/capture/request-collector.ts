@@ -1,5 +1,6 @@
 import type { DeferredItem } from '../core/items/deferred-item.interface';
 import type { Dispatcher } from '../pipeline/dispatcher';
+import type { Correlated, Correlator } from './correlation';
 import type { RequestTracker } from './request-tracker';
 import { HANDLER_METRIC, SEND_METRIC } from './route-timing';
 import { type RouteSettings, ScopeBase } from './scope-base';
@@ -30,8 +31,10 @@ export class RequestCollector extends ScopeBase {
     route: RouteSettings,
     private readonly dispatcher: Dispatcher,
     private readonly tracker: RequestTracker,
+    correlated?: Correlated,
+    correlator?: Correlator,
   ) {
-    super(route);
+    super(route, correlated, correlator);
     tracker.opened();
   }
 

@@ -7,6 +7,8 @@ import type {
   RunWhen,
   SinkKind,
 } from '../core/items/deferred-item.interface';
+import type { ItemCorrelation } from '../core/items/deferred-item.interface';
+import type { Correlated, Correlator } from './correlation';
 import type { DeferredScope } from './deferred-scope.interface';
 
 /** A route's resolved `@AfterResponse()` settings. */
@@ -21,9 +23,28 @@ export interface RouteSettings {
 
 /** Builds items from the public calls; subclasses decide where an item goes. */
 export abstract class ScopeBase implements DeferredScope {
-  constructor(protected readonly route: RouteSettings) {}
+  /**
+   * @param correlated the request's ids (and OpenTelemetry context), shared by its items
+   * @param correlator set when correlation is on: runs `run(fn)` callbacks in the request's context
+   */
+  constructor(
+    protected readonly route: RouteSettings,
+    private readonly correlated?: Correlated,
+    protected readonly correlator?: Correlator,
+  ) {}
 
   protected abstract add(item: DeferredItem): void;
+
+  /** The correlation of the items being built now (the request's; the direct scope reads the current span). */
+  protected correlation(): Readonly<ItemCorrelation> | undefined {
+    return this.correlated?.correlation;
+  }
+
+  /** A callback as it will run: in the request's OpenTelemetry context when there is one. */
+  protected callback(fn: (signal: AbortSignal) => unknown): (signal: AbortSignal) => unknown {
+    const context = this.correlated?.otelContext;
+    return context === undefined || !this.correlator ? fn : this.correlator.bind(fn, context);
+  }
 
   job(queue: string, name: string, data: unknown, opts?: DeferredJobOptions): void {
     let jobOpts: DeferredJobOptions | undefined;
@@ -46,6 +67,7 @@ export abstract class ScopeBase implements DeferredScope {
       when: opts?.when ?? this.route.when.job,
       sink: opts?.sink ?? this.route.sinks.job,
       createdAt: Date.now(),
+      correlation: this.correlation(),
     });
   }
 
@@ -58,6 +80,7 @@ export abstract class ScopeBase implements DeferredScope {
       when: opts?.when ?? this.route.when.log,
       sink: opts?.sink ?? this.route.sinks.log,
       createdAt: Date.now(),
+      correlation: this.correlation(),
     });
   }
 
@@ -70,10 +93,11 @@ export abstract class ScopeBase implements DeferredScope {
       when: opts?.when ?? this.route.when.metric,
       sink: opts?.sink ?? this.route.sinks.metric,
       createdAt: Date.now(),
+      correlation: this.correlation(),
     });
   }
 
   run(fn: (signal: AbortSignal) => unknown, opts?: Omit<DeferredItemOptions, 'sink'>): void {
-    this.add({ kind: 'callback', fn, when: opts?.when ?? this.route.when.callback, createdAt: Date.now() });
+    this.add({ kind: 'callback', fn: this.callback(fn), when: opts?.when ?? this.route.when.callback, createdAt: Date.now() });
   }
 }

@@ -1,7 +1,8 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { AFTER_RESPONSE_METADATA, type AfterResponseOptions } from './after-response.metadata';
 import { Dispatcher } from '../pipeline/dispatcher';
+import { Correlator } from './correlation';
 import type { DeferredScope } from './deferred-scope.interface';
 import { DirectScope } from './direct-scope';
 import { RequestCollector } from './request-collector';
@@ -35,6 +36,7 @@ export class ScopeOpener {
     @Inject(Dispatcher) private readonly dispatcher: Dispatcher,
     @Inject(DirectScope) readonly direct: DirectScope,
     @Inject(RequestTracker) private readonly tracker: RequestTracker = new RequestTracker(),
+    @Optional() @Inject(Correlator) private readonly correlator?: Correlator,
   ) {}
 
   /** Whether the request's scope is already open for this handler. */
@@ -52,7 +54,8 @@ export class ScopeOpener {
     holder[DEFERRED_HANDLER] = handler;
     const settings = this.settings(handler, cls);
     if (settings === null || this.dispatcher.inline) return (holder[DEFERRED_SCOPE] = this.direct);
-    const collector = new RequestCollector(settings, this.dispatcher, this.tracker);
+    const correlator = this.correlator?.active ? this.correlator : undefined;
+    const collector = new RequestCollector(settings, this.dispatcher, this.tracker, correlator?.forRequest(request), correlator);
     holder[DEFERRED_SCOPE] = collector;
     const response = (reply as { raw?: RawResponse }).raw ?? (reply as RawResponse);
     if (response.closed) collector.settle(response.writableFinished, response.statusCode);

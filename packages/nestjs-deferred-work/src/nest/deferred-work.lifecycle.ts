@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit, Optional } from '@nestjs/common';
 import { DiscoveryService, HttpAdapterHost, MetadataScanner, Reflector } from '@nestjs/core';
+import { Correlator } from '../capture/correlation';
 import { openerOn, registerOpener, unregisterOpener } from '../capture/runtime-registry';
 import { ScopeOpener } from '../capture/scope-opener';
 import { DeferredWorkConfigError } from '../core/errors/deferred-work-config.error';
@@ -24,6 +25,7 @@ export class DeferredWorkLifecycle implements OnModuleInit, OnApplicationShutdow
     @Inject(Reflector) private readonly reflector: Reflector,
     @Inject(ScopeOpener) private readonly opener: ScopeOpener,
     @Inject(GLOBAL_INTERCEPTOR_REGISTERED) private readonly globalInterceptor: GlobalInterceptorState,
+    @Inject(Correlator) private readonly correlator: Correlator,
     @Optional() @Inject(HttpAdapterHost) private readonly adapterHost?: HttpAdapterHost,
   ) {}
 
@@ -42,6 +44,15 @@ export class DeferredWorkLifecycle implements OnModuleInit, OnApplicationShutdow
       );
     }
     registerOpener(this.opener, instance);
+    try {
+      await this.correlator.init();
+    } catch (error) {
+      throw new DeferredWorkConfigError(
+        'correlation.openTelemetry',
+        (error as Error).message,
+        "Install it (npm install @opentelemetry/api), or leave openTelemetry out ('auto': used only when present).",
+      );
+    }
     await this.attachSinks();
   }
 

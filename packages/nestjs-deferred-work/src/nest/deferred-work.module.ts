@@ -15,6 +15,7 @@ import { DeferredWorkHealthIndicator } from './health/deferred-work.health-indic
 import type { DeferredWorkModuleOptions } from './options/module-options.interface';
 import { resolveOptions } from './options/resolve-options';
 import { DeferredAsyncContext } from '../capture/async-context';
+import { Correlator } from '../capture/correlation';
 import { DirectScope } from '../capture/direct-scope';
 import { ScopeOpener } from '../capture/scope-opener';
 
@@ -38,9 +39,14 @@ import { ScopeOpener } from '../capture/scope-opener';
     },
     RequestTracker,
     {
-      provide: DirectScope,
+      provide: Correlator,
       inject: [Dispatcher],
-      useFactory: (dispatcher: Dispatcher) => new DirectScope({ when: dispatcher.options.when, sinks: {} }, dispatcher),
+      useFactory: (dispatcher: Dispatcher) => new Correlator(dispatcher.options.correlation),
+    },
+    {
+      provide: DirectScope,
+      inject: [Dispatcher, Correlator],
+      useFactory: (dispatcher: Dispatcher, correlator: Correlator) => new DirectScope({ when: dispatcher.options.when, sinks: {} }, dispatcher, correlator),
     },
     {
       provide: DeferredAsyncContext,
@@ -61,6 +67,7 @@ import { ScopeOpener } from '../capture/scope-opener';
     // What DeferredWorkInterceptor needs where @AfterResponse() binds it, in the user's modules.
     ScopeOpener,
     DeferredAsyncContext,
+    Correlator,
   ],
 })
 export class DeferredWorkModule extends DeferredWorkConfigurableModule {}

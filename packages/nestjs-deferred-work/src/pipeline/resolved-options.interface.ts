@@ -1,3 +1,4 @@
+import type { ResolvedCorrelation } from '../core/correlation-options.interface';
 import type { DeadLetterHandler } from '../core/dead-letter.interface';
 import type { DeferredKind, RunWhen, SinkKind } from '../core/items/deferred-item.interface';
 import type { DeferredSink, SinkProcessorOptions } from '../core/sink.interface';
@@ -16,4 +17,6 @@ export interface ResolvedDeferredWorkOptions {
   maxItemBytes: number;
   deadLetter?: DeadLetterHandler | string;
   deadLetterCapacity: number;
+  /** `undefined` when `correlation: false`. */
+  correlation?: ResolvedCorrelation;
 }

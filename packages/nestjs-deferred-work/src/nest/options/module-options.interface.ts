@@ -1,3 +1,4 @@
+import type { CorrelationOptions } from '../../core/correlation-options.interface';
 import type { DeadLetterHandler } from '../../core/dead-letter.interface';
 import type { DeferredKind, RunWhen, SinkKind } from '../../core/items/deferred-item.interface';
 import type { CallbackRunnerOptions } from '../../pipeline/callbacks/callback-runner.options';
@@ -67,6 +68,13 @@ export interface DeferredWorkModuleOptions extends Partial<SinkProcessorOptions>
   deadLetter?: DeadLetterHandler | string;
   /** How many recent dead letters `DeferredWork.deadLetters()` keeps. Default `100`. */
   deadLetterCapacity?: number;
+  /**
+   * Which request and trace each item came from, carried on the item as `correlation` (`requestId`,
+   * `traceId`, `spanId`): a request id from a header or a function, and the active OpenTelemetry span.
+   * `false` turns it off. Default `{ openTelemetry: 'auto' }`: trace ids when `@opentelemetry/api` is
+   * installed and a span is active, no request id.
+   */
+  correlation?: CorrelationOptions | false;
 }
 
 /** Options fixed when the module is imported (they decide which providers exist). */

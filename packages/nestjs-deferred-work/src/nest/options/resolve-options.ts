@@ -6,6 +6,7 @@ import { CALLBACK_RUNNER_NAME as CALLBACK_SINK_NAME } from '../../pipeline/callb
 import { PROCESSOR_DEFAULTS } from '../../pipeline/defaults';
 import type { ResolvedDeferredWorkOptions } from '../../pipeline/resolved-options.interface';
 import { MemorySink } from '../../sinks/memory/memory.sink';
+import { resolveCorrelation } from './resolve-correlation';
 import { MODULE_DEFAULTS } from './module.defaults';
 import type { DeferredWorkModuleOptions } from './module-options.interface';
 import { checkNumber, checkProcessorOptions, checkSinkName, checkSinkTakes, pickProcessorOptions } from './option-checks';
@@ -132,5 +133,6 @@ export function resolveOptions(options: DeferredWorkModuleOptions = {}): Resolve
     maxItemBytes: options.maxItemBytes ?? MODULE_DEFAULTS.maxItemBytes,
     deadLetter,
     deadLetterCapacity: options.deadLetterCapacity ?? MODULE_DEFAULTS.deadLetterCapacity,
+    correlation: resolveCorrelation(options.correlation),
   };
 }

@@ -1,0 +1,28 @@
+/** The `correlation` module option: where a request's ids come from. */
+export interface CorrelationOptions {
+  /**
+   * Request header carrying the request id (e.g. `x-request-id`), read when the request's scope
+   * opens. Default none.
+   */
+  requestIdHeader?: string;
+  /**
+   * Or a function of the request (Express `req`, Fastify request) returning its id. A function that
+   * throws or returns something other than a string gives no id. Default none.
+   */
+  requestId?: (request: unknown) => string | undefined;
+  /**
+   * Carry the trace and span ids of the OpenTelemetry span active when the request's scope opens,
+   * and run `run(fn)` callbacks inside that request's OpenTelemetry context (spans they start join
+   * the request's trace). `'auto'`: when `@opentelemetry/api` can be loaded (without an SDK no span
+   * is ever active, and nothing is added). `true`: fail the bootstrap if it cannot. Default `'auto'`.
+   */
+  openTelemetry?: boolean | 'auto';
+}
+
+/** `correlation` with its defaults applied; `undefined` when turned off (`correlation: false`). */
+export interface ResolvedCorrelation {
+  /** Lower-cased. */
+  requestIdHeader?: string;
+  requestId?: (request: unknown) => string | undefined;
+  openTelemetry: boolean | 'auto';
+}

@@ -1,0 +1,195 @@
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { context, propagation, type Span, trace } from '@opentelemetry/api';
+import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { Controller, Get, Injectable, type LoggerService, Param } from '@nestjs/common';
+import {
+  AfterResponse,
+  Deferred,
+  type DeferredScope,
+  DeferredWork,
+  DeferredWorkModule,
+  type DeferredWorkModuleOptions,
+  type LogItem,
+  LoggerSink,
+  MemorySink,
+  type SinkItem,
+} from 'nestjs-deferred-work';
+import { eventually } from '../support/eventually';
+import { load, range } from '../support/load';
+import { failOnUnhandledRejection, type Platform, platforms, startApp, type StartedApp } from '../support/platforms';
+
+/**
+ * Request and trace ids on every deferred item (the `correlation` option), with the real
+ * OpenTelemetry SDK: a tracer provider with an in-memory exporter and the AsyncLocalStorage context
+ * manager, registered globally as an app's tracing setup does, and a request span started around
+ * each request (what the HTTP instrumentation does) by a middleware of the app.
+ */
+const exporter = new InMemorySpanExporter();
+const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+const tracer = provider.getTracer('correlation-e2e');
+
+/** Each request inside its own active span, named after its path; ended when the response finished. */
+function requestSpans(req: { url?: string }, res: { once(event: 'finish', fn: () => void): void }, next: () => void): void {
+  tracer.startActiveSpan(`GET ${req.url}`, (span: Span) => {
+    res.once('finish', () => span.end());
+    next();
+  });
+}
+
+@Controller()
+class OrdersController {
+  @Get('order/:id')
+  @AfterResponse()
+  order(@Param('id') id: string, @Deferred() work: DeferredScope) {
+    work.job('mail', 'confirm', { id });
+    work.log('info', 'order placed', { id });
+    work.metric('orders', 1, { id });
+    work.run(async () => {
+      // a span started by a callback joins the request's trace
+      tracer.startActiveSpan(`callback ${id}`, (span) => span.end());
+    });
+    return { id };
+  }
+}
+
+/** A LoggerService that keeps what it is given (the app's logger, as LoggerSink sees it). */
+@Injectable()
+class KeepingLogger implements LoggerService {
+  readonly records: Array<{ fields: Record<string, unknown>; message: unknown }> = [];
+  log(fields: Record<string, unknown>, message: unknown): void {
+    this.records.push({ fields, message });
+  }
+  error(): void {}
+  warn(): void {}
+}
+
+beforeAll(() => {
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  trace.setGlobalTracerProvider(provider);
+});
+afterAll(() => {
+  trace.disable();
+  context.disable();
+  propagation.disable();
+});
+
+failOnUnhandledRejection();
+
+describe.each(platforms)('correlation on $name', (platform: Platform) => {
+  let started: StartedApp | undefined;
+  let memory: MemorySink;
+  let logger: KeepingLogger;
+
+  afterEach(async () => {
+    await started?.close();
+    started = undefined;
+    exporter.reset();
+  });
+
+  async function setup(options: DeferredWorkModuleOptions = {}) {
+    memory = new MemorySink({ name: 'memory', capacity: 10_000 });
+    logger = new KeepingLogger();
+    started = await startApp(platform, {
+      imports: [
+        DeferredWorkModule.forRoot({
+          flushIntervalMs: 2,
+          sinks: [memory, new LoggerSink({ logger, fieldsStyle: 'fields-first' })],
+          routing: { job: 'memory', metric: 'memory', log: 'logger' },
+          ...options,
+        }),
+      ],
+      controllers: [OrdersController],
+    });
+    return started.app.get(DeferredWork);
+  }
+
+  it('carries each request id from its header, with no cross-talk between 200 concurrent requests', async () => {
+    const work = await setup({ correlation: { requestIdHeader: 'X-Request-Id', openTelemetry: false } });
+    const ids = range(0, 200).map(String);
+    await Promise.all(
+      ids.map((id) => fetch(`${started!.url}/order/${id}`, { headers: { 'x-request-id': `req-${id}` } }).then((r) => r.arrayBuffer())),
+    );
+    expect(await work.flush(10_000)).toBe(true);
+    const items = memory.items as SinkItem[];
+    expect(items).toHaveLength(400);
+    for (const item of items) {
+      const id = item.kind === 'job' ? (item.data as { id: string }).id : item.tags!.id;
+      expect(item.correlation).toEqual({ requestId: `req-${id}` });
+    }
+    expect(logger.records).toHaveLength(200);
+    for (const record of logger.records) expect(record.fields.requestId).toBe(`req-${record.fields.id}`);
+  });
+
+  it('carries the trace and span ids of the request span, and runs run(fn) callbacks inside its trace', async () => {
+    const work = await setupWithSpans();
+    const ids = range(0, 50).map(String);
+    expect(await load(started!.url, ids.map((id) => `/order/${id}`), 10)).toEqual(ids.map(() => 200));
+    expect(await work.flush(10_000)).toBe(true);
+    await eventually(() => expect(exporter.getFinishedSpans().filter((s) => s.name.startsWith('callback'))).toHaveLength(50));
+    const spans = exporter.getFinishedSpans();
+    const requestSpan = (id: string) => spans.find((s) => s.name === `GET /order/${id}`)!;
+    for (const id of ids) {
+      const request = requestSpan(id).spanContext();
+      const items = (memory.items as SinkItem[]).filter((i) => (i.kind === 'job' ? (i.data as { id: string }).id : i.kind === 'metric' ? i.tags!.id : undefined) === id);
+      expect(items).toHaveLength(2);
+      for (const item of items) expect(item.correlation).toEqual({ traceId: request.traceId, spanId: request.spanId });
+      const record = logger.records.find((r) => r.fields.id === id)!;
+      expect(record.fields).toMatchObject({ traceId: request.traceId, spanId: request.spanId });
+      const callback = spans.find((s) => s.name === `callback ${id}`)!;
+      expect(callback.spanContext().traceId).toBe(request.traceId);
+      expect(callback.parentSpanContext?.spanId).toBe(request.spanId);
+    }
+  });
+
+  it('outside a request, items carry the span active where they were deferred', async () => {
+    const work = await setup();
+    const traceId = tracer.startActiveSpan('cron tick', (span) => {
+      work.metric('ticks', 1);
+      span.end();
+      return span.spanContext().traceId;
+    });
+    expect(await work.flush(5000)).toBe(true);
+    expect((memory.items as SinkItem[])[0].correlation).toMatchObject({ traceId });
+  });
+
+  it('adds nothing with correlation: false, even under an active span', async () => {
+    const work = await setupWithSpans({ correlation: false });
+    await load(started!.url, ['/order/1'], 1);
+    expect(await work.flush(5000)).toBe(true);
+    expect((memory.items as SinkItem[]).map((i) => i.correlation)).toEqual([undefined, undefined]);
+    expect((logger.records[0].fields as Partial<LogItem>).correlation).toBeUndefined();
+    expect(logger.records[0].fields.traceId).toBeUndefined();
+  });
+
+  /** `setup` with a request span around every request (a middleware of the HTTP framework). */
+  async function setupWithSpans(options: DeferredWorkModuleOptions = {}) {
+    memory = new MemorySink({ name: 'memory', capacity: 10_000 });
+    logger = new KeepingLogger();
+    started = await startAppWith(platform, {
+      imports: [
+        DeferredWorkModule.forRoot({
+          flushIntervalMs: 2,
+          sinks: [memory, new LoggerSink({ logger, fieldsStyle: 'fields-first' })],
+          routing: { job: 'memory', metric: 'memory', log: 'logger' },
+          ...options,
+        }),
+      ],
+      controllers: [OrdersController],
+    });
+    return started.app.get(DeferredWork);
+  }
+});
+
+/** Like `startApp`, with `requestSpans` as the first middleware of Express, or an `onRequest` hook of Fastify. */
+async function startAppWith(platform: Platform, metadata: Parameters<typeof startApp>[1]): Promise<StartedApp> {
+  return startApp(platform, metadata, (app) => {
+    if (platform.name === 'express') app.use(requestSpans);
+    else {
+      const fastify = app.getHttpAdapter().getInstance() as {
+        addHook(name: 'onRequest', fn: (req: { raw: { url?: string } }, reply: { raw: { once(e: 'finish', f: () => void): void } }, done: () => void) => void): void;
+      };
+      fastify.addHook('onRequest', (req, reply, done) => requestSpans(req.raw, reply.raw, done));
+    }
+  });
+}
+
