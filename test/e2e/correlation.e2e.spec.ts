@@ -1,6 +1,3 @@
-import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import { context, propagation, type Span, trace } from '@opentelemetry/api';
-import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { Controller, Get, Injectable, type LoggerService, Param } from '@nestjs/common';
 import {
   AfterResponse,
@@ -17,6 +14,7 @@ import {
 import { eventually } from '../support/eventually';
 import { load, range } from '../support/load';
 import { failOnUnhandledRejection, type Platform, platforms, startApp, type StartedApp } from '../support/platforms';
+import { useRequestSpans } from '../support/request-spans';
 
 /**
  * Request and trace ids on every deferred item (the `correlation` option), with the real
@@ -24,17 +22,7 @@ import { failOnUnhandledRejection, type Platform, platforms, startApp, type Star
  * manager, registered globally as an app's tracing setup does, and a request span started around
  * each request (what the HTTP instrumentation does) by a middleware of the app.
  */
-const exporter = new InMemorySpanExporter();
-const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
-const tracer = provider.getTracer('correlation-e2e');
-
-/** Each request inside its own active span, named after its path; ended when the response finished. */
-function requestSpans(req: { url?: string }, res: { once(event: 'finish', fn: () => void): void }, next: () => void): void {
-  tracer.startActiveSpan(`GET ${req.url}`, (span: Span) => {
-    res.once('finish', () => span.end());
-    next();
-  });
-}
+const { exporter, tracer, install } = useRequestSpans();
 
 @Controller()
 class OrdersController {
@@ -63,16 +51,6 @@ class KeepingLogger implements LoggerService {
   warn(): void {}
 }
 
-beforeAll(() => {
-  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
-  trace.setGlobalTracerProvider(provider);
-});
-afterAll(() => {
-  trace.disable();
-  context.disable();
-  propagation.disable();
-});
-
 failOnUnhandledRejection();
 
 describe.each(platforms)('correlation on $name', (platform: Platform) => {
@@ -83,7 +61,6 @@ describe.each(platforms)('correlation on $name', (platform: Platform) => {
   afterEach(async () => {
     await started?.close();
     started = undefined;
-    exporter.reset();
   });
 
   async function setup(options: DeferredWorkModuleOptions = {}) {
@@ -180,16 +157,7 @@ describe.each(platforms)('correlation on $name', (platform: Platform) => {
   }
 });
 
-/** Like `startApp`, with `requestSpans` as the first middleware of Express, or an `onRequest` hook of Fastify. */
+/** Like `startApp`, with a request span around every request. */
 async function startAppWith(platform: Platform, metadata: Parameters<typeof startApp>[1]): Promise<StartedApp> {
-  return startApp(platform, metadata, (app) => {
-    if (platform.name === 'express') app.use(requestSpans);
-    else {
-      const fastify = app.getHttpAdapter().getInstance() as {
-        addHook(name: 'onRequest', fn: (req: { raw: { url?: string } }, reply: { raw: { once(e: 'finish', f: () => void): void } }, done: () => void) => void): void;
-      };
-      fastify.addHook('onRequest', (req, reply, done) => requestSpans(req.raw, reply.raw, done));
-    }
-  });
+  return startApp(platform, metadata, (app) => install(platform, app));
 }
-

@@ -14,6 +14,7 @@ import {
 import { eventually } from '../support/eventually';
 import { range } from '../support/load';
 import { failOnUnhandledRejection, type Platform, platforms } from '../support/platforms';
+import { useRequestSpans } from '../support/request-spans';
 
 const LEVELS: DeferredLogLevel[] = ['info', 'warn', 'error', 'debug', 'verbose', 'fatal', 'log'];
 /** pino's numeric level for each item level, through nestjs-pino's Logger (log/info → info, verbose → trace). */
@@ -21,6 +22,8 @@ const PINO_LEVEL: Record<DeferredLogLevel, number> = { fatal: 60, error: 50, war
 /** Nest's ConsoleLogger level names (info → log). */
 const NEST_LEVEL: Record<DeferredLogLevel, string> = { fatal: 'fatal', error: 'error', warn: 'warn', info: 'log', log: 'log', debug: 'debug', verbose: 'verbose' };
 const N = 21;
+/** A request span around each request (real OTel SDK): the records must carry its trace id. */
+const spans = useRequestSpans();
 
 @Controller('orders')
 class OrdersController {
@@ -51,12 +54,17 @@ async function startLogged(platform: Platform, imports: unknown[], useLogger: (a
   const moduleRef = await Test.createTestingModule({
     imports: [
       ...(imports as never[]),
-      DeferredWorkModule.forRoot({ sinks: [new LoggerSink({ context: 'Orders' })], flushIntervalMs: 1 }),
+      DeferredWorkModule.forRoot({
+        sinks: [new LoggerSink({ context: 'Orders' })],
+        flushIntervalMs: 1,
+        correlation: { requestIdHeader: 'x-request-id' },
+      }),
     ],
     controllers: [OrdersController],
   }).compile();
   const app = moduleRef.createNestApplication(platform.adapter() as never, { bufferLogs: true });
   app.useLogger(useLogger(app));
+  spans.install(platform, app);
   const finished = finishTimes(app);
   await app.listen(0, '127.0.0.1');
   const { port } = app.getHttpServer().address() as { port: number };
@@ -65,7 +73,7 @@ async function startLogged(platform: Platform, imports: unknown[], useLogger: (a
 
 async function requestAll(url: string): Promise<void> {
   for (const i of range(0, N)) {
-    const res = await fetch(`${url}/orders/${i}`);
+    const res = await fetch(`${url}/orders/${i}`, { headers: { 'x-request-id': `req-${i}` } });
     expect(await res.json()).toEqual({ id: i });
   }
 }
@@ -86,7 +94,7 @@ const stream = new Writable({
 describe.each(platforms)('LoggerSink on $name', (platform) => {
   failOnUnhandledRejection();
 
-  it('nestjs-pino: N requests → N JSON records with the mapped level, the fields as JSON fields and the context, written after each response finished', async () => {
+  it('nestjs-pino: N requests → N JSON records with the mapped level, the fields as JSON fields, the context, the request id and trace id, written after each response finished', async () => {
     const written: Written[] = (pinoWritten = []);
     const { app, finished, url } = await startLogged(
       platform,
@@ -109,7 +117,10 @@ describe.each(platforms)('LoggerSink on $name', (platform) => {
           orderId: id, // a JSON field (a number), not part of a stringified message
           path: `/orders/${id}`,
           tags: ['a', 'b'],
+          requestId: `req-${id}`, // the correlation option: the request's id and its span's trace id
         });
+        const span = spans.exporter.getFinishedSpans().find((s) => s.name === `GET /orders/${id}`)!.spanContext();
+        expect(record).toMatchObject({ traceId: span.traceId, spanId: span.spanId });
         expect(at).toBeGreaterThan(finished.get(`/orders/${id}`)!);
       }
       expect(records.map((r) => r.record.orderId).sort((a, b) => Number(a) - Number(b))).toEqual(range(0, N));
@@ -150,8 +161,10 @@ describe.each(platforms)('LoggerSink on $name', (platform) => {
           timestamp: expect.any(Number),
           message: 'order viewed',
           context: 'Orders',
-          params: { orderId: id, path: `/orders/${id}`, tags: ['a', 'b'] },
+          params: { orderId: id, path: `/orders/${id}`, tags: ['a', 'b'], requestId: `req-${id}`, traceId: expect.any(String), spanId: expect.any(String) },
         });
+        const span = spans.exporter.getFinishedSpans().find((s) => s.name === `GET /orders/${id}`)!.spanContext();
+        expect(record.params).toMatchObject({ traceId: span.traceId, spanId: span.spanId });
         expect(at).toBeGreaterThan(finished.get(`/orders/${id}`)!);
       }
     } finally {
