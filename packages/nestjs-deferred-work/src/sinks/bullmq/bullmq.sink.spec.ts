@@ -56,6 +56,18 @@ describe('BullMqSink', () => {
     expect(mail.stored.size).toBe(2);
   });
 
+  it("carries the item's correlation (request and trace ids) as job.opts.correlation, leaving the data as it was", async () => {
+    const mail = new FakeQueue('mail');
+    const sink = new BullMqSink({ queues: [mail as never] });
+    const item = { ...job('mail', 'a', { jobId: 'order-1' }), correlation: { requestId: 'req-1', traceId: 'a'.repeat(32), spanId: 'b'.repeat(16) } };
+    await sink.write([item], ctx());
+    expect(mail.stored.get('order-1')).toEqual({
+      name: 'a',
+      data: { name: 'a' },
+      opts: { jobId: 'order-1', correlation: { requestId: 'req-1', traceId: 'a'.repeat(32), spanId: 'b'.repeat(16) } },
+    });
+  });
+
   it('when addBulk fails part-way with Redis up, adds the jobs one by one and reports only the refused one', async () => {
     const mail = new FakeQueue('mail');
     mail.failBulkAfter = 1;

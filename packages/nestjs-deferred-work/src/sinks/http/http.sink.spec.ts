@@ -7,6 +7,7 @@ import type { SinkItem } from '../../core/items/deferred-item.interface';
 import type { SinkWriteResult } from '../../core/sink.interface';
 import type { HttpSinkGzipOptions, HttpSinkOptions } from './http-sink.options';
 import { HTTP_SINK_DEFAULTS, HttpSink, parseRetryAfter } from './http.sink';
+import { toWire } from './http-wire';
 
 const SECRET = 'Bearer s3cr3t-t0ken';
 
@@ -25,6 +26,15 @@ async function writeError(sink: HttpSink, batch: SinkItem[], signal?: AbortSigna
   }
   throw new Error('write resolved; a SinkWriteError was expected');
 }
+
+describe('toWire', () => {
+  it("sends an item's correlation (request and trace ids) with it, and nothing when it has none", () => {
+    const correlation = { requestId: 'req-1', traceId: 'a'.repeat(32), spanId: 'b'.repeat(16) };
+    const log = { kind: 'log' as const, level: 'info' as const, message: 'm', when: 'always' as const, createdAt: 1 };
+    expect(JSON.parse(JSON.stringify(toWire({ ...log, correlation })))).toEqual({ kind: 'log', level: 'info', message: 'm', createdAt: 1, correlation });
+    expect(JSON.stringify(toWire(log))).not.toContain('correlation');
+  });
+});
 
 describe('parseRetryAfter', () => {
   const now = Date.parse('2026-01-01T00:00:00Z');
