@@ -157,6 +157,7 @@ export class ClientProxySink implements DeferredSink<SinkItem> {
       ackTimeoutMs: this.options.nats?.ackTimeoutMs ?? 2000,
       qos: this.options.mqtt?.qos ?? 1,
       noSubscribers: this.options.redis?.noSubscribers ?? 'fail',
+      warn: (message) => context.warn(message),
     });
     if (!this.confirmed) {
       context.warn(
@@ -263,7 +264,7 @@ export class ClientProxySink implements DeferredSink<SinkItem> {
     } finally {
       clearTimeout(timer);
     }
-    const after = transport.state();
+    const after = transport.state(); // (also lets a transport watch what connect() created)
     return after === 'unconnected' ? 'down' : after;
   }
 

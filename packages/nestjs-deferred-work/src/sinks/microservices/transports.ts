@@ -46,6 +46,8 @@ export interface TransportContext {
   ackTimeoutMs: number;
   qos: 0 | 1 | 2;
   noSubscribers: NoSubscribersPolicy;
+  /** Logs a warning the library's way. */
+  warn(message: string): void;
 }
 
 /** How one transport sends, confirms and tells its connection state. */
@@ -94,6 +96,7 @@ function withPayloadId(data: unknown, key: string | false | undefined, id: strin
 /** What the sink reads of a client's internals, per transport (fields of `@nestjs/microservices` 10–12). */
 interface Internals {
   client?: { isConnected?: () => boolean } | null; // ClientRMQ: the amqp-connection-manager
+  channel?: { on?: (event: 'error', listener: (error: unknown) => void) => unknown } | null; // ClientRMQ: its ChannelWrapper
   natsClient?: NatsConnectionLike | null;
   pubClient?: RedisLike | null;
   mqttClient?: { connected?: boolean; disconnecting?: boolean; options?: { protocolVersion?: number } } | null;
@@ -120,12 +123,24 @@ const internals = (client: ClientProxyLike) => client as unknown as Internals;
 /** `ClientRMQ`: `emit` resolves on the publisher confirm of amqp-connection-manager's confirm channel. */
 function rmq(ctx: TransportContext): Transport {
   const c = internals(ctx.client);
+  const guarded = new WeakSet<object>();
+  /**
+   * ClientRMQ adds no 'error' listener to its ChannelWrapper, which emits 'error' when the connection
+   * drops while the channel is being set up: unheard, that event would end the process.
+   */
+  const guard = () => {
+    const channel = c.channel;
+    if (!channel || typeof channel.on !== 'function' || guarded.has(channel)) return;
+    guarded.add(channel);
+    channel.on('error', (error) => ctx.warn(`RabbitMQ channel error (the client reconnects): ${errorMessage(error)}`));
+  };
   return {
     transport: 'rmq',
     confirmed: true,
     delivered: 'RabbitMQ confirmed it (publisher confirm on the client\'s confirm channel): the queue or exchange has it',
     messageId: 'the AMQP messageId property (context.getMessage().properties.messageId)',
     state() {
+      guard();
       if (!c.client) return 'unconnected';
       return c.client.isConnected?.() === false ? 'down' : 'up';
     },
