@@ -63,7 +63,8 @@ describe.each(platforms)('correlation on $name', (platform: Platform) => {
     started = undefined;
   });
 
-  async function setup(options: DeferredWorkModuleOptions = {}) {
+  /** Starts the app; with `spans`, each request runs inside its own request span. */
+  async function setup(options: DeferredWorkModuleOptions = {}, spans = false) {
     memory = new MemorySink({ name: 'memory', capacity: 10_000 });
     logger = new KeepingLogger();
     started = await startApp(platform, {
@@ -76,7 +77,7 @@ describe.each(platforms)('correlation on $name', (platform: Platform) => {
         }),
       ],
       controllers: [OrdersController],
-    });
+    }, spans ? (app) => install(platform, app) : undefined);
     return started.app.get(DeferredWork);
   }
 
@@ -90,7 +91,7 @@ describe.each(platforms)('correlation on $name', (platform: Platform) => {
     const items = memory.items as SinkItem[];
     expect(items).toHaveLength(400);
     for (const item of items) {
-      const id = item.kind === 'job' ? (item.data as { id: string }).id : item.tags!.id;
+      const id = item.kind === 'job' ? (item.data as { id: string }).id : item.kind === 'metric' ? item.tags!.id : undefined;
       expect(item.correlation).toEqual({ requestId: `req-${id}` });
     }
     expect(logger.records).toHaveLength(200);
@@ -98,7 +99,7 @@ describe.each(platforms)('correlation on $name', (platform: Platform) => {
   });
 
   it('carries the trace and span ids of the request span, and runs run(fn) callbacks inside its trace', async () => {
-    const work = await setupWithSpans();
+    const work = await setup({}, true);
     const ids = range(0, 50).map(String);
     expect(await load(started!.url, ids.map((id) => `/order/${id}`), 10)).toEqual(ids.map(() => 200));
     expect(await work.flush(10_000)).toBe(true);
@@ -130,34 +131,11 @@ describe.each(platforms)('correlation on $name', (platform: Platform) => {
   });
 
   it('adds nothing with correlation: false, even under an active span', async () => {
-    const work = await setupWithSpans({ correlation: false });
+    const work = await setup({ correlation: false }, true);
     await load(started!.url, ['/order/1'], 1);
     expect(await work.flush(5000)).toBe(true);
     expect((memory.items as SinkItem[]).map((i) => i.correlation)).toEqual([undefined, undefined]);
     expect((logger.records[0].fields as Partial<LogItem>).correlation).toBeUndefined();
     expect(logger.records[0].fields.traceId).toBeUndefined();
   });
-
-  /** `setup` with a request span around every request (a middleware of the HTTP framework). */
-  async function setupWithSpans(options: DeferredWorkModuleOptions = {}) {
-    memory = new MemorySink({ name: 'memory', capacity: 10_000 });
-    logger = new KeepingLogger();
-    started = await startAppWith(platform, {
-      imports: [
-        DeferredWorkModule.forRoot({
-          flushIntervalMs: 2,
-          sinks: [memory, new LoggerSink({ logger, fieldsStyle: 'fields-first' })],
-          routing: { job: 'memory', metric: 'memory', log: 'logger' },
-          ...options,
-        }),
-      ],
-      controllers: [OrdersController],
-    });
-    return started.app.get(DeferredWork);
-  }
 });
-
-/** Like `startApp`, with a request span around every request. */
-async function startAppWith(platform: Platform, metadata: Parameters<typeof startApp>[1]): Promise<StartedApp> {
-  return startApp(platform, metadata, (app) => install(platform, app));
-}
