@@ -1,4 +1,4 @@
-import amqp from 'amqplib';
+import { createRequire } from 'node:module';
 import { compileFixture, NodeApp } from '../support/node-app';
 import { requireBroker, TcpProxy } from '../support/tcp-proxy';
 
@@ -8,6 +8,14 @@ import { requireBroker, TcpProxy } from '../support/tcp-proxy';
  * SIGTERM. The app reaches RabbitMQ through a TCP proxy, so the test can cut it without touching the
  * shared broker.
  */
+/** amqplib ships no types (and @types/amqplib is not installed): the little this test uses of it. */
+interface AmqpChannel {
+  get(queue: string, options: { noAck: boolean }): Promise<false | { properties: { messageId?: string } }>;
+  deleteQueue(queue: string): Promise<unknown>;
+}
+const amqp = createRequire(import.meta.url)('amqplib') as {
+  connect(url: string): Promise<{ createChannel(): Promise<AmqpChannel>; close(): Promise<void> }>;
+};
 const RUN = `dw-ms-shutdown-${process.pid}-${Date.now().toString(36)}`;
 let app: NodeApp | undefined;
 let proxy: TcpProxy;
