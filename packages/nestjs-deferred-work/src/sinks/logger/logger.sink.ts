@@ -1,8 +1,9 @@
 import { Logger, type LoggerService } from '@nestjs/common';
 import type { DeferredLogLevel, LogItem, SinkItem, SinkKind } from '../../core/items/deferred-item.interface';
-import type { DeferredSink, SinkItemFailure, SinkWriteContext, SinkWriteResult } from '../../core/sink.interface';
+import type { DeferredSink, SinkWriteContext, SinkWriteResult } from '../../core/sink.interface';
 import { SinkConfigError } from '../kit/sink-config.error';
 import { LOGGER_SINK_DEFAULTS, type LoggerSinkFieldsStyle, type LoggerSinkOptions } from './logger-sink.options';
+import { eachItem } from '../kit/each-item';
 
 type Method = 'fatal' | 'error' | 'warn' | 'log' | 'debug' | 'verbose';
 type Style = Exclude<LoggerSinkFieldsStyle, 'auto'>;
@@ -114,17 +115,7 @@ export class LoggerSink implements DeferredSink<SinkItem> {
     const given = this.logger;
     const receiver = given instanceof Logger ? appLogger() : given ?? appLogger();
     const style = this.fieldsStyle === 'auto' ? detectStyle(receiver) : this.fieldsStyle;
-    let failed: SinkItemFailure[] | undefined;
-    for (let index = 0; index < batch.length; index++) {
-      const item = batch[index];
-      try {
-        if (item.kind !== 'log') throw new Error(`LoggerSink "${this.name}" takes log items only, got a ${String(item.kind)}.`);
-        this.writeOne(item, receiver, style);
-      } catch (error) {
-        (failed ??= []).push({ index, error, retryable: false });
-      }
-    }
-    return failed ? { failed } : undefined;
+    return eachItem(batch, 'log', `LoggerSink "${this.name}"`, (item) => this.writeOne(item, receiver, style));
   }
 
   private writeOne(item: LogItem, receiver: LoggerService | undefined, style: Style): void {

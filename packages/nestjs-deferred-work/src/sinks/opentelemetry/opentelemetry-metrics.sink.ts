@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { type Counter, createNoopMeter, type Gauge, type Histogram, type Meter, metrics, type MetricOptions, type UpDownCounter } from '@opentelemetry/api';
 import type { MetricItem, SinkItem, SinkKind } from '../../core/items/deferred-item.interface';
-import type { DeferredSink, SinkItemFailure, SinkWriteContext, SinkWriteResult } from '../../core/sink.interface';
+import type { DeferredSink, SinkWriteContext, SinkWriteResult } from '../../core/sink.interface';
 import { type CatalogEntry, checkMaxLabelSets, checkSinkName, MetricCatalog } from '../kit/metric-catalog';
 import { SinkConfigError } from '../kit/sink-config.error';
 import {
@@ -9,6 +9,7 @@ import {
   type OpenTelemetryMetricDeclaration,
   type OpenTelemetryMetricsSinkOptions,
 } from './opentelemetry-sink.options';
+import { eachItem } from '../kit/each-item';
 
 type Instrument = Counter | Histogram | Gauge | UpDownCounter;
 type Entry = CatalogEntry<OpenTelemetryMetricDeclaration, Instrument>;
@@ -86,17 +87,7 @@ export class OpenTelemetryMetricsSink implements DeferredSink<SinkItem> {
 
   async write(batch: readonly SinkItem[], _context?: SinkWriteContext): Promise<void | SinkWriteResult> {
     this.resolveMeter();
-    let failed: SinkItemFailure[] | undefined;
-    for (let index = 0; index < batch.length; index++) {
-      const item = batch[index];
-      try {
-        if (item.kind !== 'metric') throw new Error(`OpenTelemetryMetricsSink "${this.name}" takes metric items only, got a ${String(item.kind)}.`);
-        this.record(item);
-      } catch (error) {
-        (failed ??= []).push({ index, error, retryable: false });
-      }
-    }
-    return failed ? { failed } : undefined;
+    return eachItem(batch, 'metric', `OpenTelemetryMetricsSink "${this.name}"`, (item) => this.record(item));
   }
 
   /** The given meter, or the global provider's; instruments made on the no-op meter are made again once a provider is there. */

@@ -2,12 +2,13 @@ import { Logger } from '@nestjs/common';
 import { Counter, Gauge, Histogram, type Registry, register as defaultRegistry } from 'prom-client';
 import { errorMessage } from '../../core/error-message';
 import type { MetricItem, SinkItem, SinkKind } from '../../core/items/deferred-item.interface';
-import type { SinkItemFailure, SinkWriteContext, SinkWriteResult } from '../../core/sink.interface';
+import type { SinkWriteContext, SinkWriteResult } from '../../core/sink.interface';
 import type { DeferredSink } from '../../core/sink.interface';
 import { type CatalogEntry, checkMaxLabelSets, checkSinkName, MetricCatalog } from '../kit/metric-catalog';
 import { SinkConfigError } from '../kit/sink-config.error';
 import { PROMETHEUS_LABEL, PROMETHEUS_NAME, prometheusMetricName } from './prometheus-name';
 import { PROMETHEUS_SINK_DEFAULTS, type PrometheusMetricDeclaration, type PrometheusSinkOptions } from './prometheus-sink.options';
+import { eachItem } from '../kit/each-item';
 
 type PromMetric = Counter<string> | Gauge<string> | Histogram<string>;
 type Entry = CatalogEntry<PrometheusMetricDeclaration, PromMetric>;
@@ -94,17 +95,7 @@ export class PrometheusSink implements DeferredSink<SinkItem> {
   }
 
   async write(batch: readonly SinkItem[], _context?: SinkWriteContext): Promise<void | SinkWriteResult> {
-    let failed: SinkItemFailure[] | undefined;
-    for (let index = 0; index < batch.length; index++) {
-      const item = batch[index];
-      try {
-        if (item.kind !== 'metric') throw new Error(`PrometheusSink "${this.name}" takes metric items only, got a ${String(item.kind)}.`);
-        this.apply(item);
-      } catch (error) {
-        (failed ??= []).push({ index, error, retryable: false });
-      }
-    }
-    return failed ? { failed } : undefined;
+    return eachItem(batch, 'metric', `PrometheusSink "${this.name}"`, (item) => this.apply(item));
   }
 
   private apply(item: MetricItem): void {
