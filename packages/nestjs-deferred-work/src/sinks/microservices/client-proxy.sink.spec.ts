@@ -1,0 +1,99 @@
+import { ClientKafka, ClientRedis } from '@nestjs/microservices';
+import type { ProducerRecord, RecordMetadata } from 'kafkajs';
+import type { JobItem, SinkItem } from '../../core/items/deferred-item.interface';
+import type { SinkAttachContext } from '../../core/sink.interface';
+import { ClientProxySink } from './client-proxy.sink';
+import { emitEvent } from './emit-event';
+
+const job = (queue: string, name: string, data: unknown, opts?: JobItem['opts']): JobItem => ({ kind: 'job', queue, name, data, opts, when: 'success', createdAt: Date.now() });
+const context = (warnings: string[] = []): SinkAttachContext => ({ drain: async () => undefined, providers: () => [], warn: (m) => warnings.push(m) });
+const write = (sink: ClientProxySink, batch: SinkItem[]) => sink.write(batch, { signal: new AbortController().signal, attempt: 1 });
+
+describe('ClientProxySink options', () => {
+  it('fails at construction, saying what to pass', () => {
+    expect(() => new ClientProxySink(undefined as never)).toThrow(/options are required/);
+    expect(() => new ClientProxySink({ clientToken: 'EVENTS' })).toThrow(/Pass moduleRef and clientToken/);
+    expect(() => new ClientProxySink({ client: {} as never })).toThrow(/client must be a ClientProxy/);
+    expect(() => new ClientProxySink({ client: new ClientRedis({}), mqtt: { qos: 3 as never } })).toThrow(/mqtt.qos must be 0, 1 or 2/);
+    expect(() => new ClientProxySink({ client: new ClientRedis({}), redis: { noSubscribers: 'drop' as never } })).toThrow(/'fail' or 'count'/);
+    const tcpLike = { emit: () => undefined, connect: async () => undefined, close: () => undefined };
+    expect(() => new ClientProxySink({ client: tcpLike as never })).toThrow(/cannot tell the transport of a Object\. Pass transport/);
+  });
+
+  it('is named after its client token, knows its transport from the client, and says whether it confirms', () => {
+    const moduleRef = { get: () => undefined };
+    expect(new ClientProxySink({ moduleRef, clientToken: 'ORDERS' }).name).toBe('ORDERS');
+    const redis = new ClientProxySink({ client: new ClientRedis({}), name: 'audit' });
+    expect(redis.describe()).toMatchObject({ name: 'audit', transport: 'redis', confirmed: true });
+    expect(new ClientProxySink({ client: new ClientRedis({}), redis: { noSubscribers: 'count' } }).confirmed).toBe(false);
+  });
+
+  it('refuses, when deferred, a job for another destination', () => {
+    const sink = new ClientProxySink({ client: new ClientRedis({}), name: 'audit' });
+    expect(() => sink.validate(job('mail', 'x', {}))).toThrow(/emits jobs whose queue is "audit", got "mail"/);
+    expect(() => sink.validate(job('audit', 'x', {}))).not.toThrow();
+  });
+
+  it('emitEvent defers a job for the sink, sent to it whatever the routing', () => {
+    const calls: unknown[][] = [];
+    emitEvent({ job: (...args) => calls.push(args) }, 'audit', 'user.login', { id: 1 }, { jobId: 'login-1' });
+    expect(calls).toEqual([['audit', 'user.login', { id: 1 }, { jobId: 'login-1', sink: 'audit' }]]);
+  });
+
+  it('fails at bootstrap when no client is registered under the token', async () => {
+    const sink = new ClientProxySink({ moduleRef: { get: () => { throw new Error('nope'); } }, clientToken: 'EVENTS' });
+    await expect(sink.attach(context())).rejects.toThrow(/no client registered as EVENTS\. Register it with ClientsModule\.register/);
+  });
+});
+
+/**
+ * Kafka: no Kafka broker runs on this machine, so this checks the mapping up to the producer: a real
+ * `ClientKafka` (its serializer and emitBatch), and a producer whose `send` takes kafkajs's real
+ * `ProducerRecord` and answers with `RecordMetadata`. What a broker does with it is not tested here.
+ */
+describe('ClientProxySink → ClientKafka → producer.send (no broker)', () => {
+  function kafka(send: (record: ProducerRecord) => Promise<RecordMetadata[]>) {
+    const client = new ClientKafka({ client: { brokers: ['127.0.0.1:1'] } });
+    const producer = { send };
+    Object.assign(client, { _producer: producer, connect: async () => producer });
+    return client;
+  }
+
+  it('one send per topic per batch, the data as the value and the stable id as a header', async () => {
+    const records: ProducerRecord[] = [];
+    const client = kafka(async (record) => {
+      records.push(record);
+      return [{ topicName: record.topic, partition: 0, errorCode: 0 }];
+    });
+    const sink = new ClientProxySink({ client, name: 'events' });
+    const warnings: string[] = [];
+    await sink.attach(context(warnings));
+    expect(sink.describe()).toMatchObject({ transport: 'kafka', confirmed: true });
+    expect(warnings).toEqual([]);
+
+    const batch = [job('events', 'order.placed', { id: 1 }, { jobId: 'order-1' }), job('events', 'user.login', { u: 'a' }), job('events', 'order.placed', { id: 2 }, { jobId: 'order-2' })];
+    await expect(write(sink, batch)).resolves.toBeUndefined();
+
+    expect(records.map((r) => r.topic)).toEqual(['order.placed', 'user.login']);
+    expect(records[0].messages.map((m) => [m.value, m.headers])).toEqual([
+      [JSON.stringify({ id: 1 }), { 'dw-message-id': 'order-1' }],
+      [JSON.stringify({ id: 2 }), { 'dw-message-id': 'order-2' }],
+    ]);
+    expect(String(records[1].messages[0].headers!['dw-message-id'])).toMatch(/^dw-[0-9a-f-]{36}$/);
+    // the derived id is kept across a retry of the same item
+    await write(sink, [batch[1]]);
+    expect(records[2].messages[0].headers).toEqual(records[1].messages[0].headers);
+  });
+
+  it('a send the producer rejects fails only the items of that topic, retryably', async () => {
+    const client = kafka(async (record) => {
+      if (record.topic === 'bad') throw new Error('NOT_LEADER_FOR_PARTITION');
+      return [{ topicName: record.topic, partition: 0, errorCode: 0 }];
+    });
+    const sink = new ClientProxySink({ client, name: 'events' });
+    await sink.attach(context());
+    const result = await write(sink, [job('events', 'good', {}), job('events', 'bad', {}), job('events', 'good', {})]);
+    expect(result).toEqual({ failed: [expect.objectContaining({ index: 1, retryable: true })] });
+    expect(String((result as { failed: Array<{ error: Error }> }).failed[0].error.message)).toMatch(/NOT_LEADER_FOR_PARTITION/);
+  });
+});
