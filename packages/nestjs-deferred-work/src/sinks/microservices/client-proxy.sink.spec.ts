@@ -21,7 +21,7 @@ describe('ClientProxySink options', () => {
   });
 
   it('is named after its client token, knows its transport from the client, and says whether it confirms', () => {
-    const moduleRef = { get: () => undefined };
+    const moduleRef = { get: () => undefined } as never;
     expect(new ClientProxySink({ moduleRef, clientToken: 'ORDERS' }).name).toBe('ORDERS');
     const redis = new ClientProxySink({ client: new ClientRedis({}), name: 'audit' });
     expect(redis.describe()).toMatchObject({ name: 'audit', transport: 'redis', confirmed: true });
@@ -41,7 +41,7 @@ describe('ClientProxySink options', () => {
   });
 
   it('fails at bootstrap when no client is registered under the token', async () => {
-    const sink = new ClientProxySink({ moduleRef: { get: () => { throw new Error('nope'); } }, clientToken: 'EVENTS' });
+    const sink = new ClientProxySink({ moduleRef: { get: () => { throw new Error('nope'); } } as never, clientToken: 'EVENTS' });
     await expect(sink.attach(context())).rejects.toThrow(/no client registered as EVENTS\. Register it with ClientsModule\.register/);
   });
 });
