@@ -1,3 +1,5 @@
+import { IncomingMessage } from 'node:http';
+import { Socket } from 'node:net';
 import { findOpener, openerOn, registerOpener, unregisterOpener } from './runtime-registry';
 import type { ScopeOpener } from './scope-opener';
 
@@ -53,6 +55,18 @@ describe('runtime registry', () => {
       register(b, expressB);
       expect(findOpener({ app: expressA })).toBe(a);
       expect(findOpener({ app: expressB })).toBe(b);
+    });
+
+    it('finds the application of an Express request on its prototype, as Express sets it per request', () => {
+      const [expressA, expressB] = [{}, {}];
+      const [a, b] = [fakeOpener('a'), fakeOpener('b')];
+      register(a, expressA);
+      register(b, expressB);
+      const expressRequest = (app: object) => Object.setPrototypeOf(new IncomingMessage(new Socket()), Object.create(IncomingMessage.prototype, { app: { value: app } })) as IncomingMessage;
+      expect(findOpener(expressRequest(expressA))).toBe(a);
+      expect(findOpener(expressRequest(expressB))).toBe(b);
+      // an IncomingMessage without Express: no app on the prototype, the usual lookup
+      expect(findOpener(Object.assign(new IncomingMessage(new Socket()), { app: expressB }))).toBe(b);
     });
 
     it("finds a Fastify request's application through request.server", () => {

@@ -1,3 +1,4 @@
+import { IncomingMessage } from 'node:http';
 import type { ScopeOpener } from './scope-opener';
 
 /** Property of the HTTP framework instance (Express app, Fastify instance) that holds its opener. */
@@ -34,6 +35,12 @@ export function unregisterOpener(opener: ScopeOpener, frameworkInstance: object 
  * live application, if there is exactly one.
  */
 export function findOpener(request: object | undefined): ScopeOpener | undefined {
+  if (request instanceof IncomingMessage) {
+    // Express sets each request's prototype to its application's `request` object, which holds `app`.
+    // Read there, `app` hits V8's cache; read on the request, it misses (see request-scopes.ts): ~1 µs.
+    const onPrototype = openerOn((Object.getPrototypeOf(request) as { app?: object } | null)?.app);
+    if (onPrototype) return onPrototype;
+  }
   const owner = (request as { app?: object } | undefined)?.app ?? (request as { server?: object } | undefined)?.server;
   if (owner) return openerOn(owner);
   return live.size === 1 ? live.values().next().value : undefined;

@@ -2,6 +2,8 @@ import { Controller, Get } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { jest } from '@jest/globals';
 import { EventEmitter } from 'node:events';
+import { IncomingMessage, ServerResponse } from 'node:http';
+import { Socket } from 'node:net';
 import { AfterResponse } from '../nest/after-response.decorator';
 import { resolveOptions } from '../nest/options/resolve-options';
 import type { DeferredWorkModuleOptions } from '../nest/options/module-options.interface';
@@ -9,7 +11,7 @@ import { Dispatcher } from '../pipeline/dispatcher';
 import { MemorySink } from '../sinks/memory/memory.sink';
 import { DirectScope } from './direct-scope';
 import { RequestCollector } from './request-collector';
-import { DEFERRED_HANDLER, DEFERRED_SCOPE } from './request-scope.constants';
+import { scopeOfRequest, scopeOpenedFor } from './request-scopes';
 import { RequestTracker } from './request-tracker';
 import { ScopeOpener } from './scope-opener';
 
@@ -147,8 +149,8 @@ describe('ScopeOpener', () => {
       const response = new FakeResponse();
       const scope = opener.open(request, response, Orders.prototype.plain, Orders);
       expect(scope).toBe(direct);
-      expect(request[DEFERRED_SCOPE]).toBe(direct);
-      expect(request[DEFERRED_HANDLER]).toBe(Orders.prototype.plain);
+      expect(scopeOpenedFor(request, Orders.prototype.plain)).toBe(direct);
+      expect(scopeOpenedFor(request, Orders.prototype.decorated)).toBeUndefined();
       expect(response.listenerCount('close')).toBe(0);
       scope.job('mail', 'welcome', {});
       expect(dispatcher.stats().accepted).toBe(1);
@@ -160,7 +162,7 @@ describe('ScopeOpener', () => {
       const response = new FakeResponse();
       const scope = opener.open(request, response, Orders.prototype.decorated, Orders);
       expect(scope).toBeInstanceOf(RequestCollector);
-      expect(request[DEFERRED_SCOPE]).toBe(scope);
+      expect(scopeOfRequest(request)).toBe(scope);
       expect(ScopeOpener.isOpen(request, Orders.prototype.decorated)).toBe(true);
       expect(response.listenerCount('close')).toBe(1);
       expect(tracker.requests()).toEqual({ finished: 0, aborted: 0, open: 1 });
@@ -175,6 +177,24 @@ describe('ScopeOpener', () => {
       expect(tracker.requests()).toEqual({ finished: 1, aborted: 0, open: 0 });
       expect(await dispatcher.flush(1000)).toBe(true);
       expect(memory.items.map((item) => item.kind)).toEqual(['job', 'log']);
+    });
+
+    it("takes an Express response (a ServerResponse) as it is, and writes nothing to the request or the response", async () => {
+      const request = new IncomingMessage(new Socket());
+      const response = new ServerResponse(request);
+      const ownKeys = (o: object) => Reflect.ownKeys(o).length;
+      const [requestKeys, responseKeys] = [ownKeys(request), ownKeys(response)];
+      const scope = opener.open(request, response, Orders.prototype.decorated, Orders);
+      expect(ownKeys(request)).toBe(requestKeys);
+      expect(ownKeys(response)).toBe(responseKeys);
+      expect(response.listenerCount('close')).toBe(1);
+      scope.log('info', 'sent');
+      Object.assign(response, { finished: true }); // writableFinished, as after 'finish'
+      response.emit('close');
+      expect((scope as RequestCollector).settledOutcome).toBe('success');
+      expect(scopeOfRequest(request)).toBe(scope); // still found after the response closed (forRequest judges late items)
+      expect(await dispatcher.flush(1000)).toBe(true);
+      expect(memory.items).toHaveLength(1);
     });
 
     it('settles a finished response with an error status as a failure', async () => {
@@ -230,7 +250,7 @@ describe('ScopeOpener', () => {
       const second = opener.open(request, response, Orders.prototype.other, Orders);
       expect(second).toBeInstanceOf(RequestCollector);
       expect(second).not.toBe(first);
-      expect(request[DEFERRED_SCOPE]).toBe(second);
+      expect(scopeOfRequest(request)).toBe(second);
       expect(response.listenerCount('close')).toBe(2);
       response.end(200);
       expect(tracker.requests()).toEqual({ finished: 2, aborted: 0, open: 0 });
@@ -250,7 +270,7 @@ describe('ScopeOpener', () => {
       const request: Record<symbol, unknown> = {};
       const response = new FakeResponse();
       expect(opener.open(request, response, Orders.prototype.decorated, Orders)).toBe(direct);
-      expect(request[DEFERRED_SCOPE]).toBe(direct);
+      expect(scopeOfRequest(request)).toBe(direct);
       expect(response.listenerCount('close')).toBe(0);
       expect(tracker.requests().open).toBe(0);
     });

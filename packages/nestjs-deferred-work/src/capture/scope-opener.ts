@@ -1,3 +1,4 @@
+import { ServerResponse } from 'node:http';
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { AFTER_RESPONSE_METADATA, type AfterResponseOptions } from './after-response.metadata';
@@ -7,7 +8,7 @@ import type { DeferredScope } from './deferred-scope.interface';
 import { DirectScope } from './direct-scope';
 import { RequestCollector } from './request-collector';
 import { RequestTracker } from './request-tracker';
-import { DEFERRED_HANDLER, DEFERRED_SCOPE } from './request-scope.constants';
+import { rememberScope, scopeOpenedFor } from './request-scopes';
 import { routeTemplate } from './route-timing';
 import type { RouteSettings } from './scope-base';
 
@@ -17,6 +18,15 @@ interface RawResponse {
   readonly writableFinished: boolean;
   readonly closed?: boolean;
   readonly statusCode: number;
+}
+
+/**
+ * The Node response under a reply: Express passes it as it is; Fastify's reply holds it as `raw`.
+ * `instanceof` first: on Express, reading a property the response lacks (`raw`) misses V8's caches
+ * (each response has a hidden class of its own there) and costs more than walking its prototype chain.
+ */
+function responseOf(reply: object): RawResponse {
+  return reply instanceof ServerResponse ? reply : ((reply as { raw?: RawResponse }).raw ?? (reply as RawResponse));
 }
 
 /**
@@ -41,7 +51,7 @@ export class ScopeOpener {
 
   /** Whether the request's scope is already open for this handler. */
   static isOpen(request: object, handler: object): boolean {
-    return (request as Record<symbol, unknown>)[DEFERRED_HANDLER] === handler;
+    return scopeOpenedFor(request, handler) !== undefined;
   }
 
   /**
@@ -49,15 +59,17 @@ export class ScopeOpener {
    * another handler (Express `next()`) gets a new scope for it.
    */
   open(request: object, reply: object, handler: object, cls: object): DeferredScope {
-    const holder = request as Record<symbol, unknown>;
-    if (holder[DEFERRED_HANDLER] === handler) return holder[DEFERRED_SCOPE] as DeferredScope;
-    holder[DEFERRED_HANDLER] = handler;
+    const opened = scopeOpenedFor(request, handler);
+    if (opened !== undefined) return opened;
     const settings = this.settings(handler, cls);
-    if (settings === null || this.dispatcher.inline) return (holder[DEFERRED_SCOPE] = this.direct);
+    if (settings === null || this.dispatcher.inline) {
+      rememberScope(request, handler, this.direct);
+      return this.direct;
+    }
     const correlator = this.correlator?.active ? this.correlator : undefined;
     const collector = new RequestCollector(settings, this.dispatcher, this.tracker, correlator?.forRequest(request), correlator);
-    holder[DEFERRED_SCOPE] = collector;
-    const response = (reply as { raw?: RawResponse }).raw ?? (reply as RawResponse);
+    rememberScope(request, handler, collector);
+    const response = responseOf(reply);
     if (response.closed) collector.settle(response.writableFinished, response.statusCode);
     else response.on('close', () => collector.settle(response.writableFinished, response.statusCode));
     return collector;

@@ -10,7 +10,7 @@ import { resolveOptions } from './options/resolve-options';
 import { DirectScope } from '../capture/direct-scope';
 import { ScopeOpener } from '../capture/scope-opener';
 import { RequestCollector } from '../capture/request-collector';
-import { DEFERRED_SCOPE } from '../capture/request-scope.constants';
+import { scopeOfRequest } from '../capture/request-scopes';
 
 class Controller {
   plain() {}
@@ -42,7 +42,7 @@ describe('DeferredWorkInterceptor', () => {
       const request: Record<symbol, unknown> = {};
       const result = interceptor.intercept(httpContext(Controller.prototype.plain, request, response), next);
       expect(result).toBeDefined();
-      expect(request[DEFERRED_SCOPE]).toBe(direct);
+      expect(scopeOfRequest(request)).toBe(direct);
     }
     expect(get).toHaveBeenCalledTimes(2); // class + handler, on the first request only
     expect(response.listenerCount('close')).toBe(0); // nothing hooked on undecorated responses
@@ -53,7 +53,7 @@ describe('DeferredWorkInterceptor', () => {
     const request: Record<symbol, unknown> = {};
     const response = Object.assign(new EventEmitter(), { writableFinished: false, statusCode: 200 });
     interceptor.intercept(httpContext(Controller.prototype.decorated, request, response), next);
-    const collector = request[DEFERRED_SCOPE] as RequestCollector;
+    const collector = scopeOfRequest(request) as RequestCollector;
     expect(collector).toBeInstanceOf(RequestCollector);
     expect(collector.settledOutcome).toBeUndefined();
     response.writableFinished = true;

@@ -2,7 +2,7 @@ import { Inject, Injectable, Optional } from '@nestjs/common';
 import { DeferredAsyncContext } from '../capture/async-context';
 import type { DeferredScope } from '../capture/deferred-scope.interface';
 import { DirectScope } from '../capture/direct-scope';
-import { DEFERRED_SCOPE } from '../capture/request-scope.constants';
+import { scopeOfRequest } from '../capture/request-scopes';
 import { RequestTracker } from '../capture/request-tracker';
 import type { DeadLetter } from '../core/dead-letter.interface';
 import type { DeferredItemOptions, DeferredJobOptions, DeferredLogLevel } from '../core/items/deferred-item.interface';
@@ -37,7 +37,7 @@ export class DeferredWork implements DeferredScope {
 
   /** The scope of a request object (`@Req()`), or the direct scope if it has none. */
   forRequest(request: object): DeferredScope {
-    return (request as Record<symbol, DeferredScope | undefined>)[DEFERRED_SCOPE] ?? this.direct;
+    return scopeOfRequest(request) ?? this.direct;
   }
 
   job(queue: string, name: string, data: unknown, opts?: DeferredJobOptions): void {

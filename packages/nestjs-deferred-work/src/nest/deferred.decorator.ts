@@ -1,7 +1,7 @@
 import { createParamDecorator, type ExecutionContext } from '@nestjs/common';
 import { DeferredContextError } from '../core/errors/deferred-context.error';
 import type { DeferredScope } from '../capture/deferred-scope.interface';
-import { DEFERRED_HANDLER, DEFERRED_SCOPE } from '../capture/request-scope.constants';
+import { scopeOpenedFor } from '../capture/request-scopes';
 import { findOpener } from '../capture/runtime-registry';
 
 /**
@@ -9,10 +9,11 @@ import { findOpener } from '../capture/runtime-registry';
  * Exported for `@AfterResponse()`, which checks whether a route uses `@Deferred()`.
  */
 export function deferredParamFactory(_data: unknown, context: ExecutionContext): DeferredScope {
-  const request = context.getArgByIndex<Record<symbol, unknown> | undefined>(0);
+  const request = context.getArgByIndex<object | undefined>(0);
   const handler = context.getHandler();
   if (context.getType() === 'http' && request) {
-    if (request[DEFERRED_HANDLER] === handler) return request[DEFERRED_SCOPE] as DeferredScope;
+    const opened = scopeOpenedFor(request, handler);
+    if (opened !== undefined) return opened;
     const opener = findOpener(request);
     if (opener) return opener.open(request, context.getArgByIndex<object>(1), handler, context.getClass());
   }
