@@ -31,6 +31,8 @@ describe('parseArgs', () => {
       'compression',
       'bullmq-local',
       'bullmq-proxy',
+      'rabbitmq',
+      'nats',
     ]);
     expect(options.adapters).toEqual(['express', 'fastify']);
     expect(options).toMatchObject({ duration: DEFAULT_OPTIONS.duration, connections: 10, repeats: DEFAULT_OPTIONS.repeats, help: false });
@@ -72,9 +74,9 @@ describe('parseArgs', () => {
     [['--duration', '--connections', '5'], '--duration needs a value'],
     [
       ['--scenarios', 'redis'],
-      'Unknown scenario "redis". Use ids (sim5, sim25, bull-local, bull-proxy, http-log, mix, sim5-tail, compression, bullmq-local, bullmq-proxy) or numbers 1-10',
+      'Unknown scenario "redis". Use ids (sim5, sim25, bull-local, bull-proxy, http-log, mix, sim5-tail, compression, bullmq-local, bullmq-proxy, rabbitmq, nats) or numbers 1-12',
     ],
-    [['--scenarios', '11'], 'Unknown scenario "11"'],
+    [['--scenarios', '13'], 'Unknown scenario "13"'],
     [['--scenarios', '0'], 'Unknown scenario "0"'],
     [['--scenarios', ','], '--scenarios is empty'],
     [['--adapter', 'koa'], '--adapter must be express, fastify or both, got "koa"'],
@@ -86,7 +88,7 @@ describe('parseArgs', () => {
 });
 
 describe('scenario catalog', () => {
-  it('has the six scenarios of issue 4, the slow tail of issue 9, the compression study, then the BullMQ pair of issue 11', () => {
+  it('has the six scenarios of issue 4, the slow tail of issue 9, the compression study, the BullMQ pair of issue 11, then the brokers of issue 15', () => {
     expect(SCENARIOS.map((s) => [s.id, s.itemsPerRequest])).toEqual([
       ['sim5', 1],
       ['sim25', 1],
@@ -98,8 +100,10 @@ describe('scenario catalog', () => {
       ['compression', 2],
       ['bullmq-local', 1],
       ['bullmq-proxy', 1],
+      ['rabbitmq', 1],
+      ['nats', 1],
     ]);
-    expect(SCENARIOS.filter((s) => s.kind === 'variants')).toHaveLength(9);
+    expect(SCENARIOS.filter((s) => s.kind === 'variants')).toHaveLength(11);
     expect(scenarioInfo('compression').kind).toBe('encodings');
     expect(scenarioInfo('bull-proxy').needs).toEqual(['redis', 'redis-proxy']);
   });
@@ -107,6 +111,10 @@ describe('scenario catalog', () => {
   it('mirrors the Bull scenarios with BullMQ: same needs, one job per request, a queue of their own each', () => {
     expect(BULL_SCENARIOS).toEqual(['bull-local', 'bull-proxy']);
     expect(BULLMQ_SCENARIOS).toEqual(['bullmq-local', 'bullmq-proxy']);
+    // issue 15: the broker scenarios, each with the broker it needs (probed by the runner, skipped with the reason if absent)
+    expect(scenarioInfo('rabbitmq').needs).toEqual(['rabbitmq']);
+    expect(scenarioInfo('nats').needs).toEqual(['nats']);
+    expect(variantsOf('rabbitmq')).toEqual(VARIANTS);
     expect(scenarioInfo('bullmq-local')).toMatchObject({ needs: ['redis'], kind: 'variants', itemsPerRequest: 1, alwaysItemsPerRequest: 0 });
     expect(scenarioInfo('bullmq-proxy')).toMatchObject({ needs: ['redis', 'redis-proxy'], kind: 'variants', itemsPerRequest: 1 });
     expect(scenarioInfo('bullmq-proxy').label).toContain('BullMQ');

@@ -547,7 +547,7 @@ describe('renderers', () => {
     ]);
     expect(clientCpuPerJobLine(clientCpuPerJob(rows)[0])).toBe('client CPU per job: Bull 147 µs, BullMQ 115 µs');
     const text = renderClientCpuPerJobText(rows).split('\n');
-    expect(text[0]).toMatch(/^Client CPU per job \(deferred CPU µs\/req − plain CPU µs\/req .*bull-local and bullmq-local.*\):$/);
+    expect(text[0]).toMatch(/^Client CPU per job \(deferred CPU µs\/req − plain CPU µs\/req .*bull-local, bullmq-local, rabbitmq and nats.*\):$/);
     expect(text.slice(1)).toEqual(['  express  client CPU per job: Bull 147 µs, BullMQ 115 µs', '  fastify  client CPU per job: Bull 90 µs, BullMQ 115 µs']);
     const md = renderMarkdown({ ...report, rows }, 'latest.svg');
     expect(md).toContain('*Client CPU per job* (deferred CPU µs/req − plain CPU µs/req');

@@ -5,7 +5,7 @@
 import type { Adapter, BenchOptions, Encoding, ScenarioId, Variant } from './types.js';
 
 /** What a scenario needs from the runner before its server can start. */
-export type ScenarioNeed = 'redis' | 'redis-proxy' | 'log-receiver';
+export type ScenarioNeed = 'redis' | 'redis-proxy' | 'log-receiver' | 'rabbitmq' | 'nats';
 
 export interface ScenarioInfo {
   id: ScenarioId;
@@ -88,7 +88,16 @@ export const SCENARIOS: readonly ScenarioInfo[] = [
     kind: 'variants',
     offload: true,
   },
+  // issue 15: an event per request through a @nestjs/microservices client (ClientProxySink)
+  { id: 'rabbitmq', label: 'RabbitMQ event (ClientRMQ, publisher confirms)', itemsPerRequest: 1, alwaysItemsPerRequest: 0, needs: ['rabbitmq'], kind: 'variants' },
+  { id: 'nats', label: 'NATS event (ClientNats, core)', itemsPerRequest: 1, alwaysItemsPerRequest: 0, needs: ['nats'], kind: 'variants' },
 ];
+
+/** The scenarios that emit an event per request through a broker client, and the broker each needs. */
+export const BROKER_SCENARIOS: Readonly<Partial<Record<ScenarioId, { need: 'rabbitmq' | 'nats'; url: string }>>> = {
+  rabbitmq: { need: 'rabbitmq', url: 'amqp://guest:guest@127.0.0.1:5672' },
+  nats: { need: 'nats', url: 'nats://127.0.0.1:4222' },
+};
 
 /** The scenarios that add a Bull job per request, and those that add a BullMQ job. */
 export const BULL_SCENARIOS: readonly ScenarioId[] = ['bull-local', 'bull-proxy'];

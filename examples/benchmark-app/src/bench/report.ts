@@ -309,26 +309,28 @@ export function checkTargets(rows: readonly ResultRow[], skipped: readonly Skipp
  * deferring and adding one job costs the server, the library's own share included).
  */
 export function clientCpuPerJob(rows: readonly ResultRow[]): ClientCpuPerJob[] {
-  const adapters = [...new Set(rows.filter((r) => r.scenario === 'bull-local' || r.scenario === 'bullmq-local').map((r) => r.adapter))];
+  const measured: ScenarioId[] = ['bull-local', 'bullmq-local', 'rabbitmq', 'nats'];
+  const adapters = [...new Set(rows.filter((r) => measured.includes(r.scenario)).map((r) => r.adapter))];
   return adapters.map((adapter) => {
     const difference = (scenario: ScenarioId) => {
       const deferred = find(rows, scenario, adapter, 'deferred')?.cpuUsPerRequest;
       const plain = find(rows, scenario, adapter, 'plain')?.cpuUsPerRequest;
       return deferred !== undefined && plain !== undefined && Number.isFinite(deferred) && Number.isFinite(plain) ? deferred - plain : undefined;
     };
-    return { adapter, bull: difference('bull-local'), bullmq: difference('bullmq-local') };
+    return { adapter, bull: difference('bull-local'), bullmq: difference('bullmq-local'), rabbitmq: difference('rabbitmq'), nats: difference('nats') };
   });
 }
 
 /** What {@link clientCpuPerJob} computes, said once above its lines. */
 export const CLIENT_CPU_PER_JOB_NOTE =
-  'deferred CPU µs/req − plain CPU µs/req of the same adapter in bull-local and bullmq-local; one job per request, ' +
+  'deferred CPU µs/req − plain CPU µs/req of the same adapter in bull-local, bullmq-local, rabbitmq and nats; one job or event per request, ' +
   'so this is the library and the queue client together, a difference and not a measurement of its own';
 
 /** `client CPU per job: Bull 147 µs, BullMQ 95 µs` (`n/a` for a scenario not run). */
 export function clientCpuPerJobLine(entry: ClientCpuPerJob): string {
   const us = (value: number | undefined) => (value === undefined ? 'n/a' : `${formatNumber(value, 0)} µs`);
-  return `client CPU per job: Bull ${us(entry.bull)}, BullMQ ${us(entry.bullmq)}`;
+  const brokers = entry.rabbitmq !== undefined || entry.nats !== undefined ? `; per event: RabbitMQ ${us(entry.rabbitmq)}, NATS ${us(entry.nats)}` : '';
+  return `client CPU per job: Bull ${us(entry.bull)}, BullMQ ${us(entry.bullmq)}${brokers}`;
 }
 
 /** The client-CPU-per-job lines for the terminal, or `''` when neither local queue scenario ran. */

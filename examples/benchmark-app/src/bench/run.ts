@@ -6,11 +6,13 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import * as http from 'node:http';
+import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import {
+  BROKER_SCENARIOS,
   ACCEPT_ENCODING,
   AWAITED_VARIANTS,
   BULL_SCENARIOS,
@@ -89,6 +91,20 @@ function scenarioLabel(id: ScenarioId, options: BenchOptions): string {
   if (id === 'bull-proxy') return `Bull job, Redis at +${options.proxyRttMs} ms RTT`;
   if (id === 'bullmq-proxy') return `BullMQ job, Redis at +${options.proxyRttMs} ms RTT`;
   return scenarioInfo(id).label;
+}
+
+/** Why nothing answers a TCP connect to the URL's host and port within a second, or `undefined` when something does. */
+function unreachable(url: string): Promise<string | undefined> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve) => {
+    const socket = net.connect({ host: hostname, port: Number(port) });
+    socket.setTimeout(1000, () => socket.destroy(new Error('timed out')));
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(undefined);
+    });
+    socket.once('error', (error) => resolve(error.message));
+  });
 }
 
 /** Which of the library's optional sinks this build has (another part of the project ships them). */
@@ -384,6 +400,11 @@ async function main(): Promise<void> {
     receiver = await startLogReceiver();
     log(`log receiver at ${receiver.url}`);
   }
+  for (const [id, broker] of Object.entries(BROKER_SCENARIOS) as Array<[ScenarioId, { need: string; url: string }]>) {
+    if (!wanted(id)) continue;
+    const problem = await unreachable(broker.url);
+    if (problem) skip(id, `no ${broker.need} at ${broker.url} (${problem}); start one there (the machine's own service)`);
+  }
   if (skipped.length > 0) {
     banner(['SKIPPED SCENARIOS', ...skipped.map((s) => `${s.scenario} (${s.scenarioLabel}): ${s.reason}`)]);
   }
@@ -429,6 +450,8 @@ async function main(): Promise<void> {
           redisUrl: redis?.url,
           proxiedRedisUrl: proxy ? `redis://127.0.0.1:${proxy.port}` : undefined,
           logReceiverUrl: receiver?.url,
+          rabbitMqUrl: BROKER_SCENARIOS.rabbitmq?.url,
+          natsUrl: BROKER_SCENARIOS.nats?.url,
         };
         const server = await startServer(config, options, profileDir);
         log(`[${elapsed()}] ${adapter}: server pid ${server.child.pid} at ${server.base}`);
@@ -597,6 +620,11 @@ async function main(): Promise<void> {
   if (clientCpu) log(`${clientCpu}\n`);
   if (compressionRows.length > 0) log(`Compression (handler vs send time, from stats().routes):\n${renderCompressionTable(compressionRows)}\n`);
   log(`Targets (issues 4, 9, 11 and 12):\n${renderTargetsText(report.targets)}\n`);
+  for (const [id, broker] of Object.entries(BROKER_SCENARIOS) as Array<[ScenarioId, { need: string; url: string }]>) {
+    if (!wanted(id)) continue;
+    const problem = await unreachable(broker.url);
+    if (problem) skip(id, `no ${broker.need} at ${broker.url} (${problem}); start one there (the machine's own service)`);
+  }
   if (skipped.length > 0) {
     banner(['SKIPPED SCENARIOS', ...skipped.map((s) => `${s.scenario} (${s.scenarioLabel}): ${s.reason}`)]);
   }

@@ -22,7 +22,9 @@ export type ScenarioId =
   | 'sim5-tail'
   | 'compression'
   | 'bullmq-local'
-  | 'bullmq-proxy';
+  | 'bullmq-proxy'
+  | 'rabbitmq'
+  | 'nats';
 
 /** How the `compression` scenario's client asks for the large JSON body (`Accept-Encoding`). */
 export type Encoding = 'identity' | 'gzip-6' | 'br-11';
@@ -212,6 +214,10 @@ export interface ClientCpuPerJob {
   bull?: number;
   /** `bullmq-local`: deferred − plain CPU µs/request. */
   bullmq?: number;
+  /** `rabbitmq`: deferred − plain CPU µs/request (the broker client's CPU per message, with the library's). */
+  rabbitmq?: number;
+  /** `nats`: deferred − plain CPU µs/request. */
+  nats?: number;
 }
 
 /** Everything the report renders. */
@@ -271,6 +277,10 @@ export interface ServerConfig {
   proxiedRedisUrl?: string;
   /** Log receiver URL, for `http-log`. */
   logReceiverUrl?: string;
+  /** `amqp://` URL of a RabbitMQ, for `rabbitmq`. */
+  rabbitMqUrl?: string;
+  /** `nats://` URL of a NATS server, for `nats`. */
+  natsUrl?: string;
   /**
    * Put response compression in front of every route (Express `compression`, Fastify
    * `@fastify/compress`; gzip level 6, Brotli quality 11). Only for the `compression` scenario's own server.

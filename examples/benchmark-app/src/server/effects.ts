@@ -190,6 +190,42 @@ function httpLogWithOffload(url: string, sinks: DeferredSink[], closers: Array<(
   return withOffload('http-log', httpLog(url, sinks, closers), sinks, () => HttpSink.offloaded({ name: offloadSinkName('http-log'), url }));
 }
 
+/**
+ * An event per request through a `@nestjs/microservices` client (issue 15): `perform` awaits
+ * `lastValueFrom(client.emit(...))` (what a handler does to be sure the broker has it: the publisher
+ * confirm on RabbitMQ; the write on core NATS, which cannot confirm); `deferred` hands the same event
+ * to a `ClientProxySink` on the same client (NATS: one flush per batch). The RabbitMQ queue is
+ * bounded (`x-max-length`), as nothing consumes it here. Loaded only when such a scenario runs.
+ */
+async function brokerEvent(scenario: 'rabbitmq' | 'nats', url: string, sinks: DeferredSink[], closers: Array<() => Promise<void>>): Promise<ScenarioEffect> {
+  const [{ ClientProxyFactory, Transport }, { ClientProxySink, emitEvent }, { lastValueFrom }] = await Promise.all([
+    import('@nestjs/microservices'),
+    import('nestjs-deferred-work/microservices'),
+    import('rxjs'),
+  ]);
+  const client =
+    scenario === 'rabbitmq'
+      ? ClientProxyFactory.create({
+          transport: Transport.RMQ,
+          options: { urls: [url], queue: `bench-${scenario}`, queueOptions: { durable: false, arguments: { 'x-max-length': 10_000 } } },
+        })
+      : ClientProxyFactory.create({ transport: Transport.NATS, options: { servers: [url] } });
+  await client.connect();
+  closers.push(() => client.close() as Promise<void>);
+  const sink = new ClientProxySink({ name: scenario, client });
+  sinks.push(sink);
+  return {
+    async perform() {
+      await lastValueFrom(client.emit('order.placed', ORDER), { defaultValue: undefined });
+      return 1;
+    },
+    defer(work) {
+      emitEvent(work, scenario, 'order.placed', ORDER);
+    },
+    afterResponse: { sinks: { job: sink.name } },
+  };
+}
+
 /** Builds what the configured scenarios need. */
 export async function createScenarios(config: ServerConfig): Promise<ScenarioResources> {
   const memory = new MemorySink({ name: 'memory', capacity: 1000 });
@@ -228,6 +264,13 @@ export async function createScenarios(config: ServerConfig): Promise<ScenarioRes
         if (!config.logReceiverUrl) throw new Error('Scenario http-log needs a receiver URL from the runner.');
         effects.set(id, httpLogWithOffload(config.logReceiverUrl, sinks, closers));
         break;
+      case 'rabbitmq':
+      case 'nats': {
+        const url = id === 'rabbitmq' ? config.rabbitMqUrl : config.natsUrl;
+        if (!url) throw new Error(`Scenario ${id} needs a broker URL from the runner.`);
+        effects.set(id, await brokerEvent(id, url, sinks, closers));
+        break;
+      }
       case 'compression':
         break; // its own controller (compression.ts), no side-effect
       default:
