@@ -218,6 +218,26 @@ describe.each(platforms)('Bull sink against a real Redis ($name)', (platform) =>
     expect([...app.processed.keys()].sort()).toEqual(range(0, 150).map((i) => `order-${i}`).sort());
   });
 
+  it('after Redis lost its script cache (a restart does that; here SCRIPT FLUSH), adds every job at the first write, once each', async () => {
+    app = await startBullApp(platform, { process: false });
+    expect(await load(app.started.url, ['/order/warm'], 1)).toEqual([200]);
+    expect(await app.work.flush(10_000)).toBe(true);
+    const before = app.work.stats().sinks.bull;
+    // ioredis keeps sending the addJob script's hash inside Bull's MULTI, where it cannot reload it:
+    // without the one-by-one fallback every job of the batch comes back without an id, for up to a minute
+    expect(await redis.command('SCRIPT', 'FLUSH')).toBe('+OK');
+    const ids = range(0, 50).map(String);
+    expect((await load(app.started.url, ids.map((id) => `/order/${id}`), 10)).every((s) => s === 200)).toBe(true);
+    expect(await app.work.flush(10_000)).toBe(true);
+    const after = app.work.stats().sinks.bull;
+    expect({ delivered: after.delivered - before.delivered, failedWrites: after.failedWrites - before.failedWrites, deadLettered: after.deadLettered }).toEqual({
+      delivered: 50,
+      failedWrites: 0,
+      deadLettered: 0,
+    });
+    expect(await jobsIn(app.queue)).toBe(51);
+  });
+
   it('with a small maxQueueSize, drops and counts what does not fit during the outage, and delivers the rest', async () => {
     app = await startBullApp(platform, { deferred: { maxQueueSize: 20, maxBatchSize: 10, ...outageRetries } });
     const { url } = app.started;

@@ -52,6 +52,7 @@ export { SinkWriteError } from './core/errors/sink-write.error';
 export { DeferredWorkConfigError } from './core/errors/deferred-work-config.error';
 export { DeferredItemRejectedError } from './core/errors/deferred-item-rejected.error';
 export { DeferredContextError } from './core/errors/deferred-context.error';
+export { DeferredResponseNotFoundError } from './core/errors/deferred-response-not-found.error';
 export { SinkConfigError } from './sinks/kit/sink-config.error';
 export { HttpSink } from './sinks/http/http.sink';
 export { LoggerSink, LOGGER_SINK_LEVELS } from './sinks/logger/logger.sink';

@@ -66,7 +66,22 @@ export class RequestCollector extends ScopeBase {
   /** Called once, when the response finished (`finished` true) or the connection closed first. */
   settle(finished: boolean, statusCode: number): void {
     if (this.outcome) return;
-    this.outcome = !finished ? 'aborted' : statusCode < 400 ? 'success' : 'failure';
+    this.conclude(!finished ? 'aborted' : statusCode < 400 ? 'success' : 'failure', statusCode);
+  }
+
+  /**
+   * Settles with an outcome decided by the caller: a microservice handler's (its reply sent, or it
+   * finished), where there is no HTTP status to read. Once, like `settle`.
+   */
+  settleWith(outcome: RequestOutcome): void {
+    if (this.outcome) return;
+    this.conclude(outcome, 0);
+  }
+
+  /** Records the outcome and releases the items held so far. */
+  protected conclude(outcome: RequestOutcome, statusCode: number): void {
+    this.outcome = outcome;
+    const finished = outcome !== 'aborted';
     this.tracker.ended(finished ? 'finished' : 'aborted');
     if (this.timing && finished) this.emitTiming(statusCode);
     const items = this.items;
@@ -90,8 +105,13 @@ export class RequestCollector extends ScopeBase {
   }
 
   private release(item: DeferredItem): void {
+    this.releaseAs(item, this.outcome!);
+  }
+
+  /** Dispatches `item` if its `when` matches `outcome`, else counts it as skipped. */
+  protected releaseAs(item: DeferredItem, outcome: RequestOutcome): void {
     const when = item.when;
-    const run = when === 'always' || (when === 'success' ? this.outcome === 'success' : this.outcome !== 'success');
+    const run = when === 'always' || (when === 'success' ? outcome === 'success' : outcome !== 'success');
     if (run) this.dispatcher.dispatch(item);
     else this.dispatcher.skip(1);
   }

@@ -29,7 +29,7 @@ export abstract class ScopeBase implements DeferredScope {
    */
   constructor(
     protected readonly route: RouteSettings,
-    private readonly correlated?: Correlated,
+    readonly correlated?: Correlated,
     protected readonly correlator?: Correlator,
   ) {}
 

@@ -9,6 +9,11 @@ export { AFTER_RESPONSE_METADATA, type AfterResponseOptions } from '../capture/a
 const ROUTE_ARGS_METADATA = '__routeArguments__';
 const INTERCEPTORS_METADATA = '__interceptors__';
 
+/** Whether a method is an HTTP route (Nest's route decorators record its path). */
+function isHttpRoute(method: object): boolean {
+  return Reflect.getMetadata('path', method) !== undefined;
+}
+
 /** Whether a route method takes a `@Deferred()` parameter (parameter decorators apply before method ones). */
 function usesDeferredParam(cls: object, method: string | symbol): boolean {
   // Reflect.getMetadata walks the constructor chain, as Nest does for inherited route arguments.
@@ -30,7 +35,7 @@ function allRoutesTakeDeferred(cls: Function & { prototype: object }): boolean {
       seen.add(name);
       const descriptor = Object.getOwnPropertyDescriptor(proto, name);
       const method = descriptor?.value as unknown;
-      if (typeof method !== 'function' || Reflect.getMetadata('path', method) === undefined) continue;
+      if (typeof method !== 'function' || !isHttpRoute(method)) continue;
       routes++;
       if (!usesDeferredParam(cls, name)) return false;
     }
@@ -41,6 +46,35 @@ function allRoutesTakeDeferred(cls: Function & { prototype: object }): boolean {
 function bindsInterceptor(target: object): boolean {
   const bound = Reflect.getMetadata(INTERCEPTORS_METADATA, target) as unknown[] | undefined;
   return bound?.includes(DeferredWorkInterceptor) ?? false;
+}
+
+/** Metadata keys of @nestjs/graphql's resolver decorators and @nestjs/microservices' pattern decorators. */
+const HANDLER_KEYS = ['graphql:resolver_type', 'graphql:resolver_name', 'microservices:pattern'];
+
+/** Whether a method is a GraphQL resolver or a microservice handler (and not an HTTP route). */
+export function isHandlerOutsideHttp(method: unknown): boolean {
+  if (typeof method !== 'function' || isHttpRoute(method)) return false;
+  return HANDLER_KEYS.some((key) => Reflect.getMetadata(key, method) !== undefined);
+}
+
+/**
+ * A resolver or a message handler has no HTTP status to judge its outcome by: the interceptor watches
+ * its result, so it is bound there even when the method takes `@Deferred()`. Whether a method is one is
+ * known only once all its decorators ran, and they may sit above this one: decided in a microtask,
+ * which runs when the class is defined, long before Nest scans the module.
+ */
+function bindOutsideHttp(cls: Function & { prototype: object }, key?: string | symbol): void {
+  const intercept = UseInterceptors(DeferredWorkInterceptor);
+  queueMicrotask(() => {
+    const names = key !== undefined ? [key] : Object.getOwnPropertyNames(cls.prototype);
+    if (key === undefined && bindsInterceptor(cls)) return;
+    for (const name of names) {
+      const descriptor = Object.getOwnPropertyDescriptor(cls.prototype, name);
+      const method = descriptor?.value as object | undefined;
+      if (!descriptor || !isHandlerOutsideHttp(method) || bindsInterceptor(method!)) continue;
+      intercept(cls.prototype, name, descriptor);
+    }
+  });
 }
 
 /**
@@ -71,12 +105,15 @@ export function AfterResponse(options: AfterResponseOptions = {}): ClassDecorato
       const method = descriptor.value as object;
       if ((options.timing || !usesDeferredParam(target.constructor, key)) && !bindsInterceptor(method)) {
         intercept(target, key, descriptor);
+      } else {
+        bindOutsideHttp(target.constructor as Function & { prototype: object }, key);
       }
       return descriptor;
     }
     const cls = target as Function & { prototype: object };
     setMetadata(cls as never);
     if (!bindsInterceptor(cls) && (options.timing || !allRoutesTakeDeferred(cls))) intercept(cls as never);
+    else bindOutsideHttp(cls);
     return target;
   }) as ClassDecorator & MethodDecorator;
 }

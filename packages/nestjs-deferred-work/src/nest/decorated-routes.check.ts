@@ -3,6 +3,7 @@ import { AFTER_RESPONSE_METADATA, type AfterResponseOptions } from '../capture/a
 import { DeferredWorkConfigError } from '../core/errors/deferred-work-config.error';
 import { RUN_WHENS, isRunWhen, isSinkKind } from '../core/items/item-kinds';
 import type { ResolvedDeferredWorkOptions } from '../pipeline/resolved-options.interface';
+import { isHandlerOutsideHttp } from './after-response.decorator';
 import { checkSinkTakes } from './options/option-checks';
 
 /**
@@ -15,16 +16,32 @@ export function checkDecoratedRoutes(
   reflector: Reflector,
   options: ResolvedDeferredWorkOptions,
 ): void {
-  for (const wrapper of discovery.getControllers()) {
-    const cls = wrapper.metatype as (new (...args: never[]) => object) | undefined;
-    if (!cls?.prototype) continue;
+  const seen = new Set<object>();
+  // Controllers (HTTP routes, microservice handlers), then providers (GraphQL resolvers).
+  const classes = [
+    ...discovery.getControllers().map((wrapper) => [wrapper.metatype, false] as const),
+    ...discovery.getProviders().map((wrapper) => [wrapper.metatype, true] as const),
+  ];
+  for (const [metatype, isProvider] of classes) {
+    const cls = metatype as (new (...args: never[]) => object) | undefined | null;
+    if (typeof cls !== 'function' || !cls.prototype || seen.has(cls)) continue;
+    seen.add(cls);
     const targets: Array<[string, object]> = [[cls.name, cls]];
     for (const method of scanner.getAllMethodNames(cls.prototype)) {
       targets.push([`${cls.name}.${method}()`, (cls.prototype as Record<string, object>)[method]]);
     }
     for (const [where, target] of targets) {
       const route = reflector.get<AfterResponseOptions | undefined>(AFTER_RESPONSE_METADATA, target as never);
-      if (route) checkRoute(where, route, options);
+      if (!route) continue;
+      checkRoute(where, route, options);
+      // A provider's class-level decorator is a resolver's: no HTTP route there to measure.
+      if (route.timing && (isHandlerOutsideHttp(target) || (target === cls && isProvider))) {
+        throw new DeferredWorkConfigError(
+          `@AfterResponse({ timing: true }) on ${where}`,
+          'timing measures HTTP routes (handler and send time of a response); a GraphQL resolver or a microservice handler has none of its own',
+          'Remove timing there, or measure the HTTP route that serves it.',
+        );
+      }
     }
   }
 }

@@ -1,7 +1,10 @@
 import { type CallHandler, type ExecutionContext, Inject, Injectable, type NestInterceptor, Optional } from '@nestjs/common';
-import { Observable, tap } from 'rxjs';
+import { finalize, Observable, tap } from 'rxjs';
 import { DeferredAsyncContext } from '../capture/async-context';
-import { RequestCollector } from '../capture/request-collector';
+import type { DeferredScope } from '../capture/deferred-scope.interface';
+import { ResolverScope } from '../capture/graphql-collector';
+import { HandlerScopes } from '../capture/handler-scopes';
+import { RequestCollector, type RequestOutcome } from '../capture/request-collector';
 import { ScopeOpener } from '../capture/scope-opener';
 
 /**
@@ -17,10 +20,12 @@ export class DeferredWorkInterceptor implements NestInterceptor {
   constructor(
     @Inject(ScopeOpener) private readonly opener: ScopeOpener,
     @Optional() @Inject(DeferredAsyncContext) private readonly asyncContext?: DeferredAsyncContext | null,
+    @Optional() @Inject(HandlerScopes) private readonly handlerScopes?: HandlerScopes,
   ) {}
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
-    if (context.getType() !== 'http') return next.handle();
+    const type = context.getType<string>();
+    if (type !== 'http') return this.outsideHttp(type, context, next);
     // getArgByIndex rather than switchToHttp(): the latter allocates three closures per call.
     const request = context.getArgByIndex<object>(0);
     const handler = context.getHandler();
@@ -35,6 +40,43 @@ export class DeferredWorkInterceptor implements NestInterceptor {
     return new Observable((subscriber) =>
       asyncContext.run(scope, () => (measured ? this.timed(next, scope) : next.handle()).subscribe(subscriber)),
     );
+  }
+
+  /**
+   * GraphQL resolvers: the request's shared scope, this call marked failed when the resolver throws or
+   * its result errors. Microservice handlers: a scope per message, settled once the handler's stream
+   * ended — after the transport was handed the reply (Nest sends it on the next tick; the items are
+   * released on `setImmediate`, after that) — `success` when it completed, `failure` when it errored.
+   */
+  private outsideHttp(type: string, context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    const scopes = this.handlerScopes;
+    if (!scopes) return next.handle();
+    if (type === 'graphql') {
+      const scope = scopes.resolver(context.getArgs(), context.getHandler(), context.getClass());
+      if (!(scope instanceof ResolverScope)) return next.handle();
+      const failed = () => scope.collector.failed(scope.call);
+      return this.within(scope, () => next.handle().pipe(tap({ error: failed })));
+    }
+    if (type === 'rpc') {
+      const scope = scopes.message(context.getArgByIndex(1) ?? context.getArgByIndex(0), context.getHandler(), context.getClass());
+      if (!(scope instanceof RequestCollector)) return next.handle();
+      let outcome: RequestOutcome = 'aborted';
+      const ended = () => setImmediate(() => scope.settleWith(outcome));
+      return this.within(scope, () =>
+        next.handle().pipe(
+          tap({ complete: () => (outcome = 'success'), error: () => (outcome = 'failure') }),
+          finalize(ended),
+        ),
+      );
+    }
+    return next.handle();
+  }
+
+  /** The stream, subscribed inside the scope's async context when `asyncContext` is on. */
+  private within(scope: DeferredScope, stream: () => Observable<unknown>): Observable<unknown> {
+    const asyncContext = this.asyncContext;
+    if (!asyncContext) return stream();
+    return new Observable((subscriber) => asyncContext.run(scope, () => stream().subscribe(subscriber)));
   }
 
   private timed(next: CallHandler, scope: RequestCollector): Observable<unknown> {

@@ -18,6 +18,7 @@ import { DeferredAsyncContext } from '../capture/async-context';
 import { Correlator } from '../capture/correlation';
 import { DirectScope } from '../capture/direct-scope';
 import { ScopeOpener } from '../capture/scope-opener';
+import { HandlerScopes } from '../capture/handler-scopes';
 
 /**
  * `DeferredWorkModule.forRoot(options)` / `forRootAsync({ imports, inject, useFactory | useClass |
@@ -54,6 +55,7 @@ import { ScopeOpener } from '../capture/scope-opener';
       useFactory: (dispatcher: Dispatcher) => (dispatcher.options.asyncContext ? new DeferredAsyncContext() : null),
     },
     ScopeOpener,
+    HandlerScopes,
     DeferredWorkInterceptor,
     DeferredWork,
     DeferredWorkLifecycle,
@@ -66,6 +68,7 @@ import { ScopeOpener } from '../capture/scope-opener';
     RESOLVED_DEFERRED_WORK_OPTIONS,
     // What DeferredWorkInterceptor needs where @AfterResponse() binds it, in the user's modules.
     ScopeOpener,
+    HandlerScopes,
     DeferredAsyncContext,
     Correlator,
   ],

@@ -3,6 +3,7 @@ import { DeferredContextError } from '../core/errors/deferred-context.error';
 import type { DeferredScope } from '../capture/deferred-scope.interface';
 import { scopeOpenedFor } from '../capture/request-scopes';
 import { findOpener } from '../capture/runtime-registry';
+import { scopeOutsideHttp } from '../capture/handler-scopes';
 
 /**
  * What `@Deferred()` runs for each request: the request's scope, opening it if no interceptor did.
@@ -16,6 +17,9 @@ export function deferredParamFactory(_data: unknown, context: ExecutionContext):
     if (opened !== undefined) return opened;
     const opener = findOpener(request);
     if (opener) return opener.open(request, context.getArgByIndex<object>(1), handler, context.getClass());
+  } else if (context.getType<string>() === 'graphql' || context.getType() === 'rpc') {
+    const scope = scopeOutsideHttp(context.getType<'graphql' | 'rpc'>(), context.getArgs(), handler, context.getClass());
+    if (scope !== undefined) return scope;
   }
   throw new DeferredContextError(`${context.getClass().name}.${handler.name}()`, context.getType());
 }

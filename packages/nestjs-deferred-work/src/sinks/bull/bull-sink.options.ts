@@ -16,6 +16,8 @@ export interface BullBulkJob {
 export interface BullQueueLike {
   readonly name: string;
   addBulk(jobs: BullBulkJob[]): Promise<ReadonlyArray<{ id?: unknown } | null | undefined>>;
+  /** Adds one job (outside a MULTI): used for the jobs a batch add returned without an id. */
+  add?(name: string | undefined, data: unknown, opts?: object): Promise<{ id?: unknown } | null | undefined>;
 }
 
 /**

@@ -1,3 +1,4 @@
+import { errorMessage } from '../../core/error-message';
 import { SinkWriteError } from '../../core/errors/sink-write.error';
 import type { JobItem, SinkItem } from '../../core/items/deferred-item.interface';
 import type { SinkProcessorOptions } from '../../core/sink.interface';
@@ -69,11 +70,30 @@ export class BullSink extends QueueSink<BullQueueLike, BullBulkJob> {
     return job.opts ? { name: job.name, data: job.data, opts: { ...job.opts } } : { name: job.name, data: job.data };
   }
 
-  protected addJobs(queue: BullQueueLike, jobs: BullBulkJob[]): Promise<ReadonlyArray<{ id?: unknown } | null | undefined>> {
-    return queue.addBulk(jobs);
+  /**
+   * One `addBulk` (one MULTI). The jobs it returns without an id are added again one by one: Bull 4
+   * hides why a command inside the MULTI failed, and the usual reason is `NOSCRIPT` after Redis lost
+   * its script cache (a restart, a fail-over, `SCRIPT FLUSH`) — ioredis cannot reload a script inside
+   * a MULTI, and keeps sending its hash there for up to a minute, while a single `add` runs the script
+   * outside a MULTI, where ioredis reloads it. A command that failed inside the MULTI did not run, so
+   * this adds nothing twice.
+   */
+  protected async addJobs(queue: BullQueueLike, jobs: BullBulkJob[]): Promise<ReadonlyArray<{ id?: unknown } | { error: unknown } | null | undefined>> {
+    const results = await queue.addBulk(jobs);
+    const add = queue.add?.bind(queue);
+    if (!add || results.every((result) => result?.id !== null && result?.id !== undefined)) return results;
+    return Promise.all(
+      results.map((result, i) =>
+        result?.id !== null && result?.id !== undefined ? result : add(jobs[i].name, jobs[i].data, jobs[i].opts).catch((error: unknown) => ({ error })),
+      ),
+    );
   }
 
   protected jobNotAdded(queueName: string, job: BullBulkJob, result: unknown): SinkWriteError | undefined {
+    if (result && typeof result === 'object' && 'error' in result) {
+      const reason = (result as { error: unknown }).error;
+      return new SinkWriteError(`Bull queue "${queueName}": Redis refused job "${job.name}" in addBulk and alone: ${errorMessage(reason)}`, { cause: reason });
+    }
     const id = (result as { id?: unknown } | null | undefined)?.id;
     if (id !== null && id !== undefined) return undefined;
     return new SinkWriteError(
