@@ -366,7 +366,7 @@ describe('Bull sink: what Redis refuses, and shutdown order', () => {
         { signal: new AbortController().signal, attempt: 1 },
       );
       expect(result).toEqual({ failed: [expect.objectContaining({ index: 1 })] });
-      expect(String((result as { failed: { error: unknown }[] }).failed[0].error)).toMatch(/Redis refused to add job "confirm"/);
+      expect(String((result as { failed: { error: unknown }[] }).failed[0].error)).toMatch(/Redis refused job "confirm" in addBulk and alone: WRONGTYPE/);
       expect(await app.queue.getWaitingCount()).toBe(2);
 
       // Through the dispatcher: the good jobs are written once, the refused one is retried and dead-lettered.
