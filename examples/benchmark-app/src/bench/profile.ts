@@ -1,6 +1,6 @@
 /**
- * `node dist/bench/profile.js`: where a route's CPU goes, for issue #12. Two modes, both on 127.0.0.1
- * and bounded by a request count:
+ * `node dist/bench/profile.js`: where a route's CPU goes, for issue #12. Two modes, both on 127.0.0.1,
+ * each run bounded in time (autocannon `duration`):
  *
  * - `cpu` (default): CPU µs per request of each variant — the server's `process.cpuUsage()` delta over
  *   the requests it handled, drained (`?flush=1`) before and after — with the variants (and the
@@ -28,8 +28,8 @@ const USAGE = `Usage: node dist/bench/profile.js [options]
   --adapters express,fastify
   --scenarios sim5,mix      scenarios without external services: sim5, sim25, sim5-tail, mix
   --variants plain,deferred,event-emitter
-  --requests 20000          requests per measured run (autocannon amount)
-  --warmup 5000             requests per route before measuring
+  --duration 5              seconds per measured run
+  --warmup 2                seconds per route before measuring
   --repeats 5               measured runs per route (cpu mode)
   --connections 10
   --server label=main.js    a server build to measure (repeatable; default: this build's)
@@ -41,7 +41,7 @@ interface Options {
   adapters: Adapter[];
   scenarios: ScenarioId[];
   variants: Variant[];
-  requests: number;
+  duration: number;
   warmup: number;
   repeats: number;
   connections: number;
@@ -58,8 +58,8 @@ function parseOptions(argv: string[]): Options {
       adapters: { type: 'string', default: 'express,fastify' },
       scenarios: { type: 'string', default: 'sim5,mix' },
       variants: { type: 'string', default: 'plain,deferred,event-emitter' },
-      requests: { type: 'string', default: '20000' },
-      warmup: { type: 'string', default: '5000' },
+      duration: { type: 'string', default: '5' },
+      warmup: { type: 'string', default: '2' },
       repeats: { type: 'string', default: '5' },
       connections: { type: 'string', default: '10' },
       server: { type: 'string', multiple: true },
@@ -89,7 +89,7 @@ function parseOptions(argv: string[]): Options {
     adapters: list(values.adapters) as Adapter[],
     scenarios: list(values.scenarios) as ScenarioId[],
     variants: list(values.variants) as Variant[],
-    requests: count(values.requests, 'requests', 1),
+    duration: count(values.duration, 'duration', 1),
     warmup: count(values.warmup, 'warmup', 0),
     repeats: count(values.repeats, 'repeats', 1),
     connections: count(values.connections, 'connections', 1),
@@ -144,8 +144,8 @@ async function snapshot(server: Server): Promise<ServerSnapshot> {
   return (await response.json()) as ServerSnapshot;
 }
 
-async function drive(url: string, amount: number, connections: number): Promise<autocannon.Result> {
-  const result = await autocannon({ url, connections, amount, pipelining: 1, timeout: 10 });
+async function drive(url: string, duration: number, connections: number): Promise<autocannon.Result> {
+  const result = await autocannon({ url, connections, duration, pipelining: 1, timeout: 10 });
   if (result.errors > 0 || result.non2xx > 0) throw new Error(`${url}: ${result.errors} errors, ${result.non2xx} non-2xx responses`);
   return result;
 }
@@ -158,13 +158,11 @@ interface CpuRun {
 /** One measured run: the server's CPU over the requests it handled, drained before and after. */
 async function measureCpu(server: Server, key: string, options: Options): Promise<CpuRun> {
   const before = await snapshot(server);
-  const started = process.hrtime.bigint();
-  const result = await drive(`${server.base}/${key}`, options.requests, options.connections);
-  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  const result = await drive(`${server.base}/${key}`, options.duration, options.connections);
   const after = await snapshot(server);
   const handled = (after.handled[key] ?? 0) - (before.handled[key] ?? 0);
   const cpuUs = after.cpu.user + after.cpu.system - (before.cpu.user + before.cpu.system);
-  return { cpuUsPerRequest: cpuUs / handled, reqPerSec: result.requests.total / seconds };
+  return { cpuUsPerRequest: cpuUs / handled, reqPerSec: result.requests.total / result.duration };
 }
 
 const median = (xs: number[]) => {
@@ -200,7 +198,7 @@ async function cpuMode(options: Options): Promise<void> {
         }
         process.stdout.write(`${adapter}: repeat ${r + 1}/${options.repeats} done\n`);
       }
-      console.log(`\n${adapter}, ${options.requests} requests × ${options.repeats} repeats, ${options.connections} connections (medians)`);
+      console.log(`\n${adapter}, ${options.duration} s × ${options.repeats} repeats, ${options.connections} connections (medians)`);
       console.log('| scenario | build | variant | CPU µs/req | req/s | CPU ÷ plain | CPU ÷ event-emitter | req/s ÷ plain | req/s ÷ event-emitter |');
       console.log('| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |');
       for (const scenario of options.scenarios) {
@@ -248,7 +246,7 @@ async function profileMode(options: Options): Promise<void> {
             if (options.warmup > 0) await drive(`${server.base}/${key}`, options.warmup, options.connections);
             const before = await snapshot(server);
             const from = Number(process.hrtime.bigint() / 1000n);
-            await drive(`${server.base}/${key}`, options.requests, options.connections);
+            await drive(`${server.base}/${key}`, options.duration, options.connections);
             const to = Number(process.hrtime.bigint() / 1000n);
             const after = await snapshot(server);
             window = [from, to];
