@@ -1,6 +1,8 @@
+import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Controller, Get, Logger, Param } from '@nestjs/common';
 import { jest } from '@jest/globals';
 import {
@@ -65,6 +67,32 @@ describe('OffloadedSink options', () => {
     [{ ...base, kinds: ['job', 'callback'] }, /option "kinds" must be an array of 'job', 'log' and 'metric'/],
   ] as Array<[OffloadedSinkOptions, RegExp]>)('refuses what a worker cannot receive at construction, with the fix (%#)', (options, message) => {
     expect(() => new OffloadedSink(options)).toThrow(message);
+  });
+});
+
+describe('OffloadedSink and the process lifetime', () => {
+  it('an idle worker, and one whose factory failed after opening a handle, never keep the process alive', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'offload-exit-'));
+    try {
+      const entry = fileURLToPath(new URL('../../packages/nestjs-deferred-work/dist/index.js', import.meta.url));
+      const child = spawn(process.execPath, [fileURLToPath(new URL('../fixtures/offload/exits.mjs', import.meta.url)), entry, fileURLToPath(new URL('../fixtures/offload/', import.meta.url)), join(dir, 'items')], { stdio: ['ignore', 'pipe', 'pipe'] });
+      let output = '';
+      child.stdout.on('data', (chunk) => (output += chunk));
+      child.stderr.on('data', (chunk) => (output += chunk));
+      const code = await new Promise<number | null>((resolve) => {
+        const timer = setTimeout(() => {
+          child.kill('SIGKILL');
+          resolve(null);
+        }, 10_000);
+        child.once('exit', (exitCode) => {
+          clearTimeout(timer);
+          resolve(exitCode);
+        });
+      });
+      expect([code, output]).toEqual([0, expect.stringMatching(/attach failed as expected: .*the database is down[\s\S]*done; nothing should keep/)]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 
@@ -178,6 +206,39 @@ describe.each(platforms)('OffloadedSink in a worker thread ($name)', (platform: 
       startApp(platform, { imports: [DeferredWorkModule.forRoot({ sinks: [sink] })], controllers: [EventsController] }),
     ).rejects.toThrow(message);
     await sink.shutdown();
+  });
+
+  it('a worker that keeps ignoring aborted writes is replaced; the abandoned writes are not kept', async () => {
+    await setup({ hang: true }, { writeTimeoutMs: 100, maxAttempts: 1000, initialBackoffMs: 10, maxBackoffMs: 20, shutdownTimeoutMs: 1000 }, { closeTimeoutMs: 200 });
+    await load(started!.url, paths(['a']), 1);
+    // three writes time out (100 ms + 1 s grace each) and go unanswered (1.5 s each): then a new worker
+    await eventually(() => expect(work.stats().sinks.file.host!.restarts).toBeGreaterThanOrEqual(1), 15_000);
+    expect(work.stats().sinks.file).toMatchObject({ delivered: 0, deadLettered: 0, pending: 1 });
+  });
+
+  it('sends what an in-process sink would: the JSON form of the data (toJSON, Buffer), not a structured clone', async () => {
+    class Money {
+      constructor(readonly cents: number) {}
+      toJSON() {
+        return `${(this.cents / 100).toFixed(2)} EUR`;
+      }
+    }
+    const receiver = await HttpReceiver.start();
+    try {
+      const inProcess = new HttpSink({ name: 'direct', url: receiver.url('/direct') });
+      const offloaded = HttpSink.offloaded({ name: 'offloaded', url: receiver.url('/offloaded') });
+      await offloaded.attach();
+      const item = { kind: 'log' as const, level: 'info' as const, message: 'paid', fields: { price: new Money(1250), raw: Buffer.from('hi') }, when: 'always' as const, createdAt: 1 };
+      const context = { signal: new AbortController().signal, attempt: 1 };
+      await inProcess.write([item], context);
+      await offloaded.write([item], context);
+      await offloaded.shutdown();
+      inProcess.shutdown();
+      expect(receiver.delivered('/offloaded')).toEqual(receiver.delivered('/direct'));
+      expect(receiver.delivered('/offloaded')).toEqual([expect.objectContaining({ fields: { price: '12.50 EUR', raw: { type: 'Buffer', data: [104, 105] } } })]);
+    } finally {
+      await receiver.close();
+    }
   });
 
   it('offloads the built-in HTTP sink: N requests, N items at the receiver', async () => {

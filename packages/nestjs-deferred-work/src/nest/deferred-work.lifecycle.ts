@@ -4,7 +4,7 @@ import { Correlator } from '../capture/correlation';
 import { openerOn, registerOpener, unregisterOpener } from '../capture/runtime-registry';
 import { ScopeOpener } from '../capture/scope-opener';
 import { DeferredWorkConfigError } from '../core/errors/deferred-work-config.error';
-import type { SinkAttachContext } from '../core/sink.interface';
+import type { DeferredSink, SinkAttachContext } from '../core/sink.interface';
 import { Dispatcher } from '../pipeline/dispatcher';
 import { checkDecoratedRoutes } from './decorated-routes.check';
 import { GLOBAL_INTERCEPTOR_REGISTERED, type GlobalInterceptorState } from './deferred-work.module-definition';
@@ -94,12 +94,17 @@ export class DeferredWorkLifecycle implements OnModuleInit, OnApplicationShutdow
       providers: () => this.singletons(),
       warn: (message) => this.logger.warn(message),
     };
-    const attaching: Promise<void>[] = [];
+    const attaching: Array<{ sink: DeferredSink; attached: Promise<void> }> = [];
     for (const sink of this.dispatcher.options.sinks.values()) {
       const attached = sink.attach?.(context);
-      if (attached) attaching.push(attached);
+      if (attached) attaching.push({ sink, attached });
     }
-    await Promise.all(attaching);
+    const settled = await Promise.allSettled(attaching.map(({ attached }) => attached));
+    const failed = settled.find((result): result is PromiseRejectedResult => result.status === 'rejected');
+    if (!failed) return;
+    // Nest runs no shutdown hooks after a failed bootstrap: release what the others started (threads).
+    await Promise.allSettled(attaching.map(({ sink }) => Promise.resolve().then(() => sink.shutdown?.())));
+    throw failed.reason;
   }
 
   private *singletons(): Iterable<{ token: unknown; instance: unknown }> {

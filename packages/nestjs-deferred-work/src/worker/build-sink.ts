@@ -15,8 +15,9 @@ const BUILTIN: Record<BuiltinSinkName, Factory> = {
   bullmq: bullMqWorkerSink,
 };
 
+/** A class (native, or compiled to a function whose prototype has `write`): built with `new`. */
 function isClass(value: Function): boolean {
-  return /^class[\s{]/.test(Function.prototype.toString.call(value));
+  return /^class[\s{]/.test(Function.prototype.toString.call(value)) || typeof (value.prototype as { write?: unknown } | undefined)?.write === 'function';
 }
 
 /** The export named `name` of a loaded module, seeing through CommonJS interop (`exports.default`). */
@@ -28,7 +29,7 @@ function exportOf(mod: Record<string, unknown>, name: string): unknown {
 }
 
 /** Builds the sink `data` describes: a built-in one, or the export of the user's module. */
-export async function buildSink(data: SinkHostData): Promise<DeferredSink<SinkItem>> {
+export async function buildSink(data: SinkHostData, host: { warn(message: string): void }): Promise<DeferredSink<SinkItem>> {
   let factory: unknown;
   let what: string;
   if ('builtin' in data.source) {
@@ -43,7 +44,7 @@ export async function buildSink(data: SinkHostData): Promise<DeferredSink<SinkIt
     }
   }
   const build = factory as Function;
-  const sink = (isClass(build) ? Reflect.construct(build, [data.options]) : await build(data.options)) as DeferredSink<SinkItem> | undefined;
+  const sink = (isClass(build) ? Reflect.construct(build, [data.options, host]) : await build(data.options, host)) as DeferredSink<SinkItem> | undefined;
   if (!sink || typeof sink.write !== 'function') throw new Error(`${what} did not return a sink (an object with write(batch, context))`);
   return sink;
 }

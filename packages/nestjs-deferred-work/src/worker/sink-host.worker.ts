@@ -93,14 +93,15 @@ async function main(): Promise<void> {
   });
   let sink: DeferredSink<SinkItem>;
   try {
-    sink = await buildSink(data);
-    await sink.attach?.({ drain: () => drained, providers: () => [], warn: (message) => send({ type: 'warning', message }) });
+    const warn = (message: string) => send({ type: 'warning', message });
+    sink = await buildSink(data, { warn });
+    await sink.attach?.({ drain: () => drained, providers: () => [], warn });
   } catch (error) {
     send({ type: 'failed-to-start', message: errorMessage(error) });
     return;
   }
   port?.on('message', (message: ToHost) => {
-    if (message.type === 'write') void write(sink, message.id, message.batch, message.attempt);
+    if (message.type === 'write') void write(sink, message.id, JSON.parse(message.batch) as SinkItem[], message.attempt);
     else if (message.type === 'abort') writes.get(message.id)?.abort(new Error(message.message));
     else if (message.type === 'shutdown') void shutdown(sink);
   });

@@ -1,4 +1,4 @@
-import type { SinkItem, SinkKind } from '../../core/items/deferred-item.interface';
+import type { SinkKind } from '../../core/items/deferred-item.interface';
 
 /** The sinks the worker can build without a module of the user's: `HttpSink`, `BullSink`, `BullMqSink`. */
 export type BuiltinSinkName = 'http' | 'bull' | 'bullmq';
@@ -24,7 +24,8 @@ export interface HostItemFailure {
 
 /** From the request thread to the worker. */
 export type ToHost =
-  | { type: 'write'; id: number; batch: readonly SinkItem[]; attempt: number }
+  /** `batch`: the items as JSON text (what an in-process sink would serialise). */
+  | { type: 'write'; id: number; batch: string; attempt: number }
   | { type: 'abort'; id: number; message: string }
   | { type: 'shutdown' };
 

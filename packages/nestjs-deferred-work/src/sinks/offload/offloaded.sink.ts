@@ -32,8 +32,12 @@ function moduleUrl(prefix: string, module: unknown): string {
   }
   try {
     return pathToFileURL(createRequire(join(process.cwd(), 'index.js')).resolve(module)).href;
-  } catch {
-    return module; // an ES-module-only package: the worker imports it by name
+  } catch (error) {
+    throw new SinkConfigError(
+      `${prefix}: option "module" "${module}" cannot be resolved from ${process.cwd()} (${errorMessage(error)}). ` +
+        `Pass its absolute path or file: URL — for an ES-module-only package, import.meta.resolve('${module}').`,
+      'module',
+    );
   }
 }
 
@@ -59,6 +63,7 @@ export class OffloadedSink implements DeferredSink<SinkItem> {
   readonly validate?: (item: SinkItem) => void;
   private readonly thread: SinkHostThread;
   private readonly describe: string;
+  private readonly builtin: boolean;
   /** Where the worker's warnings go: the library's logger once attached, `process.emitWarning` before. */
   private warn: (message: string) => void = (message) => process.emitWarning(message, { code: 'DEFERRED_WORK_SINK_HOST' });
 
@@ -71,6 +76,7 @@ export class OffloadedSink implements DeferredSink<SinkItem> {
       throw new SinkConfigError(`${prefix}: option "name" is required (the name routing uses), e.g. { name: 'jobs', module, options }.`, 'name');
     }
     this.name = options.name;
+    this.builtin = builtin !== undefined;
     const exportName = options.export ?? OFFLOADED_SINK_DEFAULTS.export;
     const source: SinkSource = builtin ? { builtin } : { url: moduleUrl(prefix, options.module), export: exportName };
     this.describe = builtin ? `the built-in ${builtin} sink` : `${String(options.module)} (export "${exportName}")`;
@@ -101,11 +107,11 @@ export class OffloadedSink implements DeferredSink<SinkItem> {
     try {
       ({ kinds } = await this.thread.start());
     } catch (error) {
-      throw new SinkConfigError(
-        `OffloadedSink "${this.name}": the worker thread could not build its sink from ${this.describe}: ${errorMessage(error)}. ` +
-          'Check that the module is JavaScript Node can load, that the export is a class or a function returning a sink, and its options.',
-        'module',
-      );
+      const why = errorMessage(error).replace(/\.$/, '');
+      const fix = this.builtin
+        ? 'Check its options (and that its client library is installed).'
+        : 'Check that the module is JavaScript Node can load, that the export is a class or a function returning a sink, and its options.';
+      throw new SinkConfigError(`OffloadedSink "${this.name}": the worker thread could not build its sink from ${this.describe}: ${why}. ${fix}`, 'module');
     }
     const missing = this.kinds && kinds ? this.kinds.filter((kind) => !kinds.includes(kind)) : [];
     if (missing.length > 0) {

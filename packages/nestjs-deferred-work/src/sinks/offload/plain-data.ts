@@ -31,6 +31,14 @@ export function checkPlainData(prefix: string, option: string, value: unknown, p
     );
   }
   seen.add(value);
-  const entries = value instanceof Map ? [...value.entries()] : Object.entries(value);
-  for (const [key, inner] of entries) checkPlainData(prefix, option, inner, `${path}.${String(key)}`, seen);
+  let entries: Array<[unknown, unknown]>;
+  try {
+    entries = value instanceof Map ? [...value.entries()] : value instanceof Set ? [...value].map((v, i) => [i, v]) : Object.entries(value);
+  } catch (error) {
+    throw new SinkConfigError(`${prefix}: ${path} cannot be read (${(error as Error).message}). Pass plain data.`, option);
+  }
+  for (const [key, inner] of entries) {
+    if (value instanceof Map) checkPlainData(prefix, option, key, `${path} (a key)`, seen);
+    checkPlainData(prefix, option, inner, `${path}.${String(key)}`, seen);
+  }
 }

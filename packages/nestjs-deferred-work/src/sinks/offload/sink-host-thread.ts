@@ -6,6 +6,11 @@ import type { SinkHostStats } from '../../core/sink.interface';
 import type { FromHost, HostItemFailure, SinkHostData, ToHost } from './host-protocol';
 import { sinkHostScript } from './worker-script';
 
+/** How long an aborted write may go unanswered before it is given up (the dispatcher gives it 1 s). */
+const ABANDON_AFTER_MS = 1500;
+/** Aborted writes given up in a row after which the worker is replaced (its sink is stuck). */
+const RECYCLE_AFTER_ABANDONED = 3;
+
 /** What a write in the worker came to. */
 export type HostReply = Extract<FromHost, { type: 'result' | 'error' }>;
 
@@ -38,6 +43,7 @@ export class SinkHostThread {
   private readonly pending = new Map<number, PendingWrite>();
   private nextId = 1;
   private closing = false;
+  private abandonedInARow = 0;
   private started = 0;
   private writesLost = 0;
   /** Busy time of the workers that have stopped, and the last reading of the current one. */
@@ -63,28 +69,56 @@ export class SinkHostThread {
     return this.starting;
   }
 
-  /** Posts a batch and resolves with the worker's reply. Rejects (retryable) when the worker stops first. */
+  /**
+   * Posts a batch (as JSON: the worker gets what an in-process sink would serialise — `toJSON`, a
+   * `Buffer`'s JSON form — never a structured clone that drops prototypes) and resolves with the
+   * worker's reply. Rejects (retryable) when the worker stops first. A write whose signal aborted and
+   * that the worker has not answered within {@link ABANDON_AFTER_MS} is given up (its batch is not
+   * kept); after {@link RECYCLE_AFTER_ABANDONED} such writes in a row the worker is replaced.
+   */
   async write(batch: readonly SinkItem[], attempt: number, signal: AbortSignal): Promise<HostReply> {
     await this.start();
+    if (signal.aborted) throw signal.reason; // aborted while the worker was starting: never post it
     const worker = this.worker;
     if (!worker) throw new SinkWriteError(`the worker thread of sink "${this.data.name}" stopped while starting; will retry`);
+    let text: string;
+    try {
+      text = JSON.stringify(batch);
+    } catch (error) {
+      // The dispatcher refuses what JSON cannot hold (circular, BigInt) before it gets here.
+      throw new SinkWriteError(`a batch could not be serialised for the worker thread: ${errorMessage(error)}`, { retryable: false });
+    }
     const id = this.nextId++;
     const reply = new Promise<HostReply>((resolve, reject) => this.pending.set(id, { resolve, reject }));
-    try {
-      this.post(worker, { type: 'write', id, batch, attempt });
-    } catch (error) {
-      this.pending.delete(id);
-      // Only data structured clone cannot copy gets here (the dispatcher checked the items before).
-      throw new SinkWriteError(`a batch could not be passed to the worker thread: ${errorMessage(error)}`, { retryable: false });
-    }
+    this.post(worker, { type: 'write', id, batch: text, attempt });
     if (this.pending.size === 1) worker.ref();
-    const onAbort = () => this.post(worker, { type: 'abort', id, message: errorMessage(signal.reason) });
+    const onAbort = () => {
+      this.post(worker, { type: 'abort', id, message: errorMessage(signal.reason) });
+      this.abandonLater(worker, id, signal.reason);
+    };
     signal.addEventListener('abort', onAbort, { once: true });
     try {
       return await reply;
     } finally {
       signal.removeEventListener('abort', onAbort);
     }
+  }
+
+  /** Gives up on an aborted write the worker does not answer; replaces a worker that keeps ignoring aborts. */
+  private abandonLater(worker: Worker, id: number, reason: unknown): void {
+    const timer = setTimeout(() => {
+      const waiting = this.pending.get(id);
+      if (!waiting) return;
+      this.pending.delete(id);
+      if (this.pending.size === 0) this.worker?.unref();
+      waiting.reject(reason instanceof Error ? reason : new Error(String(reason)));
+      if (++this.abandonedInARow >= RECYCLE_AFTER_ABANDONED && this.worker === worker) {
+        this.warn(`the worker thread of sink "${this.data.name}" ignored ${this.abandonedInARow} aborted writes in a row; replacing it`);
+        this.abandonedInARow = 0;
+        void worker.terminate();
+      }
+    }, ABANDON_AFTER_MS);
+    timer.unref();
   }
 
   /** Asks the worker to shut its sink down, waits for it (bounded), then ends the thread. Idempotent. */
@@ -119,7 +153,6 @@ export class SinkHostThread {
 
   private spawn(): Promise<HostReady> {
     const worker = new Worker(sinkHostScript(), { workerData: this.data, stdout: false, stderr: false });
-    worker.unref();
     this.worker = worker;
     this.started++;
     this.activeMsNow = 0;
@@ -139,6 +172,7 @@ export class SinkHostThread {
         } else if (message.type === 'failed-to-start') {
           clearTimeout(timer);
           reject(new Error(message.message));
+          void worker.terminate(); // whatever its factory opened before it threw must not live on
         } else this.receive(message);
       });
       worker.on('error', (error) => {
@@ -150,6 +184,9 @@ export class SinkHostThread {
         if (!ready) reject(new Error(`its worker thread exited with code ${code} before it was ready`));
         this.stopped(worker, code);
       });
+      // After the listeners: adding a 'message' listener refs the worker again. The start timer keeps
+      // the process alive while it starts; a pending write refs it; an idle worker never does.
+      worker.unref();
     });
   }
 
@@ -160,6 +197,7 @@ export class SinkHostThread {
     }
     if (message.type !== 'result' && message.type !== 'error') return;
     if (message.cpuMs !== undefined) this.cpuMsNow = message.cpuMs;
+    this.abandonedInARow = 0;
     const waiting = this.pending.get(message.id);
     if (!waiting) return; // a reply after the write was given up on
     this.pending.delete(message.id);

@@ -23,7 +23,8 @@ let found: string | undefined;
  */
 export function sinkHostScript(): string {
   if (found) return found;
-  let dir = dirname(fileURLToPath(import.meta.url));
+  // __dirname in the CommonJS build (tsup's import.meta.url shim breaks on a '#' in the path)
+  let dir = typeof __dirname === 'string' ? __dirname : dirname(fileURLToPath(import.meta.url));
   for (;;) {
     if (isThisPackage(dir)) {
       const script = join(dir, SCRIPT);

@@ -42,3 +42,30 @@ export async function connected(ready: Array<Promise<unknown>>): Promise<void> {
   ]);
   clearTimeout(timer);
 }
+
+/** What the sink host gives a factory besides its options. */
+export interface SinkHostContext {
+  /** Logs a warning on the request thread (the library's logger). */
+  warn(message: string): void;
+}
+
+/** Least time between two reports of one queue's connection errors. */
+const ERROR_REPORT_INTERVAL_MS = 10_000;
+
+/**
+ * Reports the queues' `error` events (a Redis outage makes ioredis emit one per reconnect attempt)
+ * through `warn`: the first at once, then at most one line with the count per interval — instead of
+ * the library's raw stack traces on stderr.
+ */
+export function reportQueueErrors(queues: ReadonlyArray<{ name: string; on(event: 'error', fn: (error: Error) => void): unknown }>, warn: (message: string) => void): void {
+  for (const queue of queues) {
+    let count = 0;
+    let reportedAt = 0;
+    queue.on('error', (error) => {
+      count++;
+      if (reportedAt !== 0 && Date.now() - reportedAt < ERROR_REPORT_INTERVAL_MS) return;
+      reportedAt = Date.now();
+      warn(`queue "${queue.name}" in the sink's worker thread: ${error.message}${count > 1 ? ` (${count} errors so far)` : ''}`);
+    });
+  }
+}
