@@ -9,11 +9,16 @@
 // `@Processor`, against a private `redis-server` the runner starts on a free port; it also defers an
 // audit job per POST to `BullMqSink.offloaded()`, whose worker thread is started from the installed
 // package's dist/worker (CommonJS and ESM builds alike) and adds the job on its own connection.
+// For Nest 11 and 12 (CommonJS and ESM) a GraphQL app installs `@nestjs/graphql` and `@nestjs/apollo`
+// of that major with Apollo Server 4 (Nest 11) or 5 and `@as-integrations/express5` (Nest 12): a
+// code-first mutation with `@AfterResponse()` defers a job and a log into MemorySinks, checked over
+// HTTP to be delivered after the response of its GraphQL request finished.
 //
 // Environment (all optional):
 //   CONSUMER_NEST_MAJORS  comma-separated Nest majors to test (default "10,11,12")
 //   CONSUMER_FORMATS      comma-separated consumer formats (default "cjs,esm")
-//   CONSUMER_APPS         comma-separated apps (default "basic,bullmq"; bullmq runs for Nest 11 and 12)
+//   CONSUMER_APPS         comma-separated apps (default "basic,bullmq,graphql"; bullmq and graphql run
+//                         for Nest 11 and 12)
 //   REDIS_SERVER_BIN      the redis-server binary for the bullmq apps (default: redis-server on the PATH)
 //   CONSUMER_NPM_CACHE    npm cache folder shared by every install
 //                         (default <repo>/node_modules/.cache/consumer-npm)
@@ -30,12 +35,16 @@ import { RedisServer } from './redis-server.mjs';
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = resolve(HERE, '..', '..');
 const PKG_DIR = join(ROOT, 'packages', 'nestjs-deferred-work');
-const FIXTURE_SRC = { basic: join(HERE, 'fixture', 'src'), bullmq: join(HERE, 'fixture-bullmq', 'src') };
+const FIXTURE_SRC = {
+  basic: join(HERE, 'fixture', 'src'),
+  bullmq: join(HERE, 'fixture-bullmq', 'src'),
+  graphql: join(HERE, 'fixture-graphql', 'src'),
+};
 const PKG_NAME = 'nestjs-deferred-work';
 
 const MAJORS = listEnv('CONSUMER_NEST_MAJORS', '10,11,12');
 const FORMATS = listEnv('CONSUMER_FORMATS', 'cjs,esm');
-const APPS = listEnv('CONSUMER_APPS', 'basic,bullmq');
+const APPS = listEnv('CONSUMER_APPS', 'basic,bullmq,graphql');
 const CONCURRENCY = Math.max(1, Number(process.env.CONSUMER_CONCURRENCY ?? 2) || 2);
 const NPM_CACHE = resolve(process.env.CONSUMER_NPM_CACHE ?? join(ROOT, 'node_modules', '.cache', 'consumer-npm'));
 const KEEP = process.env.CONSUMER_KEEP === '1';
@@ -56,6 +65,16 @@ const BULLMQ_DEPS = {
   12: { '@nestjs/bullmq': '^12.0.0', bullmq: '^6.0.0', ioredis: '^5.0.0' },
 };
 const BULLMQ_REQUESTS = 5;
+
+// The GraphQL app, per Nest major. @nestjs/apollo 13.2 and later want Apollo Server 5; 13.1 is the last
+// for Apollo Server 4 (whose Express integration is built in). Apollo Server 5 on Express needs
+// @as-integrations/express5. Each mutation defers one job (-> MemorySink "jobs") and one log
+// (-> MemorySink "telemetry").
+const GRAPHQL_DEPS = {
+  11: { '@nestjs/graphql': '~13.1.0', '@nestjs/apollo': '~13.1.0', '@apollo/server': '^4.11.3', graphql: '^16.11.0' },
+  12: { '@nestjs/graphql': '^14.0.0', '@nestjs/apollo': '^14.0.0', '@apollo/server': '^5.0.0', '@as-integrations/express5': '^1.0.0', graphql: '^16.11.0' },
+};
+const GRAPHQL_REQUESTS = 3;
 // Unique per run and app: the apps share one private Redis, and never touch another run's keys.
 const BULLMQ_RUN = `consumer-${process.pid}-${Date.now().toString(36)}`;
 
@@ -357,6 +376,7 @@ function writeApp(dir, major, format, tarball, kind) {
       'reflect-metadata': '^0.2.0',
       rxjs: '^7.8.1',
       ...(kind === 'bullmq' ? BULLMQ_DEPS[major] : {}),
+      ...(kind === 'graphql' ? GRAPHQL_DEPS[major] : {}),
     },
     devDependencies: {
       '@types/node': '^20.19.0',
@@ -426,6 +446,13 @@ async function testApp(dir, major, format, tarball, kind, redis) {
     }
     versions += `, bullmq ${bullmq}, @nestjs/bullmq ${nestBullmq}`;
   }
+  if (kind === 'graphql') {
+    const got = Object.fromEntries(['@nestjs/graphql', '@nestjs/apollo', '@apollo/server'].map((name) => [name, installedVersion(dir, name)]));
+    const wanted = { '@nestjs/graphql': major === '11' ? '13' : '14', '@nestjs/apollo': major === '11' ? '13' : '14', '@apollo/server': major === '11' ? '4' : '5' };
+    const wrong = Object.keys(wanted).filter((name) => !got[name].startsWith(`${wanted[name]}.`));
+    if (wrong.length) throw new StepError('npm install', `installed ${JSON.stringify(got)}, expected ${JSON.stringify(wanted)} majors`);
+    versions += `, ${Object.entries(got).map(([name, version]) => `${name} ${version}`).join(', ')}`;
+  }
 
   await run('exports resolution', process.execPath, ['--input-type=module', '-e', RESOLVE_CHECK], { cwd: dir, timeoutMs: 30_000 });
 
@@ -468,6 +495,8 @@ async function testApp(dir, major, format, tarball, kind, redis) {
       CONSUMER_REDIS_PORT: String(redis.server.port),
       CONSUMER_BULLMQ_PREFIX: prefix,
     });
+  } else if (kind === 'graphql') {
+    await runApp(dir, main, (base, output) => driveGraphql(base, output));
   } else {
     await runApp(dir, main, (base, output) => driveBasic(dir, base, output));
   }
@@ -560,6 +589,40 @@ async function driveBasic(dir, base, output) {
   if (JSON.stringify(jobIds) !== JSON.stringify(Array.from({ length: REQUESTS }, (_, k) => `order-${k + 1}`))) {
     problems.push(`audit file holds ${JSON.stringify(jobIds)}, expected the ${REQUESTS} order-confirmation jobs in order`);
   }
+  if (problems.length) throw new StepError('stats', problems.join('\n'), `${JSON.stringify(body, null, 2)}\n${output()}`);
+}
+
+/**
+ * The GraphQL app: each `placeOrder` mutation defers a job and a log from its resolver; when the HTTP
+ * response of the GraphQL request finished, neither had reached the library's dispatcher yet.
+ */
+async function driveGraphql(base, output) {
+  for (let i = 1; i <= GRAPHQL_REQUESTS; i++) {
+    const id = `order-${i}`;
+    const res = await http('POST', `${base}/graphql`, { query: `mutation { placeOrder(id: "${id}") { id } }` });
+    if (res.status !== 200 || res.body?.data?.placeOrder?.id !== id || res.body?.errors) {
+      throw new StepError('http', `POST /graphql placeOrder(id: "${id}") answered ${res.status} ${JSON.stringify(res.body)}, expected 200 {"data":{"placeOrder":{"id":"${id}"}}}`, output());
+    }
+    const stats = await waitForDelivered(base, i * 2, output);
+    const probe = stats.probes.filter((p) => p.method === 'POST' && p.url === '/graphql')[i - 1];
+    if (!probe) throw new StepError('http', `no finish probe recorded for POST /graphql number ${i}`, output());
+    const before = (i - 1) * 2;
+    if (probe.status !== 200 || probe.acceptedAtFinish !== before || probe.deliveredAtFinish !== before || probe.sinkItemsAtFinish !== before) {
+      throw new StepError('after-response', `at the finish of POST /graphql number ${i} the library had already taken its work: ${JSON.stringify(probe)} (expected accepted = delivered = sink items = ${before})`, output());
+    }
+  }
+  const { body } = await http('GET', `${base}/__consumer/stats`);
+  const { stats } = body;
+  const n = GRAPHQL_REQUESTS;
+  const problems = [];
+  if (stats.accepted !== 2 * n || stats.delivered !== 2 * n) problems.push(`accepted ${stats.accepted}, delivered ${stats.delivered}, expected ${2 * n}`);
+  if (stats.dropped || stats.deadLettered || stats.rejected || stats.pending || stats.skipped) problems.push('items were dropped, dead-lettered, rejected, skipped or left pending');
+  if (stats.requests?.finished !== n) problems.push(`requests.finished is ${stats.requests?.finished}, expected ${n}`);
+  const ids = Array.from({ length: n }, (_, k) => `order-${k + 1}`);
+  const jobIds = (body.jobs ?? []).map((item) => (item.kind === 'job' && item.queue === 'mail' && item.name === 'order-confirmation' ? item.data?.orderId : `unexpected ${JSON.stringify(item)}`));
+  const logIds = (body.telemetry ?? []).map((item) => (item.kind === 'log' && item.message === 'order placed' ? item.fields?.orderId : `unexpected ${JSON.stringify(item)}`));
+  if (JSON.stringify(jobIds) !== JSON.stringify(ids)) problems.push(`sink "jobs" holds ${JSON.stringify(jobIds)}, expected the ${n} order-confirmation jobs in order`);
+  if (JSON.stringify(logIds) !== JSON.stringify(ids)) problems.push(`sink "telemetry" holds ${JSON.stringify(logIds)}, expected the ${n} "order placed" logs in order`);
   if (problems.length) throw new StepError('stats', problems.join('\n'), `${JSON.stringify(body, null, 2)}\n${output()}`);
 }
 
@@ -708,12 +771,13 @@ function cleanup() {
   if (workDir && !KEEP) rmSync(workDir, { recursive: true, force: true });
 }
 
-/** The matrix: the basic app for every major and format, the BullMQ app for Nest 11 and 12. */
+/** The matrix: the basic app for every major and format, the BullMQ and GraphQL apps for Nest 11 and 12. */
 function matrix() {
-  const unknown = APPS.filter((app) => app !== 'basic' && app !== 'bullmq');
-  if (unknown.length) throw new Error(`CONSUMER_APPS: unknown app(s) ${unknown.join(', ')} (known: basic, bullmq)`);
+  const unknown = APPS.filter((app) => !(app in FIXTURE_SRC));
+  if (unknown.length) throw new Error(`CONSUMER_APPS: unknown app(s) ${unknown.join(', ')} (known: ${Object.keys(FIXTURE_SRC).join(', ')})`);
+  const deps = { bullmq: BULLMQ_DEPS, graphql: GRAPHQL_DEPS };
   return APPS.flatMap((kind) =>
-    MAJORS.filter((major) => kind === 'basic' || BULLMQ_DEPS[major]).flatMap((major) => FORMATS.map((format) => ({ major, format, kind }))),
+    MAJORS.filter((major) => kind === 'basic' || deps[kind][major]).flatMap((major) => FORMATS.map((format) => ({ major, format, kind }))),
   );
 }
 
