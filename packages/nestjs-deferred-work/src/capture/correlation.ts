@@ -63,11 +63,12 @@ export class Correlator {
     return this.withSpan(undefined);
   }
 
-  /** `fn` to run in `otelContext` (as `run(fn)` callbacks do), or `fn` itself. */
-  bind<A extends unknown[], R>(fn: (...args: A) => R, otelContext: unknown): (...args: A) => R {
+  /** `fn` to run in `otelContext` (as `run(fn)` callbacks do), or `fn` itself. Keeps whether `fn` takes the signal. */
+  bind<R>(fn: (signal: AbortSignal) => R, otelContext: unknown): (signal: AbortSignal) => R {
     const otel = this.otel;
     if (!otel || otelContext === undefined) return fn;
-    return (...args: A) => otel.context.with(otelContext, fn, undefined, ...args);
+    if (fn.length === 0) return () => otel.context.with(otelContext, fn as () => R);
+    return (signal: AbortSignal) => otel.context.with(otelContext, fn, undefined, signal);
   }
 
   private withSpan(requestId: string | undefined): Correlated | undefined {

@@ -12,8 +12,12 @@ export interface DeferredScope {
   /** Record a metric point. Default `when`: `always`. */
   metric(name: string, value: number, tags?: Record<string, string>, opts?: DeferredItemOptions): void;
   /**
-   * Run a callback in-process after the response has finished. It gets an `AbortSignal` that fires
-   * when its timeout (`writeTimeoutMs`) expires. Default `when`: `success`. Not retried by default.
+   * Run a callback in-process after the response has finished, as its own task (see the `callbacks`
+   * module option). A callback that declares a parameter — `run((signal) => …)` — gets an
+   * `AbortSignal`, aborted when its timeout (`callbacks.timeoutMs`, default 5 s) expires or at
+   * shutdown's deadline; one declared without parameters gets none (creating a signal costs ~5 µs per
+   * callback), so a callback written with rest parameters or `arguments` must name the parameter.
+   * Timeouts apply either way. Default `when`: `success`. Not retried by default.
    */
   run(fn: (signal: AbortSignal) => unknown, opts?: Omit<DeferredItemOptions, 'sink'>): void;
 }

@@ -92,6 +92,20 @@ describe('CallbackRunner', () => {
     expect(identity()).toMatchObject({ delivered: 6, deadLettered: 1 }); // still counted as what it was
   });
 
+  it('gives a signal only to a callback that declares a parameter; one without is still timed out', async () => {
+    const { runner, letters } = setup({ timeoutMs: 20 });
+    const seen: unknown[] = [];
+    runner.enqueue(callback(function (this: unknown, ...rest: unknown[]) {
+      seen.push(rest[0]); // rest parameters: length 0, so no signal
+      return later(60);
+    }));
+    runner.enqueue(callback((signal) => void seen.push(signal)));
+    await later(100);
+    expect(seen[0]).toBeUndefined();
+    expect(seen[1]).toBeInstanceOf(AbortSignal);
+    expect(letters.map((l) => [l.reason, l.error])).toEqual([['timeout', 'callback timed out after 20 ms']]);
+  });
+
   it('drops (and counts) callbacks only when every slot is busy and the queue is full', async () => {
     const { runner, identity } = setup({ concurrency: 2, maxQueueSize: 3 });
     const gates = Array.from({ length: 6 }, gated);
