@@ -1,10 +1,12 @@
 /**
- * `pnpm demo`: a small Nest app on the in-memory sink. A few requests hit an `@AfterResponse()`
- * route that defers a job, two log records and a metric; the demo prints when each response
- * finished and when each item reached the sink, then the library's `stats()`, and exits.
+ * `pnpm demo`: a small Nest app. A few requests hit an `@AfterResponse()` route that defers a job,
+ * two log records and a metric: the job and the metric go to the in-memory sink, the log records to
+ * the app's own logger through `LoggerSink` (each with the request's `x-request-id`, the
+ * `correlation` option). The demo prints when each response finished and when each item reached its
+ * destination, then the library's `stats()`, and exits.
  */
 import 'reflect-metadata';
-import { Controller, HttpException, Module, Param, Post, Res } from '@nestjs/common';
+import { ConsoleLogger, Controller, HttpException, Module, Param, Post, Res } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { ExpressAdapter } from '@nestjs/platform-express';
 import {
@@ -13,6 +15,7 @@ import {
   type DeferredScope,
   DeferredWork,
   DeferredWorkModule,
+  LoggerSink,
   MemorySink,
   type SinkItem,
   type SinkWriteContext,
@@ -44,6 +47,27 @@ class TimedMemorySink extends MemorySink {
   }
 }
 
+/**
+ * The app's logger (what `app.useLogger()` or `NestFactory.create(..., { logger })` sets): Nest's
+ * `ConsoleLogger`, whose JSON lines for the `Orders` context the demo prints and times; Nest's own
+ * start-up lines are left out to keep the output short.
+ */
+class AppLogger extends ConsoleLogger {
+  constructor() {
+    super({ json: true, logLevels: ['log', 'error', 'warn'] });
+  }
+
+  override log(message: unknown, ...rest: unknown[]): void {
+    if (rest.at(-1) !== 'Orders') return;
+    const fields = rest.find((r): r is Record<string, unknown> => typeof r === 'object' && r !== null) ?? {};
+    const id = fields.orderId;
+    if (typeof id === 'string') {
+      const item: SinkItem = { kind: 'log', level: 'info', message: String(message), fields, when: 'always', createdAt: Date.now() };
+      trace(id).flushed.push({ item, at: performance.now() });
+    }
+  }
+}
+
 /** The part of Express's response the demo uses. */
 interface FinishingResponse {
   once(event: 'finish', listener: () => void): unknown;
@@ -68,7 +92,14 @@ class OrdersController {
 const sink = new TimedMemorySink();
 
 @Module({
-  imports: [DeferredWorkModule.forRoot({ sinks: [sink] })],
+  imports: [
+    DeferredWorkModule.forRoot({
+      // logs to the app's logger (context "Orders"); jobs and metrics to the in-memory sink
+      sinks: [sink, new LoggerSink({ context: 'Orders' })],
+      routing: { log: 'logger', default: 'memory' },
+      correlation: { requestIdHeader: 'x-request-id' },
+    }),
+  ],
   controllers: [OrdersController],
 })
 class DemoModule {}
@@ -77,28 +108,29 @@ const ms = (value: number): string => `${value.toFixed(1)} ms`;
 
 function label(item: SinkItem): string {
   if (item.kind === 'job') return `job    ${item.queue}/${item.name}`;
-  if (item.kind === 'log') return `log    ${item.level} "${item.message}"`;
+  if (item.kind === 'log') return `log    "${item.message}" → app logger, ${String(item.fields?.requestId)}`;
   return `metric ${item.name}=${item.value}`;
 }
 
 async function main(): Promise<void> {
-  const app = await NestFactory.create(DemoModule, new ExpressAdapter(), { logger: ['error', 'warn'] });
+  const app = await NestFactory.create(DemoModule, new ExpressAdapter(), { logger: new AppLogger() });
   await app.listen(0, '127.0.0.1');
   const { port } = app.getHttpServer().address() as { port: number };
   const work = app.get(DeferredWork);
   console.log(
-    `nestjs-deferred-work demo: Nest on Express at http://127.0.0.1:${port}, in-memory sink ` +
-      `(items linger up to flushIntervalMs = 5 ms to be batched)\n`,
+    `nestjs-deferred-work demo: Nest on Express at http://127.0.0.1:${port}; jobs and metrics to the in-memory sink, ` +
+      `logs to the app's logger (LoggerSink) with the request id (items linger up to flushIntervalMs = 5 ms to be batched)\n`,
   );
-  let expected = 0;
+  let inMemory = 0;
 
   for (const id of ['A-1', 'A-2', 'bad']) {
     const sent = performance.now();
-    const response = await fetch(`http://127.0.0.1:${port}/orders/${id}`, { method: 'POST' });
+    const response = await fetch(`http://127.0.0.1:${port}/orders/${id}`, { method: 'POST', headers: { 'x-request-id': `req-${id}` } });
     await response.text();
     const received = performance.now();
-    expected += response.ok ? 4 : 3; // a job runs on success only
-    await sink.waitFor(expected, 2000);
+    inMemory += response.ok ? 2 : 1; // the job (on success only) and the metric; the two logs go to the app's logger
+    await sink.waitFor(inMemory, 2000);
+    await work.flush(2000);
     const t = trace(id);
     const finishedAt = t.finishedAt ?? received;
     console.log(
@@ -106,7 +138,7 @@ async function main(): Promise<void> {
         `response finished ${ms(finishedAt - sent)} after the request was sent`,
     );
     for (const { item, at } of t.flushed) {
-      console.log(`    ${label(item).padEnd(34)} flushed ${ms(at - finishedAt).padStart(8)} after the response`);
+      console.log(`    ${label(item).padEnd(52)} flushed ${ms(at - finishedAt).padStart(8)} after the response`);
     }
     if (t.flushed.length < 4) console.log(`    (${4 - t.flushed.length} item(s) skipped: jobs run on success only)`);
   }

@@ -8,6 +8,8 @@ import {
   expectedItems,
   offloadSinkName,
   parseArgs,
+  routeHeaders,
+  routePath,
   SCENARIOS,
   scenarioInfo,
   USAGE,
@@ -33,6 +35,7 @@ describe('parseArgs', () => {
       'bullmq-proxy',
       'rabbitmq',
       'nats',
+      'graphql',
     ]);
     expect(options.adapters).toEqual(['express', 'fastify']);
     expect(options).toMatchObject({ duration: DEFAULT_OPTIONS.duration, connections: 10, repeats: DEFAULT_OPTIONS.repeats, help: false });
@@ -74,9 +77,9 @@ describe('parseArgs', () => {
     [['--duration', '--connections', '5'], '--duration needs a value'],
     [
       ['--scenarios', 'redis'],
-      'Unknown scenario "redis". Use ids (sim5, sim25, bull-local, bull-proxy, http-log, mix, sim5-tail, compression, bullmq-local, bullmq-proxy, rabbitmq, nats) or numbers 1-12',
+      'Unknown scenario "redis". Use ids (sim5, sim25, bull-local, bull-proxy, http-log, mix, sim5-tail, compression, bullmq-local, bullmq-proxy, rabbitmq, nats, graphql) or numbers 1-13',
     ],
-    [['--scenarios', '13'], 'Unknown scenario "13"'],
+    [['--scenarios', '14'], 'Unknown scenario "14"'],
     [['--scenarios', '0'], 'Unknown scenario "0"'],
     [['--scenarios', ','], '--scenarios is empty'],
     [['--adapter', 'koa'], '--adapter must be express, fastify or both, got "koa"'],
@@ -88,7 +91,7 @@ describe('parseArgs', () => {
 });
 
 describe('scenario catalog', () => {
-  it('has the six scenarios of issue 4, the slow tail of issue 9, the compression study, the BullMQ pair of issue 11, then the brokers of issue 15', () => {
+  it('has the six scenarios of issue 4, the slow tail of issue 9, the compression study, the BullMQ pair of issue 11, the brokers of issue 15, then GraphQL (issue 14)', () => {
     expect(SCENARIOS.map((s) => [s.id, s.itemsPerRequest])).toEqual([
       ['sim5', 1],
       ['sim25', 1],
@@ -102,8 +105,9 @@ describe('scenario catalog', () => {
       ['bullmq-proxy', 1],
       ['rabbitmq', 1],
       ['nats', 1],
+      ['graphql', 1],
     ]);
-    expect(SCENARIOS.filter((s) => s.kind === 'variants')).toHaveLength(11);
+    expect(SCENARIOS.filter((s) => s.kind === 'variants')).toHaveLength(12);
     expect(scenarioInfo('compression').kind).toBe('encodings');
     expect(scenarioInfo('bull-proxy').needs).toEqual(['redis', 'redis-proxy']);
   });
@@ -115,6 +119,12 @@ describe('scenario catalog', () => {
     expect(scenarioInfo('rabbitmq').needs).toEqual(['rabbitmq']);
     expect(scenarioInfo('nats').needs).toEqual(['nats']);
     expect(variantsOf('rabbitmq')).toEqual(VARIANTS);
+    // issue 14: the GraphQL scenario has plain, blocking and deferred, driven at one query field each
+    expect(variantsOf('graphql')).toEqual(['plain', 'blocking', 'deferred']);
+    expect(routePath('graphql', 'deferred')).toBe('/graphql?query=%7Bdeferred%7D');
+    expect(routePath('sim5', 'deferred')).toBe('/sim5/deferred');
+    expect(routeHeaders('graphql')).toEqual({ 'apollo-require-preflight': 'true' });
+    expect(routeHeaders('sim5')).toBeUndefined();
     expect(scenarioInfo('bullmq-local')).toMatchObject({ needs: ['redis'], kind: 'variants', itemsPerRequest: 1, alwaysItemsPerRequest: 0 });
     expect(scenarioInfo('bullmq-proxy')).toMatchObject({ needs: ['redis', 'redis-proxy'], kind: 'variants', itemsPerRequest: 1 });
     expect(scenarioInfo('bullmq-proxy').label).toContain('BullMQ');

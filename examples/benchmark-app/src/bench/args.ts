@@ -26,6 +26,8 @@ export interface ScenarioInfo {
    * `BullMqSink.offloaded()`), so it also has the `deferred-offload` variant. See {@link variantsOf}.
    */
   offload?: boolean;
+  /** The variants this scenario has, when not the usual ones (the GraphQL scenario: plain, blocking, deferred). */
+  variants?: readonly Variant[];
 }
 
 /** The scenarios of issues 4, 9 and 11, in their default order (new ones last, so the numbers stay). */
@@ -91,7 +93,30 @@ export const SCENARIOS: readonly ScenarioInfo[] = [
   // issue 15: an event per request through a @nestjs/microservices client (ClientProxySink)
   { id: 'rabbitmq', label: 'RabbitMQ event (ClientRMQ, publisher confirms)', itemsPerRequest: 1, alwaysItemsPerRequest: 0, needs: ['rabbitmq'], kind: 'variants' },
   { id: 'nats', label: 'NATS event (ClientNats, core)', itemsPerRequest: 1, alwaysItemsPerRequest: 0, needs: ['nats'], kind: 'variants' },
+  // issue 14: a GraphQL query (Apollo) whose resolver has the sim5 side effect, three ways
+  {
+    id: 'graphql',
+    label: 'GraphQL query (Apollo), simulated 5 ms side-effect',
+    itemsPerRequest: 1,
+    alwaysItemsPerRequest: 0,
+    needs: [],
+    kind: 'variants',
+    variants: ['plain', 'blocking', 'deferred'],
+  },
 ];
+
+/** The GraphQL scenario's endpoint: one query field per variant, over GET (Apollo's CSRF check wants the preflight header). */
+export const GRAPHQL_HEADERS: Readonly<Record<string, string>> = Object.freeze({ 'apollo-require-preflight': 'true' });
+
+/** The URL path (and query) a variant's route is driven at: `/sim5/deferred`, or `/graphql?query={deferred}`. */
+export function routePath(scenario: ScenarioId, variant: Variant): string {
+  return scenario === 'graphql' ? `/graphql?query=${encodeURIComponent(`{${variant}}`)}` : `/${scenario}/${variant}`;
+}
+
+/** The headers a scenario's requests carry (none but for GraphQL). */
+export function routeHeaders(scenario: ScenarioId): Record<string, string> | undefined {
+  return scenario === 'graphql' ? { ...GRAPHQL_HEADERS } : undefined;
+}
 
 /** The scenarios that emit an event per request through a broker client, and the broker each needs. */
 export const BROKER_SCENARIOS: Readonly<Partial<Record<ScenarioId, { need: 'rabbitmq' | 'nats'; url: string }>>> = {
@@ -132,6 +157,7 @@ export const WORKER_VARIANTS: readonly Variant[] = [OFFLOAD_VARIANT];
 export function variantsOf(id: ScenarioId): Variant[] {
   const info = scenarioInfo(id);
   if (info.kind !== 'variants') return [];
+  if (info.variants) return [...info.variants];
   return info.offload ? VARIANTS.flatMap((v) => (v === 'deferred' ? [v, OFFLOAD_VARIANT] : [v])) : [...VARIANTS];
 }
 

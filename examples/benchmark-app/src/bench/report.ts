@@ -51,11 +51,20 @@ export interface CpuSplit {
  * worker (`hasWorker` false) the worker share is 0 and the whole process counts as the request thread.
  * `NaN` everywhere when the server handled no request.
  */
-export function cpuSplit(run: { cpuUs: number; workerActiveMs: number; serverRequests: number; hasWorker: boolean }): CpuSplit {
+export function cpuSplit(run: {
+  cpuUs: number;
+  workerActiveMs: number;
+  serverRequests: number;
+  hasWorker: boolean;
+  /** Δ of the main thread's own CPU (ms), when the server could read it: then it is the request thread's share. */
+  mainThreadCpuMs?: number;
+}): CpuSplit {
   if (!(run.serverRequests > 0)) return { cpuUsPerRequest: Number.NaN, workerCpuUsPerRequest: Number.NaN, requestThreadCpuUsPerRequest: Number.NaN };
   const cpuUsPerRequest = run.cpuUs / run.serverRequests;
   const workerCpuUsPerRequest = run.hasWorker ? (Math.max(0, run.workerActiveMs) * 1000) / run.serverRequests : 0;
-  return { cpuUsPerRequest, workerCpuUsPerRequest, requestThreadCpuUsPerRequest: cpuUsPerRequest - workerCpuUsPerRequest };
+  const requestThreadCpuUsPerRequest =
+    run.mainThreadCpuMs !== undefined ? (run.mainThreadCpuMs * 1000) / run.serverRequests : cpuUsPerRequest - workerCpuUsPerRequest;
+  return { cpuUsPerRequest, workerCpuUsPerRequest, requestThreadCpuUsPerRequest };
 }
 
 /** One row from the repeated runs of one route: medians for rates and latencies, sums for counts. */

@@ -13,6 +13,8 @@ import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import {
   BROKER_SCENARIOS,
+  routeHeaders,
+  routePath,
   ACCEPT_ENCODING,
   AWAITED_VARIANTS,
   BULL_SCENARIOS,
@@ -274,7 +276,7 @@ async function measure(
   const before = await snapshot(server, true);
   const atDestinationBefore = await destination?.();
   const redisBefore = await redisCpu?.();
-  const result = await drive(`${server.base}/${key}`, options.connections, options.duration);
+  const result = await drive(`${server.base}${routePath(scenario, variant)}`, options.connections, options.duration, routeHeaders(scenario));
   const after = await snapshot(server, true);
   const atDestinationAfter = await destination?.();
   const redisAfter = await redisCpu?.();
@@ -286,6 +288,8 @@ async function measure(
     workerActiveMs,
     serverRequests,
     hasWorker: WORKER_VARIANTS.includes(variant),
+    mainThreadCpuMs:
+      after.mainThreadCpuMs !== undefined && before.mainThreadCpuMs !== undefined ? after.mainThreadCpuMs - before.mainThreadCpuMs : undefined,
   });
   const info = scenarioInfo(scenario);
   let itemsExpected = 0;
@@ -461,7 +465,7 @@ async function main(): Promise<void> {
             // only the routes this scenario has (deferred-offload where its sink can be offloaded)
             const variants = variantsOf(scenario);
             if (options.warmup > 0) {
-              for (const variant of variants) await drive(`${server.base}/${scenario}/${variant}`, options.connections, options.warmup);
+              for (const variant of variants) await drive(`${server.base}${routePath(scenario, variant)}`, options.connections, options.warmup, routeHeaders(scenario));
               await snapshot(server, true);
             }
             const samples = new Map<Variant, RunSample[]>(variants.map((v) => [v, []]));

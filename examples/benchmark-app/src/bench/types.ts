@@ -24,7 +24,8 @@ export type ScenarioId =
   | 'bullmq-local'
   | 'bullmq-proxy'
   | 'rabbitmq'
-  | 'nats';
+  | 'nats'
+  | 'graphql';
 
 /** How the `compression` scenario's client asks for the large JSON body (`Accept-Encoding`). */
 export type Encoding = 'identity' | 'gzip-6' | 'br-11';
@@ -250,6 +251,12 @@ export interface ServerSnapshot {
    * (cumulative; 0 when no sink is offloaded). Its CPU is part of `cpu` too.
    */
   workerActiveMs: number;
+  /**
+   * The server's main thread's own CPU time so far, in ms (Linux `/proc/thread-self/schedstat`, read
+   * there): the request thread exactly, without the workers' or V8's helper threads. `undefined`
+   * where that file does not exist.
+   */
+  mainThreadCpuMs?: number;
   /** `DeferredWork.stats().routes`: timing per `"METHOD /route"` (routes measured with `timing`). */
   routes: Record<string, { count: number; handlerMsAvg: number; sendMsAvg: number }>;
   /** `DeferredWork.stats()` (totals). */

@@ -3,6 +3,7 @@
  * (`GET /<scenario>/<variant>`, see `scenario.controller.ts`), plus the undecorated
  * `GET /__bench/stats` the runner reads.
  */
+import { readFileSync } from 'node:fs';
 import { Controller, type DynamicModule, Get, Inject, Module, Query, type Type } from '@nestjs/common';
 import { EventEmitterModule } from '@nestjs/event-emitter';
 import { DeferredWork, DeferredWorkModule } from 'nestjs-deferred-work';
@@ -39,6 +40,15 @@ const HIGH_LATENCY_SINK_OPTIONS: Record<string, { maxBatchSize: number; maxQueue
   rabbitmq: HIGH_LATENCY,
 };
 
+/** This (main) thread's own CPU time in ms, from Linux's `/proc/thread-self/schedstat`; `undefined` elsewhere. */
+function mainThreadCpuMs(): number | undefined {
+  try {
+    return Number(readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ', 1)[0]) / 1e6;
+  } catch {
+    return undefined;
+  }
+}
+
 @Controller('__bench')
 class StatsController {
   constructor(@Inject(DeferredWork) private readonly work: DeferredWork) {}
@@ -68,6 +78,7 @@ class StatsController {
       effectsDone: { ...effectsDone },
       effectsInFlight: { ...effectsInFlight },
       unhandledRejections: unhandled.rejections,
+      mainThreadCpuMs: mainThreadCpuMs(),
       workerActiveMs: Object.values(s.sinks ?? {}).reduce((total, sink) => total + (sink.host?.cpuMs ?? sink.host?.activeMs ?? 0), 0),
       deferred: {
         accepted: s.accepted,
@@ -101,9 +112,12 @@ export class BenchModule {
     return {
       module: BenchModule,
       imports: [
+        ...(resources.graphql ? [resources.graphql.module] : []),
         EventEmitterModule.forRoot(),
         DeferredWorkModule.forRoot({
           sinks: resources.sinks,
+          // BENCH_CORRELATION=off measures the library without the correlation option (see tracing.ts)
+          ...(process.env.BENCH_CORRELATION === 'off' ? { correlation: false as const } : {}),
           shutdownTimeoutMs: 15_000,
           // only for sinks this server has (an unknown sink name fails the bootstrap)
           sinkOptions: Object.fromEntries(
@@ -112,7 +126,7 @@ export class BenchModule {
         }),
       ],
       controllers,
-      providers: [NoopInterceptor, ...listeners],
+      providers: [NoopInterceptor, ...listeners, ...(resources.graphql ? [resources.graphql.resolver] : [])],
     };
   }
 }

@@ -10,6 +10,7 @@ import { HttpSink, MemorySink } from 'nestjs-deferred-work';
 import { BullSink } from 'nestjs-deferred-work/bull';
 import { benchQueueName, offloadSinkName, scenarioInfo } from '../bench/args.js';
 import type { ScenarioId, ServerConfig } from '../bench/types.js';
+import { type GraphqlParts, graphqlParts } from './graphql.js';
 
 export interface ScenarioEffect {
   /** Performs the side-effect and resolves when it is done; returns how many items it delivered; rejects where the real call would (Redis, HTTP). */
@@ -29,6 +30,8 @@ export interface ScenarioResources {
   /** Sinks to configure in `DeferredWorkModule.forRoot()`; the first (memory) takes what is not routed. */
   sinks: DeferredSink[];
   effects: Map<ScenarioId, ScenarioEffect>;
+  /** The GraphQL module and resolver, when the `graphql` scenario runs. */
+  graphql?: GraphqlParts;
   /** Close queues and connections (after the app's shutdown: the sinks never close the queues they were given). */
   close(): Promise<void>;
 }
@@ -271,15 +274,20 @@ export async function createScenarios(config: ServerConfig): Promise<ScenarioRes
         effects.set(id, await brokerEvent(id, url, sinks, closers));
         break;
       }
+      case 'graphql':
+        break; // after the loop: its module needs the effect
       case 'compression':
         break; // its own controller (compression.ts), no side-effect
       default:
         throw new Error(`Unknown scenario ${String(id)}.`);
     }
   }
+  let graphql: GraphqlParts | undefined;
+  if (config.scenarios.includes('graphql')) graphql = await graphqlParts(simulated(5));
   return {
     sinks,
     effects,
+    graphql,
     async close() {
       await Promise.allSettled(closers.map((close) => close()));
     },

@@ -13,6 +13,7 @@ import { BenchModule } from './bench.module.js';
 import { installCompression } from './compression.js';
 import { unhandled } from './counters.js';
 import { createScenarios } from './effects.js';
+import { installTracing } from './tracing.js';
 
 /** Messages exchanged with the runner over IPC. */
 export type ServerMessage = { type: 'ready'; port: number } | { type: 'error'; message: string };
@@ -41,6 +42,7 @@ async function main(): Promise<void> {
     logger: ['error', 'warn'],
   });
   if (config.compression) await installCompression(app, config.adapter);
+  if (process.env.BENCH_TRACING === '1') await installTracing(app, config.adapter);
   await app.listen(0, '127.0.0.1');
   const { port } = app.getHttpServer().address() as { port: number };
   let stopping = false;
