@@ -543,7 +543,8 @@ export function renderMarkdown(report: BenchReport, svgFileName: string): string
       '`process.cpuUsage()` over the run and the drain after it, divided by the requests it handled: the whole ' +
       'process, worker threads included. *Worker CPU µs/req* is the share of the sink worker threads ' +
       '(`deferred-offload` only: the growth of `stats().sinks[*].host.cpuMs`, their CPU time read from `/proc/thread-self/schedstat`, × 1000 ÷ requests; 0 elsewhere) ' +
-      'and *request-thread CPU µs/req* the rest. ' +
+      'and *request-thread CPU µs/req* the server main thread\'s own CPU, read the same way in the server (where that file is missing: the process\'s CPU less the workers\'; ' +
+      'the rest of the process — V8\'s helper threads, the workers\' garbage collection — is in neither column but in *CPU µs/req*). ' +
       '*÷ blocking*, *÷ plain*, *÷ article-tap* and *÷ event-emitter* are the deferred route\'s req/s over those routes\' ' +
       '(on `deferred-offload` rows, that route\'s, and *÷ deferred* its req/s over the in-process deferred route\'s). ' +
       '*Items delivered/expected*: for `deferred` and `deferred-offload` from `stats()`; for `blocking`, `article-tap` and `event-emitter` ' +
