@@ -78,9 +78,15 @@ export interface SinkHostStats {
   thread: 'worker';
   /** Whether the worker is running now (it starts at bootstrap and again after a crash, on the next write). */
   running: boolean;
-  /** Workers started after one stopped unexpectedly (crash, `process.exit`, out of memory). */
+  /**
+   * Workers started after the first: after one stopped unexpectedly (crash, `process.exit`, out of
+   * memory), was replaced for ignoring aborted writes, or failed to start (each retry counts).
+   */
   restarts: number;
-  /** Writes the worker was running when it stopped: each was failed as retryable and retried by the dispatcher. */
+  /**
+   * Writes still waiting for a worker when it stopped (some already given up on after their abort):
+   * each was failed as retryable and retried by the dispatcher.
+   */
   writesLostToRestarts: number;
   /**
    * Time the worker's event loop was busy, in ms, summed over every worker this sink started. Wall
