@@ -52,6 +52,13 @@ module.exports = {
       to: { path: `${SRC}/worker/` },
     },
     {
+      name: 'spool-imports-only-core',
+      comment: 'The disk spool is storage: segment files, checksums, acks, a lock. It knows core and Node built-ins, nothing of the pipeline, capture, sinks or Nest layers.',
+      severity: 'error',
+      from: { path: `${SRC}/spool/`, pathNot: notSpec },
+      to: { path: `${SRC}/`, pathNot: [`${SRC}/core/`, `${SRC}/spool/`] },
+    },
+    {
       name: 'capture-imports-core-and-pipeline',
       comment: 'Request scopes hand items to the dispatcher; they know nothing of sinks or the Nest layer.',
       severity: 'error',
@@ -62,7 +69,7 @@ module.exports = {
       name: 'nothing-imports-the-nest-layer',
       comment: 'Only the barrels and the testing helpers may import the Nest layer.',
       severity: 'error',
-      from: { path: `${SRC}/(core|pipeline|capture|sinks)/`, pathNot: notSpec },
+      from: { path: `${SRC}/(core|pipeline|capture|sinks|spool)/`, pathNot: notSpec },
       to: { path: `${SRC}/nest/` },
     },
     {

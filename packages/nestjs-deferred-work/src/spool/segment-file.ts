@@ -1,0 +1,246 @@
+import { closeSync, existsSync, fsync, ftruncateSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { ACK_ENTRY_BYTES, decodeAcks, encodeAcks } from './ack-entry';
+import { scanFrames } from './frame';
+
+const fsyncAsync = promisify(fsync);
+
+const NONE = 0;
+const PENDING = 1;
+const ACKED = 2;
+
+/** `segment-<first seq, 16 digits>`: names sort as their seqs do. */
+export function segmentBaseName(firstSeq: number): string {
+  return `segment-${String(firstSeq).padStart(16, '0')}`;
+}
+
+/** The first seq of a segment file's name (`segment-<seq>.log`), or `undefined` for another file. */
+export function parseSegmentName(file: string): number | undefined {
+  const match = /^segment-(\d+)\.log$/.exec(file);
+  return match ? Number(match[1]) : undefined;
+}
+
+/** Writes all of `buf` at `position`; on failure cuts the file back to `position` and rethrows. */
+function writeAllAt(fd: number, buf: Buffer, position: number | null, sizeBefore: number): void {
+  let done = 0;
+  try {
+    while (done < buf.length) done += writeSync(fd, buf, done, buf.length - done, position === null ? null : position + done);
+  } catch (error) {
+    try {
+      ftruncateSync(fd, sizeBefore);
+    } catch {
+      // Cutting a file shorter needs no space; should it fail, the partial frame fails its checksum on replay.
+    }
+    throw error;
+  }
+}
+
+/**
+ * One segment: its log file (`segment-<first seq>.log`, frames as in `frame.ts`), its ack file
+ * (`segment-<first seq>.acks`, entries as in `ack-entry.ts`) and, in memory, the state of each of its
+ * records (pending or acked) and their append times. Only the spool's active segment is appended to;
+ * its log file descriptor is closed once the segment is sealed and synced.
+ */
+export class SegmentFile {
+  /** The log file's path. */
+  readonly logPath: string;
+  /** The ack file's path. */
+  readonly ackPath: string;
+  /** Bytes of the log file. */
+  logBytes = 0;
+  /** Bytes of the ack file. */
+  ackBytes = 0;
+  /** Records not acked. */
+  pending = 0;
+  /** Highest seq written to this segment (`firstSeq - 1` when none). */
+  lastSeq: number;
+  /** Written since the last fsync. */
+  logDirty = false;
+  ackDirty = false;
+  /** No more appends: the log descriptor is closed after its last fsync. */
+  sealed = false;
+  /** Unlinked: descriptors are closed as soon as no fsync is in flight. */
+  deleted = false;
+
+  private logFd: number | undefined;
+  private ackFd: number | undefined;
+  private states = new Uint8Array(256);
+  private times = new Float64Array(256);
+  /** Index below which no record is pending. */
+  private cursor = 0;
+  private syncsInFlight = 0;
+
+  private constructor(
+    dir: string,
+    /** The seq of its first record (and in its name). */
+    readonly firstSeq: number,
+  ) {
+    const base = segmentBaseName(firstSeq);
+    this.logPath = join(dir, `${base}.log`);
+    this.ackPath = join(dir, `${base}.acks`);
+    this.lastSeq = firstSeq - 1;
+  }
+
+  /** A new, empty segment, created (`wx`) and open for appends. */
+  static create(dir: string, firstSeq: number, flag: 'wx' | 'w' = 'wx'): SegmentFile {
+    const segment = new SegmentFile(dir, firstSeq);
+    segment.logFd = openSync(segment.logPath, flag);
+    return segment;
+  }
+
+  /**
+   * An existing segment, read back: its valid frames, minus acked ones. A torn tail is cut off the
+   * file (so it is counted once, and never followed by new data); a torn ack entry likewise. Sealed.
+   */
+  static load(dir: string, firstSeq: number): { segment: SegmentFile; torn: number } {
+    const segment = new SegmentFile(dir, firstSeq);
+    segment.sealed = true;
+    const bytes = readFileSync(segment.logPath);
+    const scan = scanFrames(bytes);
+    for (const frame of scan.frames) if (frame.seq >= firstSeq) segment.record(frame.seq, frame.timestamp);
+    segment.logBytes = scan.goodLength;
+    if (scan.goodLength < bytes.length) truncateFile(segment.logPath, scan.goodLength);
+    if (existsSync(segment.ackPath)) {
+      const acks = readFileSync(segment.ackPath);
+      for (const seq of decodeAcks(acks)) segment.ack(seq);
+      segment.ackBytes = acks.length - (acks.length % ACK_ENTRY_BYTES);
+      if (segment.ackBytes < acks.length) truncateFile(segment.ackPath, segment.ackBytes);
+    }
+    return { segment, torn: scan.torn };
+  }
+
+  /** Appends one encoded frame (seq `seq`, appended at `timestamp`); on failure nothing of it remains. */
+  append(frame: Buffer, seq: number, timestamp: number): void {
+    if (this.logFd === undefined || this.sealed) throw new Error(`Spool segment ${this.logPath} is sealed`);
+    writeAllAt(this.logFd, frame, this.logBytes, this.logBytes);
+    this.logBytes += frame.length;
+    this.logDirty = true;
+    this.record(seq, timestamp);
+  }
+
+  /** Whether `seq` falls in this segment's range. */
+  holds(seq: number): boolean {
+    return seq >= this.firstSeq && seq <= this.lastSeq;
+  }
+
+  /** Whether `seq` is a record of this segment not acked yet. */
+  isPending(seq: number): boolean {
+    return this.holds(seq) && this.states[seq - this.firstSeq] === PENDING;
+  }
+
+  /** Marks `seq` acked in memory; `false` when it is not a pending record here. */
+  ack(seq: number): boolean {
+    if (!this.isPending(seq)) return false;
+    this.states[seq - this.firstSeq] = ACKED;
+    this.pending--;
+    return true;
+  }
+
+  /** Appends ack entries for `seqs` to the ack file (no fsync: the group commit does it). */
+  writeAcks(seqs: readonly number[]): void {
+    if (this.deleted || seqs.length === 0) return;
+    this.ackFd ??= openSync(this.ackPath, 'a');
+    const entries = encodeAcks(seqs);
+    writeAllAt(this.ackFd, entries, null, this.ackBytes);
+    this.ackBytes += entries.length;
+    this.ackDirty = true;
+  }
+
+  /** Append time (epoch ms) of the oldest pending record, or `undefined` when none is pending. */
+  oldestPendingTime(): number | undefined {
+    if (this.pending === 0) return undefined;
+    const count = this.lastSeq - this.firstSeq + 1;
+    while (this.cursor < count && this.states[this.cursor] !== PENDING) this.cursor++;
+    return this.times[this.cursor];
+  }
+
+  /** Fsyncs whatever was written since the last call; resolves with the number of fsyncs made. */
+  async sync(): Promise<number> {
+    const fds: number[] = [];
+    if (this.logDirty && this.logFd !== undefined) fds.push(this.logFd);
+    if (this.ackDirty && this.ackFd !== undefined) fds.push(this.ackFd);
+    this.logDirty = this.ackDirty = false;
+    if (fds.length === 0) {
+      this.closeIdle();
+      return 0;
+    }
+    this.syncsInFlight++;
+    try {
+      await Promise.all(fds.map((fd) => fsyncAsync(fd)));
+    } finally {
+      this.syncsInFlight--;
+      this.closeIdle();
+    }
+    return fds.length;
+  }
+
+  /** Stops appends to this segment; its log descriptor closes after its last fsync. */
+  seal(): void {
+    this.sealed = true;
+    this.closeIdle();
+  }
+
+  /** Removes both files; descriptors close once no fsync is in flight. */
+  delete(): void {
+    this.deleted = true;
+    for (const path of [this.logPath, this.ackPath]) {
+      try {
+        unlinkSync(path);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      }
+    }
+    this.logBytes = this.ackBytes = 0;
+    this.logDirty = this.ackDirty = false;
+    this.closeIdle();
+  }
+
+  /** Closes both descriptors now (the spool's `close()`, after its last sync). */
+  close(): void {
+    this.sealed = true;
+    this.closeIdle(true);
+  }
+
+  private closeIdle(all = false): void {
+    if (this.syncsInFlight > 0) return;
+    if (this.logFd !== undefined && (this.deleted || all || (this.sealed && !this.logDirty))) {
+      closeSync(this.logFd);
+      this.logFd = undefined;
+    }
+    if (this.ackFd !== undefined && (this.deleted || all)) {
+      closeSync(this.ackFd);
+      this.ackFd = undefined;
+    }
+  }
+
+  private record(seq: number, timestamp: number): void {
+    const index = seq - this.firstSeq;
+    if (index >= this.states.length) {
+      let size = this.states.length;
+      while (size <= index) size *= 2;
+      const states = new Uint8Array(size);
+      states.set(this.states);
+      const times = new Float64Array(size);
+      times.set(this.times);
+      this.states = states;
+      this.times = times;
+    }
+    if (this.states[index] !== NONE) return;
+    this.states[index] = PENDING;
+    this.times[index] = timestamp;
+    this.pending++;
+    this.lastSeq = Math.max(this.lastSeq, seq);
+  }
+}
+
+function truncateFile(path: string, length: number): void {
+  const fd = openSync(path, 'r+');
+  try {
+    ftruncateSync(fd, length);
+    // Made durable with the next group commit would do too; a cut that is lost is only cut again.
+  } finally {
+    closeSync(fd);
+  }
+}
+

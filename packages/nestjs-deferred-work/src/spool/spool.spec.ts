@@ -1,0 +1,262 @@
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DeferredWorkConfigError } from '../core/errors/deferred-work-config.error';
+import { FRAME_HEADER_BYTES, scanFrames } from './frame';
+import { Spool } from './spool';
+import { SpoolFullError } from './spool-full.error';
+import { SpoolLockedError } from './spool-locked.error';
+
+/** Real files in a temp dir: no fs mocks. */
+let dir: string;
+const open: Spool[] = [];
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'spool-spec-'));
+});
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((spool) => spool.close()));
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function openSpool(options: Parameters<typeof Spool.open>[1] = {}): Spool {
+  const spool = Spool.open(dir, { syncIntervalMs: 5, ...options });
+  open.push(spool);
+  return spool;
+}
+
+async function reopen(spool: Spool, options: Parameters<typeof Spool.open>[1] = {}): Promise<Spool> {
+  await spool.close();
+  return openSpool(options);
+}
+
+const payloads = (spool: Spool) => [...spool.replay()].map((record) => record.payload.toString());
+const files = (suffix: string) => readdirSync(dir).filter((file) => file.endsWith(suffix)).sort();
+/** The log file holding records (the one a reopen left behind is empty). */
+const firstLog = () => join(dir, files('.log').find((file) => statSync(join(dir, file)).size > 0)!);
+
+describe('Spool: append, ack, replay', () => {
+  it('replays exactly the un-acked records, in order, after close and reopen; fully acked segments are deleted', async () => {
+    let spool = openSpool({ segmentBytes: 340 }); // 10 frames of 34 bytes per segment
+    const seqs = Array.from({ length: 60 }, (_, i) => spool.append(`record ${String(i).padStart(3, '0')}`));
+    expect(seqs).toEqual(Array.from({ length: 60 }, (_, i) => i + 1));
+    const segmentsBefore = files('.log').length;
+    expect(segmentsBefore).toBe(6);
+    spool.ack(seqs.slice(0, 25)); // the first segments entirely
+    spool.ack([30, 31, 47, 59, 999_999]); // scattered, and one unknown
+    expect(spool.ack(30)).toBe(0); // already acked: ignored
+    expect(files('.log').length).toBeLessThan(segmentsBefore);
+    expect(files('.log')[0]).not.toBe('segment-0000000000000001.log');
+    expect(spool.stats()).toMatchObject({ pendingRecords: 31, appended: 60, acked: 29 });
+
+    spool = await reopen(spool, { segmentBytes: 340 });
+    const expected = Array.from({ length: 60 }, (_, i) => i)
+      .filter((i) => i >= 25 && ![29, 30, 46, 58].includes(i))
+      .map((i) => `record ${String(i).padStart(3, '0')}`);
+    expect(payloads(spool)).toEqual(expected);
+    expect([...spool.replay()].map((r) => r.seq)).toEqual(expected.map((p) => Number(p.slice(7)) + 1));
+    expect(spool.stats()).toMatchObject({ pendingRecords: 31, tornRecords: 0 });
+    expect(spool.stats().oldestPendingAgeMs).toBeGreaterThanOrEqual(0);
+    expect(spool.stats().oldestPendingAgeMs).toBeLessThan(10_000);
+
+    // Acking everything replayed deletes every old segment and its acks.
+    spool.ack([...spool.replay()].map((r) => r.seq));
+    expect(spool.stats()).toMatchObject({ pendingRecords: 0, oldestPendingAgeMs: 0, segments: 1 });
+    expect(files('.acks')).toEqual([]);
+  });
+
+  it('never reuses a seq, even when everything was acked and deleted', async () => {
+    let spool = openSpool();
+    spool.ack([spool.append('a'), spool.append('b'), spool.append('c')]);
+    spool = await reopen(spool);
+    expect(payloads(spool)).toEqual([]);
+    expect(spool.append('d')).toBe(4);
+    spool = await reopen(spool);
+    expect([...spool.replay()].map((r) => [r.seq, r.payload.toString()])).toEqual([[4, 'd']]);
+  });
+
+  it('replays only what a previous process left, not records appended since the open; acks survive a reopen', async () => {
+    let spool = openSpool();
+    spool.append('old 1');
+    const old2 = spool.append('old 2');
+    spool.append(Buffer.from([0, 1, 2, 255]));
+    spool = await reopen(spool);
+    spool.append('new');
+    spool.ack(old2);
+    expect(payloads(spool)).toEqual(['old 1', '\u0000\u0001\u0002\ufffd']);
+    expect([...spool.replay()][1]!.payload).toEqual(Buffer.from([0, 1, 2, 255]));
+    spool = await reopen(spool);
+    expect(payloads(spool)).toEqual(['old 1', '\u0000\u0001\u0002\ufffd', 'new']);
+  });
+
+  it('reports the age of the oldest pending record from the timestamp in its frame', async () => {
+    const spool = openSpool();
+    const first = spool.append('first');
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    spool.append('second');
+    expect(spool.stats().oldestPendingAgeMs).toBeGreaterThanOrEqual(50);
+    spool.ack(first);
+    expect(spool.stats().oldestPendingAgeMs).toBeLessThan(50);
+  });
+});
+
+describe('Spool: torn records', () => {
+  async function spoolOf(n: number): Promise<void> {
+    const spool = openSpool();
+    for (let i = 0; i < n; i++) spool.append(`record ${i}`);
+    await spool.close();
+  }
+
+  it('a last frame cut short is skipped and counted, the records before it replayed, and later appends readable', async () => {
+    await spoolOf(5);
+    const log = firstLog();
+    truncateSync(log, statSync(log).size - 3);
+    let spool = openSpool();
+    expect(spool.stats().tornRecords).toBe(1);
+    expect(payloads(spool)).toEqual(['record 0', 'record 1', 'record 2', 'record 3']);
+    expect(scanFrames(readFileSync(log)).torn).toBe(0); // the torn tail was cut off the file
+    spool.append('after the crash');
+    spool = await reopen(spool);
+    expect(spool.stats().tornRecords).toBe(0); // counted once, not at every open
+    expect(payloads(spool)).toEqual(['record 0', 'record 1', 'record 2', 'record 3', 'after the crash']);
+  });
+
+  it('a flipped byte in a payload costs that record only, never garbage or the records around it', async () => {
+    await spoolOf(5);
+    const log = firstLog();
+    const bytes = readFileSync(log);
+    const third = scanFrames(bytes).frames[2]!;
+    bytes[third.offset + FRAME_HEADER_BYTES + 3]! ^= 0x20;
+    writeFileSync(log, bytes);
+    let spool = openSpool();
+    expect(spool.stats()).toMatchObject({ tornRecords: 1, pendingRecords: 4 });
+    expect(payloads(spool)).toEqual(['record 0', 'record 1', 'record 3', 'record 4']);
+    spool.append('later');
+    spool.ack([...spool.replay()].map((r) => r.seq)); // the torn record is never pending: its segment goes
+    spool = await reopen(spool);
+    expect(payloads(spool)).toEqual(['later']);
+    expect(files('.log').every((file) => file !== 'segment-0000000000000001.log')).toBe(true);
+  });
+
+  it('a torn tail followed by garbage, and a torn ack entry: records before kept, acks that were whole still count', async () => {
+    let spool = openSpool();
+    for (let i = 0; i < 4; i++) spool.append(`record ${i}`);
+    spool.ack(2);
+    await spool.close();
+    writeFileSync(firstLog(), Buffer.concat([readFileSync(firstLog()), Buffer.from('\x10\x00\x00\x00half a frame')]));
+    const acks = join(dir, files('.acks')[0]!);
+    writeFileSync(acks, Buffer.concat([readFileSync(acks), Buffer.from([3, 0, 0])])); // an ack of 3, cut short
+    spool = openSpool();
+    expect(spool.stats().tornRecords).toBe(1);
+    expect(payloads(spool)).toEqual(['record 0', 'record 2', 'record 3']);
+    spool.ack(3); // seq 3 is "record 2"
+    spool = await reopen(spool);
+    expect(payloads(spool)).toEqual(['record 0', 'record 3']);
+  });
+});
+
+describe('Spool: group commit', () => {
+  it('1,000 appends within one interval take a handful of fsyncs, and synced() resolves after them', async () => {
+    const spool = openSpool({ syncIntervalMs: 100 });
+    await spool.synced(); // the open's own commit (the new segment and the directory)
+    const atStart = spool.stats().fsyncs;
+    const started = Date.now();
+    for (let i = 0; i < 1000; i++) spool.append(`record ${i}`);
+    expect(spool.stats().fsyncs).toBe(atStart); // nothing fsynced per record
+    let resolved = false;
+    const synced = spool.synced().then(() => (resolved = true));
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    expect(resolved).toBe(false); // not before the interval
+    await synced;
+    expect(Date.now() - started).toBeGreaterThanOrEqual(90);
+    const fsyncs = spool.stats().fsyncs - atStart;
+    expect(fsyncs).toBeGreaterThanOrEqual(1);
+    expect(fsyncs).toBeLessThanOrEqual(3);
+    // Acks share the commit: 1,000 acks, one more round.
+    for (let seq = 1; seq <= 1000; seq++) spool.ack(seq);
+    await spool.synced();
+    expect(spool.stats().fsyncs - atStart).toBeLessThanOrEqual(5);
+  });
+
+  it('appends spread over several intervals cost about one fsync per interval, not per record', async () => {
+    const spool = openSpool({ syncIntervalMs: 20 });
+    await spool.synced();
+    const atStart = spool.stats().fsyncs;
+    const started = Date.now();
+    let appended = 0;
+    while (Date.now() - started < 200) {
+      for (let i = 0; i < 50; i++, appended++) spool.append(`record ${appended}`);
+      await new Promise((resolve) => setTimeout(resolve, 2));
+    }
+    await spool.synced();
+    const fsyncs = spool.stats().fsyncs - atStart;
+    expect(appended).toBeGreaterThan(1000);
+    expect(fsyncs).toBeLessThanOrEqual(200 / 20 + 3);
+  });
+
+  it('synced() resolves at once when nothing is waiting for an fsync', async () => {
+    const spool = openSpool({ syncIntervalMs: 10_000 });
+    await spool.close(); // close flushes the open's commit without waiting for the timer
+    await expect(spool.synced()).resolves.toBeUndefined();
+  });
+});
+
+describe('Spool: full', () => {
+  it('maxBytes reached: a typed refusal, the spooled records intact and replayable, room again once acked', async () => {
+    let spool = openSpool({ maxBytes: 4096, segmentBytes: 1024 });
+    const record = (i: number) => `record ${i}`.padEnd(100, '.');
+    const seqs: number[] = [];
+    let refusal: unknown;
+    for (let i = 0; i < 100; i++) {
+      try {
+        seqs.push(spool.append(record(i)));
+      } catch (error) {
+        refusal = error;
+        break;
+      }
+    }
+    expect(refusal).toBeInstanceOf(SpoolFullError);
+    expect(refusal).toMatchObject({ reason: 'max-bytes', dir });
+    expect((refusal as Error).message).toMatch(/is full .* raise spool\.maxBytes/);
+    expect(seqs.length).toBe(Math.floor(4096 / (100 + FRAME_HEADER_BYTES)));
+    expect(() => spool.append('x')).toThrow(SpoolFullError);
+    expect(spool.stats()).toMatchObject({ refused: 2, pendingRecords: seqs.length });
+    expect(spool.stats().bytesOnDisk).toBeLessThanOrEqual(4096);
+
+    spool.ack(seqs.slice(0, 8)); // the first segment: deleted, room again
+    const later = spool.append('later');
+    spool = await reopen(spool, { maxBytes: 4096, segmentBytes: 1024 });
+    expect(payloads(spool)).toEqual([...seqs.slice(8).map((seq) => record(seq - 1)), 'later']);
+    expect([...spool.replay()].at(-1)!.seq).toBe(later);
+  });
+
+  it('a record larger than a segment is refused with a RangeError that names segmentBytes', () => {
+    const spool = openSpool({ segmentBytes: 1024 });
+    expect(() => spool.append(Buffer.alloc(1024))).toThrow(/segmentBytes/);
+    expect(spool.stats().appended).toBe(0);
+  });
+});
+
+describe('Spool: lock and options', () => {
+  it('a second open of the same directory in one process is refused; after close() it opens', async () => {
+    const spool = openSpool();
+    expect(() => Spool.open(dir)).toThrow(SpoolLockedError);
+    expect(() => Spool.open(dir)).toThrow(new RegExp(`${dir}.*locked by process ${process.pid}.*one process per spool directory`));
+    await spool.close();
+    openSpool();
+  });
+
+  it('a lock file whose process is dead is taken over', async () => {
+    writeFileSync(join(dir, 'spool.lock'), '2147483646\n'); // no such process
+    const spool = openSpool();
+    expect(readFileSync(join(dir, 'spool.lock'), 'utf8').trim()).toBe(String(process.pid));
+    await spool.close();
+    expect(files('.lock')).toEqual([]);
+  });
+
+  it('bad options fail with the option and the fix', () => {
+    expect(() => Spool.open(dir, { maxBytes: -1 })).toThrow(DeferredWorkConfigError);
+    expect(() => Spool.open(dir, { syncIntervalMs: 1.5 })).toThrow(/spool\.syncIntervalMs.*leave it out for the default \(200\)/);
+    expect(() => Spool.open(dir, { maxBytes: 4096, segmentBytes: 8192 })).toThrow(/segmentBytes.*larger than maxBytes/);
+    expect(files('.lock')).toEqual([]); // nothing taken
+  });
+});

@@ -1,0 +1,332 @@
+import { closeSync, fsync, mkdirSync, openSync, readdirSync, readFileSync, unlinkSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { encodeFrame, FRAME_HEADER_BYTES, framePayload, scanFrames } from './frame';
+import { GroupCommit } from './group-commit';
+import { parseSegmentName, SegmentFile } from './segment-file';
+import { SpoolFullError } from './spool-full.error';
+import { SpoolLock } from './spool-lock';
+import { resolveSpoolOptions, type ResolvedSpoolOptions, type SpoolOptions } from './spool.options';
+
+const fsyncAsync = promisify(fsync);
+
+/** The OS saying there is no room: the disk, a quota, a file size limit. */
+const DISK_FULL_CODES = new Set(['ENOSPC', 'EDQUOT', 'EFBIG']);
+
+function isDiskFull(error: unknown): error is NodeJS.ErrnoException {
+  return DISK_FULL_CODES.has((error as NodeJS.ErrnoException)?.code ?? '');
+}
+
+/** A record handed back by `Spool.replay()`. */
+export interface SpoolRecord {
+  /** Its sequence number: unique in the spool's directory, across restarts; what `ack` takes. */
+  readonly seq: number;
+  /** Epoch milliseconds when it was appended. */
+  readonly timestamp: number;
+  /** The bytes given to `append` (a string was stored as UTF-8). */
+  readonly payload: Buffer;
+}
+
+/** What `Spool.stats()` reports. */
+export interface SpoolStats {
+  /** Records appended and not acked (recovered ones included). */
+  pendingRecords: number;
+  /** Bytes of the segment and ack files, what `maxBytes` bounds. */
+  bytesOnDisk: number;
+  /** Age of the oldest pending record, in milliseconds (0 when none is pending). */
+  oldestPendingAgeMs: number;
+  /** Segment files on disk. */
+  segments: number;
+  /** Records appended by this process. */
+  appended: number;
+  /** Records acked by this process. */
+  acked: number;
+  /** Appends refused with `SpoolFullError` (`maxBytes` or disk full). */
+  refused: number;
+  /** Fsync calls made (segment, ack and directory files; one per file per group commit). */
+  fsyncs: number;
+  /** Group commits whose fsync failed. */
+  syncErrors: number;
+  /** Torn records found when the spool was opened (cut short or failing their checksum), skipped. */
+  tornRecords: number;
+  /** Ack writes the disk refused: those records are replayed again after a restart (at least once). */
+  ackWriteFailures: number;
+}
+
+/**
+ * A crash-durable, append-only record spool in one directory (one process per directory).
+ *
+ * - `append(record)` writes a checksummed frame (see `frame.ts`) to the current segment file and
+ *   returns its sequence number; group commit makes it durable within `syncIntervalMs` (`synced()`).
+ * - `ack(seq)` confirms records; a segment whose records are all acked is deleted.
+ * - `replay()` yields the records a previous process left un-acked, in sequence order; torn records
+ *   (a crash mid-write, a flipped bit) are skipped and counted, never yielded.
+ * - `maxBytes` reached or the disk full: `append` throws `SpoolFullError`; nothing spooled is harmed.
+ *
+ * Guarantee: after `synced()` resolved, the records appended before it survive kill -9 and power
+ * loss; a kill -9 loses at most what was appended in the last `syncIntervalMs`.
+ */
+export class Spool {
+  /** Resolved options, every default applied. */
+  readonly options: ResolvedSpoolOptions;
+
+  private readonly segments: SegmentFile[] = [];
+  private active: SegmentFile;
+  private nextSeq: number;
+  private readonly replayBefore: number;
+  private bytes = 0;
+  private readonly dirty = new Set<SegmentFile>();
+  private dirDirty = false;
+  private readonly commit: GroupCommit;
+  private closing: Promise<void> | undefined;
+  private counts = { appended: 0, acked: 0, refused: 0, torn: 0, ackWriteFailures: 0 };
+
+  private constructor(
+    /** The spool's directory. */
+    readonly dir: string,
+    options: ResolvedSpoolOptions,
+    private readonly lock: SpoolLock,
+    private readonly dirFd: number,
+  ) {
+    this.options = options;
+    this.commit = new GroupCommit(options.syncIntervalMs, () => this.flushDirty());
+    let nextSeq = 1;
+    for (const file of readdirSync(dir).sort()) {
+      const firstSeq = parseSegmentName(file);
+      if (firstSeq === undefined) continue;
+      const { segment, torn } = SegmentFile.load(dir, firstSeq);
+      this.counts.torn += torn;
+      this.segments.push(segment);
+      nextSeq = Math.max(nextSeq, firstSeq, segment.lastSeq + 1);
+    }
+    this.nextSeq = nextSeq;
+    this.replayBefore = nextSeq;
+    // A new segment per process: nothing is ever written after a previous process's (torn) tail.
+    // An empty segment already named so (its process died before writing) is taken over.
+    const same = this.segments.findIndex((segment) => segment.firstSeq === nextSeq);
+    if (same >= 0) this.segments.splice(same, 1);
+    this.active = SegmentFile.create(dir, nextSeq, same >= 0 ? 'w' : 'wx');
+    this.segments.push(this.active);
+    this.dirDirty = true;
+    this.commit.wrote();
+    // Fully acked segments go only now: the new segment's name keeps the highest seq on disk.
+    for (const segment of this.segments.filter((s) => s !== this.active && s.pending === 0)) this.remove(segment);
+    for (const file of readdirSync(dir)) this.removeOrphanAcks(file);
+    for (const segment of this.segments) this.bytes += segment.logBytes + segment.ackBytes;
+  }
+
+  /**
+   * Opens (creating it if needed) the spool in `dir`: takes its lock (`SpoolLockedError` when another
+   * live process holds it; a dead holder's lock is taken over), reads every segment back (torn records
+   * skipped, counted and cut off) and starts a new segment. Synchronous: it reads the segments once.
+   * Options: `maxBytes` 256 MiB, `syncIntervalMs` 200 ms, `segmentBytes` 8 MiB (see `SpoolOptions`).
+   */
+  static open(dir: string, options: SpoolOptions = {}): Spool {
+    const resolved = resolveSpoolOptions(options);
+    mkdirSync(dir, { recursive: true });
+    const lock = SpoolLock.acquire(dir);
+    let dirFd: number | undefined;
+    try {
+      dirFd = openSync(dir, 'r');
+      return new Spool(dir, resolved, lock, dirFd);
+    } catch (error) {
+      if (dirFd !== undefined) closeSync(dirFd);
+      lock.release();
+      throw error;
+    }
+  }
+
+  /**
+   * Appends one record and returns its sequence number. It is on disk (in the page cache) on return
+   * and durable once `synced()` resolves (within `syncIntervalMs`). Throws `SpoolFullError` when
+   * `maxBytes` would be passed or the disk is full (no part of the record is kept), and `RangeError`
+   * when the record is larger than a segment.
+   */
+  append(record: Buffer | string): number {
+    if (this.closing) throw new Error(`Spool ${this.dir} is closed`);
+    const payload = typeof record === 'string' ? Buffer.from(record, 'utf8') : record;
+    const size = FRAME_HEADER_BYTES + payload.length;
+    if (size > this.options.segmentBytes) {
+      throw new RangeError(
+        `Spool ${this.dir}: a record of ${payload.length} bytes does not fit in a segment (spool.segmentBytes ${this.options.segmentBytes}, ${FRAME_HEADER_BYTES} of them the header). Raise segmentBytes or send smaller records.`,
+      );
+    }
+    if (this.bytes + size > this.options.maxBytes) {
+      this.counts.refused++;
+      throw new SpoolFullError(this.dir, 'max-bytes', `${this.bytes} of ${this.options.maxBytes} bytes in use, the record needs ${size}`);
+    }
+    try {
+      if (this.active.logBytes > 0 && this.active.logBytes + size > this.options.segmentBytes) this.roll();
+      const seq = this.nextSeq;
+      const timestamp = Date.now();
+      this.active.append(encodeFrame(seq, timestamp, payload), seq, timestamp);
+      this.nextSeq++;
+      this.bytes += size;
+      this.counts.appended++;
+      this.dirty.add(this.active);
+      this.commit.wrote();
+      return seq;
+    } catch (error) {
+      if (!isDiskFull(error)) throw error;
+      this.counts.refused++;
+      throw new SpoolFullError(this.dir, 'disk-full', `${error.code}: ${error.message}`, { cause: error });
+    }
+  }
+
+  /**
+   * Confirms records (their sink delivered them): each is written to its segment's `.acks` file,
+   * made durable by the same group commit; a segment whose records are all acked is deleted with its
+   * ack file. Unknown or already acked seqs are ignored. Returns how many records were newly acked.
+   */
+  ack(seqs: number | readonly number[]): number {
+    if (this.closing) throw new Error(`Spool ${this.dir} is closed`);
+    const bySegment = new Map<SegmentFile, number[]>();
+    for (const seq of typeof seqs === 'number' ? [seqs] : seqs) {
+      const segment = this.segmentOf(seq);
+      if (!segment?.ack(seq)) continue;
+      let list = bySegment.get(segment);
+      if (!list) bySegment.set(segment, (list = []));
+      list.push(seq);
+    }
+    let acked = 0;
+    for (const [segment, list] of bySegment) {
+      acked += list.length;
+      if (segment.pending === 0 && segment !== this.active) {
+        this.remove(segment);
+        continue;
+      }
+      const before = segment.ackBytes;
+      try {
+        segment.writeAcks(list);
+      } catch (error) {
+        if (!isDiskFull(error)) throw error;
+        this.counts.ackWriteFailures += list.length;
+        continue;
+      }
+      this.bytes += segment.ackBytes - before;
+      this.dirty.add(segment);
+      this.commit.wrote();
+    }
+    this.counts.acked += acked;
+    return acked;
+  }
+
+  /**
+   * The records a previous process left un-acked (found when this spool was opened), in sequence
+   * order, skipping those acked since. Torn records are never yielded (they were counted at open).
+   * Records appended by this process are not replayed: their owner still holds them in memory.
+   */
+  *replay(): Generator<SpoolRecord> {
+    for (const segment of [...this.segments]) {
+      if (segment.firstSeq >= this.replayBefore) break;
+      if (segment.pending === 0 || segment.deleted) continue;
+      let bytes: Buffer;
+      try {
+        bytes = readFileSync(segment.logPath);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'ENOENT') continue; // deleted while replaying
+        throw error;
+      }
+      for (const frame of scanFrames(bytes).frames) {
+        if (frame.seq >= this.replayBefore) return;
+        if (segment.isPending(frame.seq)) yield { seq: frame.seq, timestamp: frame.timestamp, payload: framePayload(bytes, frame) };
+      }
+    }
+  }
+
+  /**
+   * Resolves when everything appended and acked before the call is fsynced (by the group commit, at
+   * most `syncIntervalMs` later); rejects when that fsync failed. While awaited, the timer keeps the
+   * process alive.
+   */
+  synced(): Promise<void> {
+    return this.commit.synced();
+  }
+
+  /** Counters and gauges of the spool (see `SpoolStats`). */
+  stats(): SpoolStats {
+    let pendingRecords = 0;
+    let oldest: number | undefined;
+    for (const segment of this.segments) {
+      pendingRecords += segment.pending;
+      oldest ??= segment.oldestPendingTime();
+    }
+    return {
+      pendingRecords,
+      bytesOnDisk: this.bytes,
+      oldestPendingAgeMs: oldest === undefined ? 0 : Math.max(0, Date.now() - oldest),
+      segments: this.segments.length,
+      appended: this.counts.appended,
+      acked: this.counts.acked,
+      refused: this.counts.refused,
+      fsyncs: this.commit.fsyncs,
+      syncErrors: this.commit.errors,
+      tornRecords: this.counts.torn,
+      ackWriteFailures: this.counts.ackWriteFailures,
+    };
+  }
+
+  /** Fsyncs what is left, closes the files and releases the lock. Idempotent. */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      try {
+        await this.commit.flushNow();
+      } finally {
+        for (const segment of this.segments) segment.close();
+        closeSync(this.dirFd);
+        this.lock.release();
+      }
+    })();
+    return this.closing;
+  }
+
+  private roll(): void {
+    const next = SegmentFile.create(this.dir, this.nextSeq);
+    const previous = this.active;
+    previous.seal();
+    this.active = next;
+    this.segments.push(next);
+    this.dirDirty = true;
+    if (previous.pending === 0) this.remove(previous);
+  }
+
+  private remove(segment: SegmentFile): void {
+    this.bytes -= segment.logBytes + segment.ackBytes;
+    segment.delete();
+    this.segments.splice(this.segments.indexOf(segment), 1);
+    this.dirty.delete(segment);
+  }
+
+  /** The segment whose range holds `seq` (segments are in seq order). */
+  private segmentOf(seq: number): SegmentFile | undefined {
+    let low = 0;
+    let high = this.segments.length - 1;
+    while (low <= high) {
+      const mid = (low + high) >> 1;
+      const segment = this.segments[mid]!;
+      if (seq < segment.firstSeq) high = mid - 1;
+      else if (seq > segment.lastSeq) low = mid + 1;
+      else return segment;
+    }
+    return undefined;
+  }
+
+  private removeOrphanAcks(file: string): void {
+    const match = /^(segment-\d+)\.acks$/.exec(file);
+    if (!match || this.segments.some((segment) => segment.ackPath === join(this.dir, file))) return;
+    try {
+      unlinkSync(join(this.dir, file));
+    } catch {
+      // Another attempt at the next open.
+    }
+  }
+
+  private async flushDirty(): Promise<number> {
+    const segments = [...this.dirty];
+    this.dirty.clear();
+    const dir = this.dirDirty;
+    this.dirDirty = false;
+    const counts = await Promise.all([...segments.map((segment) => segment.sync()), dir ? fsyncAsync(this.dirFd).then(() => 1) : 0]);
+    return counts.reduce((sum, n) => sum + n, 0);
+  }
+}
