@@ -5,6 +5,7 @@ import { resolveOptions } from '../nest/options/resolve-options';
 import { MemorySink } from '../sinks/memory/memory.sink';
 import type { DeadLetter } from '../core/dead-letter.interface';
 import { Dispatcher } from './dispatcher';
+import type { SinkItem } from '../core/items/deferred-item.interface';
 import { SinkWriteError } from '../core/errors/sink-write.error';
 
 const quiet = () => {
@@ -128,6 +129,30 @@ describe('Dispatcher', () => {
     expect(stats.sinks.primary).toMatchObject({ accepted: 1, deadLettered: 1 });
     expect(stats.sinks.fallback).toMatchObject({ accepted: 1, delivered: 1 });
     expect(stats.accepted).toBe(stats.delivered + stats.pending + stats.dropped + stats.deadLettered);
+  });
+
+  it("runs the fallback sink's validate on a forwarded dead letter: it may prepare it, or refuse it (then it stays a dead letter)", async () => {
+    const fallback = Object.assign(new MemorySink({ name: 'fallback' }), {
+      validate(item: SinkItem) {
+        if (item.kind === 'job' && (item.data as { id: number }).id === 2) throw new Error('no room for job 2');
+        if (item.kind === 'job') (item as { opts?: object }).opts = { jobId: `stable-${(item.data as { id: number }).id}` };
+      },
+    });
+    const primary = {
+      name: 'primary',
+      write: async () => {
+        throw new SinkWriteError('refused', { retryable: false });
+      },
+    };
+    const { logger, warnings } = quiet();
+    const dispatcher = new Dispatcher(resolveOptions({ sinks: [primary, fallback], deadLetter: 'fallback' }), logger);
+    dispatcher.dispatch(job({ id: 1 }));
+    dispatcher.dispatch(job({ id: 2 }));
+    await dispatcher.flush(1000);
+    await dispatcher.flush(1000);
+    expect(fallback.items).toEqual([expect.objectContaining({ data: { id: 1 }, opts: { jobId: 'stable-1' } })]);
+    expect(warnings.join('\n')).toMatch(/A dead letter was not forwarded to sink "fallback": no room for job 2/);
+    expect(dispatcher.stats().sinks.fallback).toMatchObject({ accepted: 1, delivered: 1 });
   });
 
   it('a sink whose shutdown() hangs does not hold the application shutdown past its deadline', async () => {

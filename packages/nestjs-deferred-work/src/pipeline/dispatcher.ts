@@ -241,9 +241,18 @@ export class Dispatcher {
     if (typeof target === 'string') {
       // Through the fallback sink's own processor: one writer per sink, its retries and accounting.
       // Its own dead letters are not forwarded again (no loops); callbacks have nowhere to go.
+      // The fallback's own check runs first, as for any item handed to it (it may also prepare the
+      // item, e.g. give a BullMQ job its stable id); an item it refuses stays a dead letter here.
       const fallback = this.processors.get(target)!;
       for (const letter of letters) {
-        if (letter.sink !== target && letter.item.kind !== 'callback') fallback.enqueue(letter.item);
+        if (letter.sink === target || letter.item.kind === 'callback') continue;
+        try {
+          fallback.sink.validate?.(letter.item);
+        } catch (error) {
+          this.warnings.warn('dead-letter-forward', `A dead letter was not forwarded to sink "${target}": ${errorMessage(error)}`);
+          continue;
+        }
+        fallback.enqueue(letter.item);
       }
       return;
     }
