@@ -12,14 +12,14 @@
  * `--server label=path/to/server/main.js` (repeatable) compares builds in one run, e.g. the library
  * before and after a change; the default is this build's server.
  */
-import { type ChildProcess, fork } from 'node:child_process';
 import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs as parseCli } from 'node:util';
 import autocannon from 'autocannon';
 import { type CpuProfile, type FrameGroup, summariseProfile } from './cpuprofile-summary.js';
-import type { Adapter, ScenarioId, ServerConfig, ServerSnapshot, Variant } from './types.js';
+import { forkServer, type ServerHandle, snapshot } from './server-process.js';
+import type { Adapter, ScenarioId, Variant } from './types.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
@@ -99,51 +99,6 @@ function parseOptions(argv: string[]): Options {
   };
 }
 
-interface Server {
-  base: string;
-  child: ChildProcess;
-  stop(): Promise<void>;
-}
-
-function startServer(entry: string, config: ServerConfig, execArgv: string[]): Promise<Server> {
-  const child = fork(entry, [], {
-    env: { ...process.env, BENCH_SERVER_CONFIG: JSON.stringify(config), NODE_ENV: 'production' },
-    execArgv,
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-  const stop = () =>
-    new Promise<void>((resolve) => {
-      if (child.exitCode !== null || child.signalCode !== null) return resolve();
-      const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
-      child.once('exit', () => {
-        clearTimeout(timer);
-        resolve();
-      });
-      child.send({ type: 'stop' });
-    });
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`${entry} did not start within 30 s`));
-    }, 30_000);
-    child.on('message', (message: { type: string; port?: number; message?: string }) => {
-      clearTimeout(timer);
-      if (message.type === 'ready') resolve({ base: `http://127.0.0.1:${message.port}`, child, stop });
-      else reject(new Error(`${entry} failed to start: ${message.message}`));
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`${entry} exited (code ${code}) before it was ready`));
-    });
-  });
-}
-
-async function snapshot(server: Server): Promise<ServerSnapshot> {
-  const response = await fetch(`${server.base}/__bench/stats?flush=1`, { signal: AbortSignal.timeout(30_000) });
-  if (!response.ok) throw new Error(`/__bench/stats answered ${response.status}`);
-  return (await response.json()) as ServerSnapshot;
-}
-
 async function drive(url: string, duration: number, connections: number): Promise<autocannon.Result> {
   const result = await autocannon({ url, connections, duration, pipelining: 1, timeout: 10 });
   if (result.errors > 0 || result.non2xx > 0) throw new Error(`${url}: ${result.errors} errors, ${result.non2xx} non-2xx responses`);
@@ -156,10 +111,10 @@ interface CpuRun {
 }
 
 /** One measured run: the server's CPU over the requests it handled, drained before and after. */
-async function measureCpu(server: Server, key: string, options: Options): Promise<CpuRun> {
-  const before = await snapshot(server);
+async function measureCpu(server: ServerHandle, key: string, options: Options): Promise<CpuRun> {
+  const before = await snapshot(server, true);
   const result = await drive(`${server.base}/${key}`, options.duration, options.connections);
-  const after = await snapshot(server);
+  const after = await snapshot(server, true);
   const handled = (after.handled[key] ?? 0) - (before.handled[key] ?? 0);
   const cpuUs = after.cpu.user + after.cpu.system - (before.cpu.user + before.cpu.system);
   return { cpuUsPerRequest: cpuUs / handled, reqPerSec: result.requests.total / result.duration };
@@ -175,7 +130,7 @@ const fixed = (n: number, d = 1) => (Number.isFinite(n) ? n.toFixed(d) : '–');
 async function cpuMode(options: Options): Promise<void> {
   for (const adapter of options.adapters) {
     const servers = await Promise.all(
-      options.servers.map(async (s) => ({ ...s, server: await startServer(s.entry, { adapter, scenarios: options.scenarios }, []) })),
+      options.servers.map(async (s) => ({ ...s, server: await forkServer(s.entry, { adapter, scenarios: options.scenarios }, [], s.entry) })),
     );
     try {
       const runs = new Map<string, CpuRun[]>();
@@ -238,17 +193,17 @@ async function profileMode(options: Options): Promise<void> {
           const name = `${s.label}-${adapter}-${scenario}-${variant}`;
           const dir = path.join(options.out, name);
           await rm(dir, { recursive: true, force: true });
-          const server = await startServer(s.entry, { adapter, scenarios: [scenario] }, ['--cpu-prof', `--cpu-prof-dir=${dir}`, '--cpu-prof-interval=100']);
+          const server = await forkServer(s.entry, { adapter, scenarios: [scenario] }, ['--cpu-prof', `--cpu-prof-dir=${dir}`, '--cpu-prof-interval=100'], s.entry);
           const key = `${scenario}/${variant}`;
           let window: [number, number];
           let handled: number;
           try {
             if (options.warmup > 0) await drive(`${server.base}/${key}`, options.warmup, options.connections);
-            const before = await snapshot(server);
+            const before = await snapshot(server, true);
             const from = Number(process.hrtime.bigint() / 1000n);
             await drive(`${server.base}/${key}`, options.duration, options.connections);
             const to = Number(process.hrtime.bigint() / 1000n);
-            const after = await snapshot(server);
+            const after = await snapshot(server, true);
             window = [from, to];
             handled = (after.handled[key] ?? 0) - (before.handled[key] ?? 0);
           } finally {

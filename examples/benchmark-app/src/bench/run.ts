@@ -3,7 +3,6 @@
  * autocannon on 127.0.0.1 (warm-up, then variants alternating over the repeats), reads the server's
  * own CPU and the library's `stats()` around every run, and writes results/latest.{json,md,svg}.
  */
-import { type ChildProcess, fork } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import * as http from 'node:http';
 import * as net from 'node:net';
@@ -56,6 +55,7 @@ import {
   renderTable,
   renderTargetsText,
 } from './report.js';
+import { forkServer, type ServerHandle, snapshot } from './server-process.js';
 import { renderSvg } from './svg.js';
 import type {
   BenchOptions,
@@ -161,54 +161,8 @@ function bullMqCounters(redisPort: number) {
   };
 }
 
-interface ServerHandle {
-  base: string;
-  child: ChildProcess;
-  stop(): Promise<void>;
-}
-
 function startServer(config: ServerConfig, options: BenchOptions, profileDir: string): Promise<ServerHandle> {
-  const execArgv = options.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
-  const child = fork(serverEntry, [], {
-    env: { ...process.env, BENCH_SERVER_CONFIG: JSON.stringify(config), NODE_ENV: 'production' },
-    execArgv,
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-  const stop = () =>
-    new Promise<void>((resolve) => {
-      if (child.exitCode !== null || child.signalCode !== null) return resolve();
-      const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
-      child.once('exit', () => {
-        clearTimeout(timer);
-        resolve();
-      });
-      child.send({ type: 'stop' });
-    });
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error('the benchmark server did not start within 30 s'));
-    }, 30_000);
-    child.on('message', (message: { type: string; port?: number; message?: string }) => {
-      if (message.type === 'ready') {
-        clearTimeout(timer);
-        resolve({ base: `http://127.0.0.1:${message.port}`, child, stop });
-      } else if (message.type === 'error') {
-        clearTimeout(timer);
-        reject(new Error(`the benchmark server failed to start: ${message.message}`));
-      }
-    });
-    child.once('exit', (code, signal) => {
-      clearTimeout(timer);
-      reject(new Error(`the benchmark server exited (${signal ?? `code ${code}`}) before it was ready`));
-    });
-  });
-}
-
-async function snapshot(server: ServerHandle, flush: boolean): Promise<ServerSnapshot> {
-  const response = await fetch(`${server.base}/__bench/stats${flush ? '?flush=1' : ''}`, { signal: AbortSignal.timeout(30_000) });
-  if (!response.ok) throw new Error(`/__bench/stats answered ${response.status}`);
-  return (await response.json()) as ServerSnapshot;
+  return forkServer(serverEntry, config, options.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []);
 }
 
 async function drive(url: string, connections: number, duration: number, headers?: Record<string, string>): Promise<autocannon.Result> {
