@@ -16,11 +16,12 @@ module.exports = {
       to: { path: `${SRC}/`, pathNot: `${SRC}/core/` },
     },
     {
-      name: 'pipeline-imports-only-core',
-      comment: 'The dispatcher, processors and callback runner know items and the sink contract, nothing of requests, Nest or concrete sinks.',
+      name: 'pipeline-imports-only-core-and-spool',
+      comment:
+        'The dispatcher, processors and callback runner know items and the sink contract (and a sink\'s disk spool, storage only), nothing of requests, Nest or concrete sinks.',
       severity: 'error',
       from: { path: `${SRC}/pipeline/`, pathNot: notSpec },
-      to: { path: `${SRC}/`, pathNot: [`${SRC}/core/`, `${SRC}/pipeline/`] },
+      to: { path: `${SRC}/`, pathNot: [`${SRC}/core/`, `${SRC}/pipeline/`, `${SRC}/spool/`] },
     },
     {
       name: 'sinks-import-only-core',

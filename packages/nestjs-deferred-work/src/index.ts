@@ -29,6 +29,8 @@ export type {
 } from './core/items/deferred-item.interface';
 export type {
   DeferredRouting,
+  DeferredSinkOptions,
+  DeferredSpoolOptions,
   DeferredWorkModuleExtras,
   DeferredWorkModuleOptions,
 } from './nest/options/module-options.interface';
@@ -43,7 +45,7 @@ export type {
 } from './core/sink.interface';
 export { MemorySink, type MemorySinkOptions } from './sinks/memory/memory.sink';
 export type { DeadLetter, DeadLetterHandler, DeadLetterReason } from './core/dead-letter.interface';
-export type { CallbackRunnerStats, DeferredStats, RouteTimingStats, SinkStats } from './core/stats.interface';
+export type { CallbackRunnerStats, DeferredStats, RouteTimingStats, SinkSpoolStats, SinkStats } from './core/stats.interface';
 export type { CorrelationOptions } from './core/correlation-options.interface';
 export type { CallbackRunnerOptions } from './pipeline/callbacks/callback-runner.options';
 export type { ResolvedDeferredWorkOptions } from './pipeline/resolved-options.interface';
@@ -53,6 +55,7 @@ export { DeferredWorkConfigError } from './core/errors/deferred-work-config.erro
 export { DeferredItemRejectedError } from './core/errors/deferred-item-rejected.error';
 export { DeferredContextError } from './core/errors/deferred-context.error';
 export { DeferredResponseNotFoundError } from './core/errors/deferred-response-not-found.error';
+export { SpoolLockedError } from './spool/spool-locked.error';
 export { SinkConfigError } from './sinks/kit/sink-config.error';
 export { HttpSink } from './sinks/http/http.sink';
 export { LoggerSink, LOGGER_SINK_LEVELS } from './sinks/logger/logger.sink';

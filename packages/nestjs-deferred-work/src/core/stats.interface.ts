@@ -33,6 +33,42 @@ export interface SinkStats extends ItemCounts {
   lastDeadLetterAt?: number;
   /** For a sink running in a worker thread (`OffloadedSink`): the worker's restarts and busy time. */
   host?: SinkHostStats;
+  /** For a sink with a disk spool (the `spool` option): what is on disk. */
+  spool?: SinkSpoolStats;
+}
+
+/** What `stats().sinks[name].spool` reports for a sink with a disk spool. */
+export interface SinkSpoolStats {
+  /** The sink's spool directory. */
+  dir: string;
+  /** The configured `maxBytes`. */
+  maxBytes: number;
+  /** Items spooled and not yet confirmed by the sink (or dead-lettered): what a crash now would replay. */
+  pending: number;
+  /** Of those, the ones on disk only (waiting behind a full memory queue, or replayed and not yet read back). */
+  onDiskOnly: number;
+  /** Bytes of the spool's files (what `maxBytes` bounds). */
+  bytes: number;
+  /** Age of the oldest pending item, in ms (0 when none). */
+  oldestAgeMs: number;
+  /** Items a previous process left, found at bootstrap and delivered before new ones (counted in `accepted`). */
+  replayed: number;
+  /** Items refused because the spool was full (`maxBytes`, or the disk): counted in `dropped`. */
+  refused: number;
+  /** Items that could not be written to the spool for another reason (an I/O error): counted in `dropped`. */
+  failed: number;
+  /** Spooled items that could not be read back from disk (never expected): counted in `deadLettered`. */
+  unreadable: number;
+  /** Items still pending when shutdown's deadline passed: left in the spool (not acked) for the next start. */
+  keptAtShutdown: number;
+  /** Torn records (a write cut short by a crash, a checksum mismatch) found at bootstrap and skipped. */
+  tornRecords: number;
+  /** Fsyncs made (one per file per group commit), and group commits whose fsync failed. */
+  fsyncs: number;
+  syncErrors: number;
+  /** Records appended and acked by this process. */
+  appended: number;
+  acked: number;
 }
 
 /** What `DeferredWork.stats()` returns. The totals are the sums over `sinks`. */

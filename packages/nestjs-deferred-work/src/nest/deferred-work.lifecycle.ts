@@ -54,6 +54,7 @@ export class DeferredWorkLifecycle implements OnModuleInit, OnApplicationShutdow
       );
     }
     await this.attachSinks();
+    this.dispatcher.start();
   }
 
   /** Drains pending work within `shutdownTimeoutMs` (needs `app.enableShutdownHooks()` for signals). */
@@ -104,6 +105,7 @@ export class DeferredWorkLifecycle implements OnModuleInit, OnApplicationShutdow
     if (!failed) return;
     // Nest runs no shutdown hooks after a failed bootstrap: release what the others started (threads).
     await Promise.allSettled(attaching.map(({ sink }) => Promise.resolve().then(() => sink.shutdown?.())));
+    await this.dispatcher.releaseSpools();
     throw failed.reason;
   }
 

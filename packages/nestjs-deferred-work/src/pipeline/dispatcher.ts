@@ -12,6 +12,7 @@ import { RateLimitedLogger } from './warnings/rate-limited-logger';
 import { InlineProcessor } from './processor/inline-processor';
 import type { ProcessorBase } from './processor/processor-base';
 import { SinkProcessor } from './processor/sink-processor';
+import { SinkSpool } from './processor/sink-spool';
 import { SinkWarnings } from './warnings/sink-warnings';
 import { CALLBACK_RUNNER_NAME, CallbackRunner } from './callbacks/callback-runner';
 import type { DispatcherStats, SinkStats } from '../core/stats.interface';
@@ -22,6 +23,11 @@ export interface ShutdownReport {
   drained: boolean;
   /** Items given up on at the deadline, per sink. */
   undelivered: Record<string, number>;
+  /**
+   * Only when a sink has a disk spool: items left in its spool at the deadline, per sink — not lost,
+   * delivered after the next start (they are not in `undelivered`).
+   */
+  spooled?: Record<string, number>;
 }
 
 /**
@@ -56,11 +62,30 @@ export class Dispatcher {
       writeFailed: (sinkName: string, message: string) => this.sinkWarnings.failed(sinkName, message),
       recovered: (sinkName: string) => this.sinkWarnings.recovered(sinkName),
     };
-    for (const [name, sink] of options.sinks) {
-      const settings = options.processorOptions.get(name)!;
-      this.processors.set(name, inline ? new InlineProcessor(sink, settings, hooks) : new SinkProcessor(sink, settings, hooks));
+    const spoolHooks = { warn: (key: string, message: string) => this.warnings.warn(key, message), log: (message: string) => logger.log(message) };
+    try {
+      for (const [name, sink] of options.sinks) {
+        const settings = options.processorOptions.get(name)!;
+        const spoolSettings = options.spools?.get(name);
+        // A spool opens here: its lock taken, what a previous process left counted (delivered from start()).
+        const spool = spoolSettings && !inline ? new SinkSpool(name, spoolSettings, spoolHooks) : undefined;
+        this.processors.set(name, inline ? new InlineProcessor(sink, settings, hooks) : new SinkProcessor(sink, settings, hooks, spool));
+      }
+    } catch (error) {
+      void this.releaseSpools();
+      throw error;
     }
     this.runner = new CallbackRunner(options.callbacks, hooks);
+  }
+
+  /** Starts delivering what the sinks' spools hold from a previous process (at bootstrap, once the sinks are attached). */
+  start(): void {
+    for (const processor of this.processors.values()) if (processor instanceof SinkProcessor) processor.start();
+  }
+
+  /** Closes every spool (fsync, release the lock): after shutdown, or when the bootstrap failed. */
+  async releaseSpools(): Promise<void> {
+    await Promise.allSettled([...this.processors.values()].map((processor) => processor.spool?.close()));
   }
 
   /** Validates, routes and enqueues one item. Never throws: a bad item is counted and logged. */
@@ -109,6 +134,7 @@ export class Dispatcher {
 
   /** An accepted item that could not be queued: after shutdown (dead-lettered as `closed`), or the queue is full (dropped). */
   private refused(name: string, target: ProcessorBase | CallbackRunner): void {
+    if (target instanceof SinkProcessor && target.spool && !target.closed) return; // the spool refused it, and said so
     if (target.closed) {
       this.closed++;
       this.warnings.warn(
@@ -180,6 +206,7 @@ export class Dispatcher {
   private async runShutdown(): Promise<ShutdownReport> {
     const deadline = Date.now() + this.options.shutdownTimeoutMs;
     const undelivered: Record<string, number> = {};
+    const spooled: Record<string, number> = {};
     // First drain everything together, with every sink still accepting: a callback still running
     // may defer more (a log, a job), and that belongs to the drain, not to after it.
     while (this.pending() > 0 && Date.now() < deadline) await this.flush(Math.max(0, deadline - Date.now()));
@@ -200,8 +227,20 @@ export class Dispatcher {
               : `Sink "${name}" shutdown failed.`,
           );
         }
+        if (!processor.spool) return;
+        const left = processor.spool.leftForNextStart;
+        if (left > 0) spooled[name] = left;
+        await processor.spool.close().catch((error: unknown) => this.logger.error(`Spool of sink "${name}" could not be closed: ${errorMessage(error)}`));
       }),
     );
+    const spooledTotal = Object.values(spooled).reduce((a, b) => a + b, 0);
+    if (spooledTotal > 0) {
+      const per = Object.entries(spooled).map(([n, c]) => `${n}: ${c}`).join(', ');
+      this.logger.warn(
+        `Shutdown deadline (${this.options.shutdownTimeoutMs} ms) passed with ${spooledTotal} items undelivered in spooled sinks (${per}); ` +
+          'they stay in the spool and are delivered after the next start.',
+      );
+    }
     const lostTotal = Object.values(undelivered).reduce((a, b) => a + b, 0);
     if (lostTotal > 0) {
       const per = Object.entries(undelivered).map(([n, c]) => `${n}: ${c}`).join(', ');
@@ -210,7 +249,8 @@ export class Dispatcher {
           `(${per}); they were dead-lettered. Raise shutdownTimeoutMs or check the sinks.`,
       );
     }
-    return { drained: lostTotal === 0, undelivered };
+    const drained = lostTotal === 0 && spooledTotal === 0;
+    return this.options.spools?.size ? { drained, undelivered, spooled } : { drained, undelivered };
   }
 
   private onDeadLetters(letters: DeadLetter[]): void {

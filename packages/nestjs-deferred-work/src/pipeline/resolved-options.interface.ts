@@ -3,12 +3,15 @@ import type { DeadLetterHandler } from '../core/dead-letter.interface';
 import type { DeferredKind, RunWhen, SinkKind } from '../core/items/deferred-item.interface';
 import type { DeferredSink, SinkProcessorOptions } from '../core/sink.interface';
 import type { CallbackRunnerOptions } from './callbacks/callback-runner.options';
+import type { SinkSpoolSettings } from './processor/sink-spool';
 
 /** Options with every default applied, as the library uses them. */
 export interface ResolvedDeferredWorkOptions {
   sinks: ReadonlyMap<string, DeferredSink>;
   routing: Readonly<Record<SinkKind, string>>;
   processorOptions: ReadonlyMap<string, SinkProcessorOptions>;
+  /** The disk spool of each sink that has one (the `spool` option), by sink name. */
+  spools?: ReadonlyMap<string, SinkSpoolSettings>;
   callbacks: Readonly<CallbackRunnerOptions>;
   when: Readonly<Record<DeferredKind, RunWhen>>;
   asyncContext: boolean;

@@ -1,5 +1,5 @@
-/** The disk spool (issue 16): a standalone storage core, not wired into the dispatcher yet. */
+/** The disk spool: storage only (segments, checksums, acks, the lock); `pipeline/processor/sink-spool.ts` wires it to a sink. */
 export { Spool, type SpoolRecord, type SpoolStats } from './spool';
-export { SPOOL_DEFAULTS, type SpoolOptions } from './spool.options';
+export { SPOOL_DEFAULTS, resolveSpoolOptions, type ResolvedSpoolOptions, type SpoolOptions } from './spool.options';
 export { SpoolFullError, type SpoolFullReason } from './spool-full.error';
 export { SpoolLockedError } from './spool-locked.error';

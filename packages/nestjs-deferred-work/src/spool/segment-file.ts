@@ -1,8 +1,8 @@
-import { closeSync, existsSync, fsync, ftruncateSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fsync, ftruncateSync, openSync, readFileSync, readSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { ACK_ENTRY_BYTES, decodeAcks, encodeAcks } from './ack-entry';
-import { scanFrames } from './frame';
+import { framePayload, scanFrames } from './frame';
 
 const fsyncAsync = promisify(fsync);
 
@@ -67,6 +67,9 @@ export class SegmentFile {
   private ackFd: number | undefined;
   private states = new Uint8Array(256);
   private times = new Float64Array(256);
+  /** Byte offset of each record's frame in the log file (what `readPending` reads). */
+  private offsets = new Float64Array(256);
+  private sizes = new Uint32Array(256);
   /** Index below which no record is pending. */
   private cursor = 0;
   private syncsInFlight = 0;
@@ -98,7 +101,7 @@ export class SegmentFile {
     segment.sealed = true;
     const bytes = readFileSync(segment.logPath);
     const scan = scanFrames(bytes);
-    for (const frame of scan.frames) if (frame.seq >= firstSeq) segment.record(frame.seq, frame.timestamp);
+    for (const frame of scan.frames) if (frame.seq >= firstSeq) segment.record(frame.seq, frame.timestamp, frame.offset, frame.size);
     segment.logBytes = scan.goodLength;
     if (scan.goodLength < bytes.length) truncateFile(segment.logPath, scan.goodLength);
     if (existsSync(segment.ackPath)) {
@@ -113,10 +116,11 @@ export class SegmentFile {
   /** Appends one encoded frame (seq `seq`, appended at `timestamp`); on failure nothing of it remains. */
   append(frame: Buffer, seq: number, timestamp: number): void {
     if (this.logFd === undefined || this.sealed) throw new Error(`Spool segment ${this.logPath} is sealed`);
-    writeAllAt(this.logFd, frame, this.logBytes, this.logBytes);
+    const offset = this.logBytes;
+    writeAllAt(this.logFd, frame, offset, offset);
     this.logBytes += frame.length;
     this.logDirty = true;
-    this.record(seq, timestamp);
+    this.record(seq, timestamp, offset, frame.length);
   }
 
   /** Whether `seq` falls in this segment's range. */
@@ -145,6 +149,45 @@ export class SegmentFile {
     writeAllAt(this.ackFd, entries, null, this.ackBytes);
     this.ackBytes += entries.length;
     this.ackDirty = true;
+  }
+
+  /** The pending seqs of this segment above `afterSeq`, in order, at most `limit` of them. */
+  pendingAfter(afterSeq: number, limit: number): number[] {
+    const seqs: number[] = [];
+    const count = this.lastSeq - this.firstSeq + 1;
+    for (let i = Math.max(0, afterSeq + 1 - this.firstSeq); i < count && seqs.length < limit; i++) {
+      if (this.states[i] === PENDING) seqs.push(this.firstSeq + i);
+    }
+    return seqs;
+  }
+
+  /**
+   * Reads the frames of `seqs` (records of this segment, in increasing order) back from the log file
+   * with one read of the span they cover, checksums checked. A record whose frame no longer checks
+   * out (the disk changed under us) is left out of the result.
+   */
+  read(seqs: readonly number[]): Array<{ seq: number; timestamp: number; payload: Buffer }> {
+    if (seqs.length === 0) return [];
+    const start = this.offsets[seqs[0]! - this.firstSeq]!;
+    const last = seqs[seqs.length - 1]! - this.firstSeq;
+    const span = Buffer.allocUnsafe(this.offsets[last]! + this.sizes[last]! - start);
+    const fd = openSync(this.logPath, 'r');
+    try {
+      let done = 0;
+      while (done < span.length) {
+        const n = readSync(fd, span, done, span.length - done, start + done);
+        if (n === 0) break;
+        done += n;
+      }
+    } finally {
+      closeSync(fd);
+    }
+    const wanted = new Set(seqs);
+    const records: Array<{ seq: number; timestamp: number; payload: Buffer }> = [];
+    for (const frame of scanFrames(span).frames) {
+      if (wanted.has(frame.seq)) records.push({ seq: frame.seq, timestamp: frame.timestamp, payload: framePayload(span, frame) });
+    }
+    return records;
   }
 
   /** Append time (epoch ms) of the oldest pending record, or `undefined` when none is pending. */
@@ -214,21 +257,29 @@ export class SegmentFile {
     }
   }
 
-  private record(seq: number, timestamp: number): void {
+  private record(seq: number, timestamp: number, offset: number, frameSize: number): void {
     const index = seq - this.firstSeq;
     if (index >= this.states.length) {
-      let size = this.states.length;
-      while (size <= index) size *= 2;
-      const states = new Uint8Array(size);
+      let capacity = this.states.length;
+      while (capacity <= index) capacity *= 2;
+      const states = new Uint8Array(capacity);
       states.set(this.states);
-      const times = new Float64Array(size);
+      const times = new Float64Array(capacity);
       times.set(this.times);
+      const offsets = new Float64Array(capacity);
+      offsets.set(this.offsets);
+      const sizes = new Uint32Array(capacity);
+      sizes.set(this.sizes);
       this.states = states;
       this.times = times;
+      this.offsets = offsets;
+      this.sizes = sizes;
     }
     if (this.states[index] !== NONE) return;
     this.states[index] = PENDING;
     this.times[index] = timestamp;
+    this.offsets[index] = offset;
+    this.sizes[index] = frameSize;
     this.pending++;
     this.lastSeq = Math.max(this.lastSeq, seq);
   }

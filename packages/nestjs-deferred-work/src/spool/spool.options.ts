@@ -31,10 +31,10 @@ export const SPOOL_DEFAULTS: ResolvedSpoolOptions = Object.freeze({
   segmentBytes: 8 * 1024 * 1024,
 });
 
-function check(name: keyof SpoolOptions, value: number, min: number, what: string): number {
+function check(prefix: string, name: keyof SpoolOptions, value: number, min: number, what: string): number {
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min) {
     throw new DeferredWorkConfigError(
-      `spool.${name}`,
+      `${prefix}.${name}`,
       `expected ${what}, got ${String(value)}`,
       `Set it to ${what}, or leave it out for the default (${SPOOL_DEFAULTS[name]}).`,
     );
@@ -42,14 +42,17 @@ function check(name: keyof SpoolOptions, value: number, min: number, what: strin
   return value;
 }
 
-/** `options` with defaults applied; throws `DeferredWorkConfigError` naming a bad one and its fix. */
-export function resolveSpoolOptions(options: SpoolOptions = {}): ResolvedSpoolOptions {
-  const maxBytes = check('maxBytes', options.maxBytes ?? SPOOL_DEFAULTS.maxBytes, 1024, 'an integer of bytes >= 1024');
-  const segmentBytes = check('segmentBytes', options.segmentBytes ?? SPOOL_DEFAULTS.segmentBytes, 256, 'an integer of bytes >= 256');
-  const syncIntervalMs = check('syncIntervalMs', options.syncIntervalMs ?? SPOOL_DEFAULTS.syncIntervalMs, 0, 'an integer of milliseconds >= 0');
+/**
+ * `options` with defaults applied; throws `DeferredWorkConfigError` naming a bad one (as
+ * `<prefix>.<option>`, default prefix `spool`) and its fix.
+ */
+export function resolveSpoolOptions(options: SpoolOptions = {}, prefix = 'spool'): ResolvedSpoolOptions {
+  const maxBytes = check(prefix, 'maxBytes', options.maxBytes ?? SPOOL_DEFAULTS.maxBytes, 1024, 'an integer of bytes >= 1024');
+  const segmentBytes = check(prefix, 'segmentBytes', options.segmentBytes ?? SPOOL_DEFAULTS.segmentBytes, 256, 'an integer of bytes >= 256');
+  const syncIntervalMs = check(prefix, 'syncIntervalMs', options.syncIntervalMs ?? SPOOL_DEFAULTS.syncIntervalMs, 0, 'an integer of milliseconds >= 0');
   if (segmentBytes > maxBytes) {
     throw new DeferredWorkConfigError(
-      'spool.segmentBytes',
+      `${prefix}.segmentBytes`,
       `${segmentBytes} is larger than maxBytes (${maxBytes})`,
       'Make segmentBytes at most maxBytes (a few segments fit in maxBytes when it is 8x or more).',
     );

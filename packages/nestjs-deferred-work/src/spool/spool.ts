@@ -235,6 +235,29 @@ export class Spool {
   }
 
   /**
+   * Up to `limit` pending (not acked) records with a seq above `afterSeq`, in seq order, from every
+   * segment — a previous process's and this one's. Reads each segment's span once (`readSync`). What a
+   * reader pages back in from disk: records appended but not held in memory (a backlog), or replayed.
+   * A record whose frame no longer checks out is left out (the caller sees fewer than it expected).
+   */
+  readPending(afterSeq: number, limit: number): SpoolRecord[] {
+    if (this.closing) throw new Error(`Spool ${this.dir} is closed`);
+    const records: SpoolRecord[] = [];
+    for (const segment of this.segments) {
+      if (records.length >= limit) break;
+      if (segment.lastSeq <= afterSeq || segment.pending === 0) continue;
+      const seqs = segment.pendingAfter(afterSeq, limit - records.length);
+      for (const record of segment.read(seqs)) records.push(record);
+    }
+    return records;
+  }
+
+  /** The highest seq of a record a previous process left (those `replay()` yields are at or below it); 0 when none. */
+  get lastReplaySeq(): number {
+    return this.replayBefore - 1;
+  }
+
+  /**
    * Resolves when everything appended and acked before the call is fsynced (by the group commit, at
    * most `syncIntervalMs` later); rejects when that fsync failed. While awaited, the timer keeps the
    * process alive.

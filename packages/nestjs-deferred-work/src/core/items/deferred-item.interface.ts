@@ -74,6 +74,12 @@ interface ItemBase {
   createdAt: number;
   /** The request and trace it came from, when correlation is on and there is something to carry. */
   correlation?: Readonly<ItemCorrelation>;
+  /**
+   * A stable id (`dw-<uuid>`), given when the item is spooled (the `spool` option) and kept on disk with
+   * it, so a sink can drop the copy a replay delivers again: Bull and BullMQ use it as the `jobId` when the
+   * job has none, the HTTP sink sends it per item and in `Idempotency-Key`, broker sinks as the message id.
+   */
+  id?: string;
 }
 
 /** A job for a queue (delivered by the Bull sink, or any sink that takes jobs). */

@@ -8,6 +8,10 @@ export interface DeferredWorkHealthOptions {
   queueFullRatio?: number;
   /** Drops or dead letters within this many ms make the check degraded. Default `60000`. */
   recentMs?: number;
+  /** A spooled sink whose oldest pending item is older than this, in ms, is `down`. Default `300000` (5 minutes). */
+  spoolMaxAgeMs?: number;
+  /** A spooled sink whose spool uses at least this fraction of its `maxBytes` is `down`. Default `0.8`. */
+  spoolFullRatio?: number;
 }
 
 /** One sink's part of the health result. */
@@ -17,6 +21,8 @@ export interface SinkHealth {
   dropped: number;
   deadLettered: number;
   lastError?: string;
+  /** For a spooled sink: items pending in the spool, its bytes and the oldest item's age (ms). */
+  spool?: { pending: number; bytes: number; maxBytes: number; oldestAgeMs: number };
 }
 
 /** The result, in `@nestjs/terminus`'s `HealthIndicatorResult` shape. */
@@ -28,7 +34,7 @@ export type DeferredWorkHealthResult<Key extends string = string> = Record<
 /**
  * A health indicator for `@nestjs/terminus` (11 or later; none of its code is imported, so it is an
  * optional peer). `down` with `degraded: true` and the reasons when a sink's queue is near full or
- * items were dropped recently; `up` with `degraded: true` when items were only dead-lettered recently:
+ * items were dropped recently, or a sink's spool is near full or holds an item older than `spoolMaxAgeMs`; `up` with `degraded: true` when items were only dead-lettered recently:
  *
  * ```ts
  * @Get('health')
@@ -48,6 +54,8 @@ export class DeferredWorkHealthIndicator {
   ): DeferredWorkHealthResult<Key> {
     const ratio = options.queueFullRatio ?? 0.8;
     const recentMs = options.recentMs ?? 60_000;
+    const spoolMaxAgeMs = options.spoolMaxAgeMs ?? 300_000;
+    const spoolFullRatio = options.spoolFullRatio ?? 0.8;
     const now = Date.now();
     const reasons: string[] = [];
     const deadLetters: string[] = [];
@@ -62,7 +70,14 @@ export class DeferredWorkHealthIndicator {
       if (!runner || s.accepted > 0) {
         sinks[name] = { pending: s.pending, maxQueueSize, dropped: s.dropped, deadLettered: s.deadLettered, lastError: s.lastError };
       }
-      if (held >= maxQueueSize * ratio && maxQueueSize > 0) reasons.push(`sink "${name}" queue ${held}/${maxQueueSize} is near full`);
+      // A spooled sink holds its overflow on disk: its bound is the spool's size, not the memory queue.
+      if (!s.spool && held >= maxQueueSize * ratio && maxQueueSize > 0) reasons.push(`sink "${name}" queue ${held}/${maxQueueSize} is near full`);
+      if (s.spool) {
+        const { pending, bytes, maxBytes, oldestAgeMs } = s.spool;
+        sinks[name]!.spool = { pending, bytes, maxBytes, oldestAgeMs };
+        if (bytes >= maxBytes * spoolFullRatio) reasons.push(`sink "${name}" spool ${bytes}/${maxBytes} bytes is near full`);
+        if (oldestAgeMs > spoolMaxAgeMs) reasons.push(`sink "${name}" spool holds an item waiting for ${Math.round(oldestAgeMs / 1000)} s (over ${spoolMaxAgeMs} ms)`);
+      }
       if (s.lastDropAt !== undefined && now - s.lastDropAt <= recentMs) reasons.push(`sink "${name}" dropped items in the last ${recentMs} ms`);
       if (s.lastDeadLetterAt !== undefined && now - s.lastDeadLetterAt <= recentMs) {
         deadLetters.push(`sink "${name}" dead-lettered items in the last ${recentMs} ms${s.lastError ? ` (${s.lastError})` : ''}`);

@@ -3,6 +3,28 @@ import type { DeadLetterHandler } from '../../core/dead-letter.interface';
 import type { DeferredKind, RunWhen, SinkKind } from '../../core/items/deferred-item.interface';
 import type { CallbackRunnerOptions } from '../../pipeline/callbacks/callback-runner.options';
 import type { DeferredSink, SinkProcessorOptions } from '../../core/sink.interface';
+import type { SpoolOptions } from '../../spool';
+
+/**
+ * A disk spool (the `spool` option): every item accepted for a sink is appended to segment files under
+ * `dir` before it is queued, and removed once the sink confirmed it (or it was dead-lettered); what a
+ * crash or kill -9 left is delivered first at the next start. A kill -9 loses at most the items accepted
+ * in the last `syncIntervalMs`. See docs/durability.md.
+ */
+export interface DeferredSpoolOptions extends SpoolOptions {
+  /**
+   * Directory of the spool, created if missing. Module-wide (`spool`), each sink gets its own
+   * subdirectory named after it; per sink (`sinkOptions[name].spool`), this directory is the sink's.
+   * One process per directory: give each replica its own (a second process fails at bootstrap).
+   */
+  dir: string;
+}
+
+/** Per-sink settings (`sinkOptions[name]`): the dispatcher's, and the sink's spool. */
+export interface DeferredSinkOptions extends Partial<SinkProcessorOptions> {
+  /** This sink's disk spool, over the module's `spool`; `false` for none. Default: the module's `spool`. */
+  spool?: DeferredSpoolOptions | false;
+}
 
 /** Which sink each kind of item goes to, by sink name. */
 export interface DeferredRouting {
@@ -30,7 +52,16 @@ export interface DeferredWorkModuleOptions extends Partial<SinkProcessorOptions>
    * (`sinkOptions.callbacks` is still read for the callback runner — `maxQueueSize`, `maxAttempts`,
    * the backoffs, and `writeTimeoutMs` as its `timeoutMs` — but `callbacks` is the option to use.)
    */
-  sinkOptions?: Record<string, Partial<SinkProcessorOptions>>;
+  sinkOptions?: Record<string, DeferredSinkOptions>;
+  /**
+   * A crash-durable disk spool for every sink (each in `<dir>/<sink name>`; a sink can opt out with
+   * `sinkOptions[name].spool: false`, or have its own). At-least-once across kill -9 and restarts: items
+   * not yet confirmed by their sink are delivered after the next start, before new ones. A spooled sink
+   * retries until delivered unless `maxAttempts` is set (for it, globally, or by the sink). Callbacks
+   * (`run(fn)`) are never spooled. Defaults of the rest: `maxBytes` 256 MiB per sink, `syncIntervalMs`
+   * 200, `segmentBytes` 8 MiB. Default: no spool.
+   */
+  spool?: DeferredSpoolOptions | false;
   /**
    * The runner of `run(fn)` callbacks: each callback runs as its own task, at most `concurrency` at
    * once, with its own timeout. Defaults: `{ concurrency: 2048, maxQueueSize: 16384, timeoutMs: 5000,

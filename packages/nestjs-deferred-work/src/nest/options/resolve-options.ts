@@ -11,6 +11,7 @@ import { MODULE_DEFAULTS } from './module.defaults';
 import type { DeferredWorkModuleOptions } from './module-options.interface';
 import { checkNumber, checkProcessorOptions, checkSinkName, checkSinkTakes, pickProcessorOptions } from './option-checks';
 import { resolveCallbackOptions } from './resolve-callback-options';
+import { resolveSpools } from './resolve-spools';
 
 /**
  * Applies every default and validates the options. Throws `DeferredWorkConfigError`, naming the
@@ -121,16 +122,20 @@ export function resolveOptions(options: DeferredWorkModuleOptions = {}): Resolve
     );
   }
 
+  const maxItemBytes = options.maxItemBytes ?? MODULE_DEFAULTS.maxItemBytes;
+  const spools = resolveSpools(options, sinks, processorOptions, maxItemBytes);
+
   return {
     sinks,
     routing,
     processorOptions,
+    spools,
     callbacks: resolveCallbackOptions(options),
     when,
     asyncContext: options.asyncContext ?? MODULE_DEFAULTS.asyncContext,
     timing: options.timing ?? MODULE_DEFAULTS.timing,
     shutdownTimeoutMs: options.shutdownTimeoutMs ?? MODULE_DEFAULTS.shutdownTimeoutMs,
-    maxItemBytes: options.maxItemBytes ?? MODULE_DEFAULTS.maxItemBytes,
+    maxItemBytes,
     deadLetter,
     deadLetterCapacity: options.deadLetterCapacity ?? MODULE_DEFAULTS.deadLetterCapacity,
     correlation: resolveCorrelation(options.correlation),

@@ -4,8 +4,10 @@ import type { DeferredItem } from '../../core/items/deferred-item.interface';
 export interface Entry {
   item: DeferredItem;
   attempts: number;
-  /** Acceptance order; `flush()` waits for every entry accepted before it was called. */
+  /** Acceptance order; `flush()` waits for every entry accepted before it was called. With a spool, its record's seq. */
   seq: number;
+  /** Its record's seq in the sink's spool, when the sink has one (acked once the entry settles). */
+  spoolSeq?: number;
 }
 
 /** One entry of a write that did not go through. */

@@ -8,6 +8,7 @@ import { sleepUnlessAborted } from '../sleep';
 import type { Entry, Failure } from './entry';
 import { guardedWrite } from './guarded-write';
 import { SinkCounters } from './sink-counters';
+import type { SinkSpool } from './sink-spool';
 import { failureSummary, failuresOf } from './write-result';
 
 /** What a processor reports to its dispatcher. */
@@ -36,10 +37,18 @@ export abstract class ProcessorBase {
   /** The last write failed (in whole or part): the next complete success is a recovery. */
   private failing = false;
 
+  /**
+   * Entries a spool kept at shutdown's deadline instead of dead-lettering them: still pending (their
+   * records stay on disk, not acked, and the next start delivers them).
+   */
+  protected kept = 0;
+
   constructor(
     readonly sink: DeferredSink,
     readonly options: SinkProcessorOptions,
     protected readonly hooks: ProcessorHooks,
+    /** The sink's disk spool, when it has one (`spool` option). */
+    readonly spool?: SinkSpool,
   ) {}
 
   /** Items queued, in flight or waiting for a retry. */
@@ -62,6 +71,7 @@ export abstract class ProcessorBase {
     const stats = this.counters.snapshot(this.pending, this.queueDepth, this.inFlight);
     const host = this.sink.hostStats?.();
     if (host) stats.host = host;
+    if (this.spool) stats.spool = this.spool.stats();
     return stats;
   }
 
@@ -117,6 +127,7 @@ export abstract class ProcessorBase {
       else retry.push(failure.entry);
     }
     this.counters.delivered += entries.length - failures.length;
+    if (this.spool) this.ackDelivered(entries, failures);
     keep(retry);
     const letters = [...this.bury(notRetryable, 'not-retryable'), ...this.bury(exhausted, stopping ? 'shutdown' : 'attempts-exhausted')];
     this.reportWrite(summary, failures.length === 0);
@@ -135,9 +146,29 @@ export abstract class ProcessorBase {
     }
   }
 
-  /** Counts failures as dead letters and returns the letters (the caller hands them to the hooks). */
+  /** Acks in the spool the entries of a write that went through. */
+  private ackDelivered(entries: Entry[], failures: Failure[]): void {
+    if (failures.length === 0) return this.spool!.ack(entries);
+    const failed = new Set(failures.map((failure) => failure.entry));
+    this.spool!.ack(entries.filter((entry) => !failed.has(entry)));
+  }
+
+  /**
+   * Counts failures as dead letters and returns the letters (the caller hands them to the hooks); with
+   * a spool, acks them there — except at shutdown's deadline, when the spool keeps them for the next
+   * start instead (they stay pending, and no letter is made).
+   */
   protected bury(failures: Failure[], reason: DeadLetterReason): DeadLetter[] {
     if (failures.length === 0) return [];
+    if (this.spool) {
+      const entries = failures.map((failure) => failure.entry);
+      if (reason === 'shutdown' && entries.every((entry) => entry.spoolSeq)) {
+        this.kept += entries.length;
+        this.spool.keep(entries.length);
+        return [];
+      }
+      this.spool.ack(entries);
+    }
     const at = this.counters.buried(failures.length);
     return failures.map(({ entry, message }) => ({ item: entry.item, sink: this.sink.name, reason, error: message, attempts: entry.attempts, at }));
   }
@@ -150,7 +181,14 @@ export abstract class ProcessorBase {
     this.notifyProgress();
   }
 
-  /** Dead-letters entries given up on at shutdown's deadline. */
+  /** Counts spooled items that could not be read back from disk as dead letters (no item to show). */
+  protected buryUnreadable(count: number): void {
+    if (count === 0) return;
+    this.counters.buried(count);
+    this.hooks.writeFailed(this.sink.name, `${count} spooled item(s) could not be read back from disk`);
+  }
+
+  /** Dead-letters entries given up on at shutdown's deadline (a spool keeps them instead). */
   protected buryAtDeadline(entries: Entry[]): void {
     this.hooks.deadLetter(this.bury(entries.map((entry) => ({ entry, retryable: false, message: 'shutdown deadline reached' })), 'shutdown'));
   }

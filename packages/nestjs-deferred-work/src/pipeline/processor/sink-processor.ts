@@ -4,6 +4,7 @@ import type { DeferredSink, SinkProcessorOptions } from '../../core/sink.interfa
 import { retryDelayMs } from './backoff';
 import type { Entry } from './entry';
 import { ProcessorBase, type ProcessorHooks } from './processor-base';
+import type { SinkSpool } from './sink-spool';
 
 export type { ProcessorHooks } from './processor-base';
 
@@ -23,9 +24,16 @@ export class SinkProcessor extends ProcessorBase {
   /** Exports run in the async context the processor was created in, never in a request's. */
   private readonly startExport: () => void;
   private readonly onTimer: () => void;
+  /** With a spool: the backlog is not read until `start()` (sinks are attached then). */
+  private holdingBacklog = true;
 
-  constructor(sink: DeferredSink, options: SinkProcessorOptions, hooks: ProcessorHooks) {
-    super(sink, options, hooks);
+  constructor(sink: DeferredSink, options: SinkProcessorOptions, hooks: ProcessorHooks, spool?: SinkSpool) {
+    super(sink, options, hooks, spool);
+    if (spool) {
+      // What a previous process left is accepted again by this one, and waits on disk until start().
+      this.counters.accepted += spool.replayed;
+      this.seq = spool.lastReplaySeq;
+    }
     this.startExport = AsyncResource.bind(() => void this.exportLoop());
     this.onTimer = AsyncResource.bind(() => {
       this.timer = undefined;
@@ -41,7 +49,26 @@ export class SinkProcessor extends ProcessorBase {
   }
 
   get pending(): number {
+    return this.queue.length + this.flight.length + this.kept + (this.spool?.backlog ?? 0);
+  }
+
+  /** Items held in memory (queued, in flight or waiting for a retry). */
+  private get held(): number {
     return this.queue.length + this.flight.length;
+  }
+
+  /** Backlog on disk ready to be read back (a spool, started, with records not in memory). */
+  private get backlogReady(): boolean {
+    return !this.holdingBacklog && (this.spool?.backlog ?? 0) > 0;
+  }
+
+  /**
+   * Starts delivering what the spool holds from a previous process (called once the sinks are
+   * attached, at bootstrap). Without a spool, nothing to do.
+   */
+  start(): void {
+    this.holdingBacklog = false;
+    this.schedule();
   }
 
   protected get queueDepth(): number {
@@ -56,6 +83,7 @@ export class SinkProcessor extends ProcessorBase {
   enqueue(item: DeferredItem): boolean {
     const entry = this.accept(item);
     if (!entry) return false;
+    if (this.spool) return this.enqueueSpooled(entry);
     if (this.pending >= this.options.maxQueueSize) {
       this.counters.drop();
       return false;
@@ -63,6 +91,36 @@ export class SinkProcessor extends ProcessorBase {
     this.queue.push(entry);
     this.schedule();
     return true;
+  }
+
+  /**
+   * With a spool: the item is appended first (dropped, counted, when the spool refuses it), then held
+   * in memory when there is room and nothing waits on disk before it; otherwise it waits on disk and
+   * is read back in order as the queue empties.
+   */
+  private enqueueSpooled(entry: Entry): boolean {
+    const spool = this.spool!;
+    if (!spool.append(entry)) {
+      this.counters.drop();
+      return false;
+    }
+    this.seq = entry.seq;
+    if (spool.backlog === 0 && this.held < this.options.maxQueueSize) {
+      spool.held(entry);
+      this.queue.push(entry);
+    } else {
+      spool.backlog++;
+    }
+    this.schedule();
+    return true;
+  }
+
+  /** Reads backlog records back from disk into the queue, as far as `maxQueueSize` allows. */
+  private refill(): void {
+    if (!this.backlogReady) return;
+    const { records, unreadable } = this.spool!.pageIn(this.options.maxQueueSize - this.held);
+    for (const record of records) this.queue.push({ item: record.item, attempts: 0, seq: record.spoolSeq, spoolSeq: record.spoolSeq });
+    this.buryUnreadable(unreadable);
   }
 
   /**
@@ -93,9 +151,9 @@ export class SinkProcessor extends ProcessorBase {
   async shutdown(deadline: number): Promise<number> {
     if (this.stopped) return 0;
     this.stopped = true;
-    while (this.pending > 0 && Date.now() < deadline) await this.flush(deadline);
+    while ((this.held > 0 || this.backlogReady) && Date.now() < deadline) await this.flush(deadline);
     const before = this.counters.deadLettered;
-    if (this.pending > 0) {
+    if (this.held > 0 || this.busy) {
       this.hardStop.abort(new Error('shutdown deadline reached'));
       // The export loop, cut short, dead-letters its in-flight entries and then the queue.
       while (this.busy) await this.waitForProgress(1000);
@@ -109,12 +167,16 @@ export class SinkProcessor extends ProcessorBase {
   private oldestPendingSeq(): number {
     let oldest = this.queue.length > 0 ? this.queue[0].seq : Number.POSITIVE_INFINITY;
     for (const entry of this.flight) if (entry.seq < oldest) oldest = entry.seq;
+    // The backlog's records all come after what is in memory (seqs are the spool's, in order).
+    if (this.backlogReady) oldest = Math.min(oldest, this.spool!.backlogFrom);
     return oldest;
   }
 
   private schedule(): void {
-    if (this.busy || this.queue.length === 0 || this.hardStop.signal.aborted) return;
-    if (this.draining || this.queue.length >= this.options.maxBatchSize) {
+    if (this.busy || this.hardStop.signal.aborted) return;
+    const behind = this.backlogReady;
+    if (this.queue.length === 0 && !behind) return;
+    if (this.draining || behind || this.queue.length >= this.options.maxBatchSize) {
       this.clearTimer();
       this.busy = true;
       setImmediate(this.startExport);
@@ -136,6 +198,7 @@ export class SinkProcessor extends ProcessorBase {
   private async exportLoop(): Promise<void> {
     try {
       do {
+        this.refill();
         const batch = this.queue.splice(0, this.options.maxBatchSize);
         if (batch.length === 0) break;
         try {
@@ -146,7 +209,7 @@ export class SinkProcessor extends ProcessorBase {
           this.flight = [];
           this.failInternally(stranded, error);
         }
-      } while (this.queue.length >= this.options.maxBatchSize || this.draining);
+      } while (this.queue.length >= this.options.maxBatchSize || this.draining || this.backlogReady);
     } finally {
       this.busy = false;
       this.notifyProgress();

@@ -66,7 +66,14 @@ export class BullSink extends QueueSink<BullQueueLike, BullBulkJob> {
   }
 
   protected toJob(job: JobItem): BullBulkJob {
-    if (job.correlation) return { name: job.name, data: job.data, opts: { ...job.opts, correlation: job.correlation } };
+    // A spooled job's stable id is its jobId when it has none: Redis then keeps one copy after a replay.
+    const jobId = job.opts?.jobId ?? job.id;
+    if (job.correlation || jobId !== undefined) {
+      const opts: Record<string, unknown> = { ...job.opts };
+      if (jobId !== undefined) opts.jobId = jobId;
+      if (job.correlation) opts.correlation = job.correlation;
+      return { name: job.name, data: job.data, opts };
+    }
     return job.opts ? { name: job.name, data: job.data, opts: { ...job.opts } } : { name: job.name, data: job.data };
   }
 

@@ -84,7 +84,7 @@ export class BullMqSink extends QueueSink<BullMqQueueLike, BullMqBulkJob> {
   }
 
   protected toJob(job: JobItem): BullMqBulkJob {
-    let jobId = job.opts?.jobId as string | undefined;
+    let jobId = (job.opts?.jobId as string | undefined) ?? job.id;
     if (jobId === undefined) {
       jobId = this.derivedIds.get(job);
       if (jobId === undefined) this.derivedIds.set(job, (jobId = `dw-${randomUUID()}`));

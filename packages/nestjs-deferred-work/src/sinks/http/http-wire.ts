@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { SinkItem } from '../../core/items/deferred-item.interface';
 
 /**
@@ -20,16 +21,33 @@ export function displayUrl(url: URL): string {
   return `${url.protocol}//${url.host}${url.pathname}`;
 }
 
-/** The item as it goes over the wire: explicit fields only (never a function, nor routing details). */
+/**
+ * The item as it goes over the wire: explicit fields only (never a function, nor routing details);
+ * `id` when it has a stable one (a spooled item), for the receiver to drop the copy a replay resends.
+ */
 export function toWire(item: SinkItem): object {
   switch (item.kind) {
     case 'job':
-      return { kind: 'job', queue: item.queue, name: item.name, data: item.data, opts: item.opts, createdAt: item.createdAt, correlation: item.correlation };
+      return { kind: 'job', id: item.id, queue: item.queue, name: item.name, data: item.data, opts: item.opts, createdAt: item.createdAt, correlation: item.correlation };
     case 'log':
-      return { kind: 'log', level: item.level, message: item.message, fields: item.fields, createdAt: item.createdAt, correlation: item.correlation };
+      return { kind: 'log', id: item.id, level: item.level, message: item.message, fields: item.fields, createdAt: item.createdAt, correlation: item.correlation };
     case 'metric':
-      return { kind: 'metric', name: item.name, value: item.value, tags: item.tags, createdAt: item.createdAt, correlation: item.correlation };
+      return { kind: 'metric', id: item.id, name: item.name, value: item.value, tags: item.tags, createdAt: item.createdAt, correlation: item.correlation };
   }
+}
+
+/**
+ * The `Idempotency-Key` of one POST: derived from its items' stable ids (a hash, so the same items
+ * give the same key on every retry and after a replay), or `undefined` when one of them has none.
+ */
+export function idempotencyKey(batch: readonly SinkItem[], indexes: readonly number[]): string | undefined {
+  const hash = createHash('sha256');
+  for (const index of indexes) {
+    const id = batch[index]!.id;
+    if (id === undefined) return undefined;
+    hash.update(id).update('\n');
+  }
+  return `dw-${hash.digest('base64url').slice(0, 32)}`;
 }
 
 export function causeMessage(error: unknown): string {

@@ -10,7 +10,7 @@ import { type Part, Partitions } from '../kit/partitions';
 import { SinkConfigError } from '../kit/sink-config.error';
 import { HTTP_SINK_DEFAULTS, checkGzip, checkHeaders, checkUrl, describeValue } from './http-sink.config';
 import type { HttpSinkFormat, HttpSinkOptions } from './http-sink.options';
-import { causeMessage, displayUrl, parseRetryAfter, toWire } from './http-wire';
+import { causeMessage, displayUrl, idempotencyKey, parseRetryAfter, toWire } from './http-wire';
 import { OffloadedSink } from '../offload/offloaded.sink';
 import { workerHttpOptions } from './http.offload';
 
@@ -151,7 +151,7 @@ export class HttpSink implements DeferredSink<SinkItem> {
     });
 
     const list = parts.list();
-    const outcomes = await Promise.allSettled(list.map((part) => this.post(part, signal)));
+    const outcomes = await Promise.allSettled(list.map((part) => this.post(part, signal, idempotencyKey(batch, part.indexes))));
     const errors: SinkWriteError[] = [];
     for (let i = 0; i < list.length; i++) {
       const outcome = outcomes[i];
@@ -181,7 +181,7 @@ export class HttpSink implements DeferredSink<SinkItem> {
   }
 
   /** One POST of one part of a batch; resolves on 2xx, rejects with a `SinkWriteError` otherwise. */
-  private async post(part: Part<Route, string>, signal: AbortSignal): Promise<void> {
+  private async post(part: Part<Route, string>, signal: AbortSignal, key: string | undefined): Promise<void> {
     const route = part.destination;
     const text = this.format === 'ndjson' ? `${part.values.join('\n')}\n` : `{"items":[${part.values.join(',')}]}`;
     let body = Buffer.from(text, 'utf8');
@@ -190,6 +190,7 @@ export class HttpSink implements DeferredSink<SinkItem> {
       'content-type': CONTENT_TYPES[this.format],
       ...this.headers,
     };
+    if (key !== undefined) headers['idempotency-key'] = key;
     if (this.gzip && body.length >= this.gzip.minBytes) {
       body = await gzipAsync(body, { level: this.gzip.level });
       headers['content-encoding'] = 'gzip';

@@ -237,6 +237,7 @@ export class ClientProxySink implements DeferredSink<SinkItem> {
   private idOf(item: JobItem): string {
     const given = item.opts?.jobId;
     if (given !== undefined && given !== null && given !== '') return String(given);
+    if (item.id !== undefined) return item.id; // a spooled item's stable id
     let id = this.derivedIds.get(item);
     if (id === undefined) this.derivedIds.set(item, (id = `dw-${randomUUID()}`));
     return id;

@@ -1,0 +1,74 @@
+import { resolve } from 'node:path';
+import { DeferredWorkConfigError } from '../../core/errors/deferred-work-config.error';
+import type { DeferredSink, SinkProcessorOptions } from '../../core/sink.interface';
+import type { SinkSpoolSettings } from '../../pipeline/processor/sink-spool';
+import { resolveSpoolOptions } from '../../spool';
+import type { DeferredSpoolOptions, DeferredWorkModuleOptions } from './module-options.interface';
+
+/** Retries of a spooled sink when `maxAttempts` is set nowhere: until delivered (or shutdown). */
+export const SPOOLED_MAX_ATTEMPTS = Number.MAX_SAFE_INTEGER;
+
+function checkSpool(option: string, spool: unknown): asserts spool is DeferredSpoolOptions | false | undefined {
+  if (spool === undefined || spool === false) return;
+  const dir = (spool as { dir?: unknown } | null)?.dir;
+  if (typeof spool !== 'object' || spool === null || typeof dir !== 'string' || dir.trim() === '') {
+    throw new DeferredWorkConfigError(
+      option,
+      'expected { dir, maxBytes?, syncIntervalMs?, segmentBytes? } with a non-empty dir',
+      `Pass ${option}: { dir: '/var/lib/my-app/spool' } (a directory on a persistent disk), or false for no spool.`,
+    );
+  }
+}
+
+/** A sink's directory under a module-wide spool: its name, made safe as one path segment. */
+function sinkDir(dir: string, name: string): string {
+  return resolve(dir, encodeURIComponent(name).replace(/^\.+/, (dots) => '%2E'.repeat(dots.length)));
+}
+
+/**
+ * The spool of each sink (`spool`, over it `sinkOptions[name].spool`), checked: options in range,
+ * `segmentBytes` room for the largest item, no two sinks in one directory. Also gives a spooled sink
+ * `maxAttempts` `SPOOLED_MAX_ATTEMPTS` when none was set, by the sink or the user.
+ */
+export function resolveSpools(
+  options: DeferredWorkModuleOptions,
+  sinks: ReadonlyMap<string, DeferredSink>,
+  processorOptions: Map<string, SinkProcessorOptions>,
+  maxItemBytes: number,
+): ReadonlyMap<string, SinkSpoolSettings> {
+  checkSpool('spool', options.spool);
+  const spools = new Map<string, SinkSpoolSettings>();
+  const owners = new Map<string, string>();
+  for (const name of sinks.keys()) {
+    const own = options.sinkOptions?.[name]?.spool;
+    checkSpool(`sinkOptions.${name}.spool`, own);
+    const chosen = own ?? options.spool;
+    if (!chosen) continue;
+    const option = own ? `sinkOptions.${name}.spool` : 'spool';
+    const { dir, ...rest } = chosen;
+    const resolved = resolveSpoolOptions(rest, option);
+    // An item's JSON is its payload (bounded by maxItemBytes) plus its fields: leave room for both.
+    if (resolved.segmentBytes < maxItemBytes + 64 * 1024) {
+      throw new DeferredWorkConfigError(
+        `${option}.segmentBytes`,
+        `${resolved.segmentBytes} bytes cannot hold an item of maxItemBytes (${maxItemBytes}) with its fields`,
+        `Make segmentBytes at least maxItemBytes + 65536 (${maxItemBytes + 65536}), or lower maxItemBytes.`,
+      );
+    }
+    const path = own ? resolve(dir) : sinkDir(dir, name);
+    const other = owners.get(path);
+    if (other !== undefined) {
+      throw new DeferredWorkConfigError(
+        option,
+        `sinks "${other}" and "${name}" would share the spool directory ${path}`,
+        'Give each sink its own directory (one spool per sink and process).',
+      );
+    }
+    owners.set(path, name);
+    spools.set(name, { dir: path, ...resolved });
+    const explicit =
+      options.maxAttempts ?? sinks.get(name)!.defaults?.maxAttempts ?? options.sinkOptions?.[name]?.maxAttempts;
+    if (explicit === undefined) processorOptions.get(name)!.maxAttempts = SPOOLED_MAX_ATTEMPTS;
+  }
+  return spools;
+}

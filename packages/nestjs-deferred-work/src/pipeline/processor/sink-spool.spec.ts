@@ -1,0 +1,185 @@
+import { appendFileSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from '@jest/globals';
+import type { DeferredItem } from '../../core/items/deferred-item.interface';
+import type { DeferredSink, SinkWriteContext } from '../../core/sink.interface';
+import type { DeadLetter } from '../../core/dead-letter.interface';
+import { PROCESSOR_DEFAULTS } from '../defaults';
+import { SinkProcessor } from './sink-processor';
+import { SinkSpool, type SinkSpoolSettings } from './sink-spool';
+
+const item = (n: number): DeferredItem => ({ kind: 'metric', name: 'm', value: n, when: 'always', createdAt: Date.now() });
+const valueOf = (i: DeferredItem) => (i as { value: number }).value;
+
+const dirs: string[] = [];
+const open: SinkProcessor[] = [];
+afterEach(async () => {
+  for (const p of open.splice(0)) await p.spool?.close();
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+function tempDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'dw-sink-spool-'));
+  dirs.push(dir);
+  return dir;
+}
+
+/** A sink that is up or down (every write fails, retryable) as the test says; records what it got. */
+function switchable() {
+  const state = { up: true, got: [] as number[], batches: 0 };
+  const sink: DeferredSink = {
+    name: 'sw',
+    write: async (batch: readonly DeferredItem[], _ctx: SinkWriteContext) => {
+      state.batches++;
+      if (!state.up) throw new Error('receiver down');
+      for (const i of batch) state.got.push(valueOf(i));
+    },
+  };
+  return { sink, state };
+}
+
+function processorOn(sink: DeferredSink, settings: SinkSpoolSettings, options: Partial<typeof PROCESSOR_DEFAULTS> = {}) {
+  const letters: DeadLetter[] = [];
+  const logs: string[] = [];
+  const spool = new SinkSpool(sink.name, settings, { warn: (_k, m) => logs.push(m), log: (m) => logs.push(m) });
+  const processor = new SinkProcessor(
+    sink,
+    { ...PROCESSOR_DEFAULTS, flushIntervalMs: 1, initialBackoffMs: 1, maxBackoffMs: 5, maxAttempts: Number.MAX_SAFE_INTEGER, ...options },
+    { deadLetter: (l) => letters.push(...l), writeFailed: () => undefined },
+    spool,
+  );
+  open.push(processor);
+  const identity = () => {
+    const s = processor.stats();
+    expect(s.accepted).toBe(s.delivered + s.pending + s.dropped + s.deadLettered);
+    return s;
+  };
+  return { processor, letters, logs, identity };
+}
+
+const soon = (ms = 20) => new Promise((r) => setTimeout(r, ms));
+
+describe('SinkProcessor with a spool', () => {
+  it('spools every accepted item with a stable id and acks it once delivered', async () => {
+    const { sink, state } = switchable();
+    const { processor, identity } = processorOn(sink, { dir: tempDir() });
+    processor.start();
+    const items = Array.from({ length: 50 }, (_, n) => item(n));
+    for (const i of items) expect(processor.enqueue(i)).toBe(true);
+    expect(items.every((i) => /^dw-[0-9a-f-]{36}$/.test(i.id!))).toBe(true);
+    expect(new Set(items.map((i) => i.id)).size).toBe(50);
+    expect(identity().spool!.pending).toBe(50);
+    expect(await processor.flush(Date.now() + 2000)).toBe(true);
+    expect(state.got).toEqual(items.map(valueOf));
+    const s = identity();
+    expect(s.spool).toMatchObject({ pending: 0, appended: 50, acked: 50, onDiskOnly: 0 });
+  });
+
+  it('keeps what does not fit in memory on disk while the sink is down, and delivers it all, in order, when it is back', async () => {
+    const { sink, state } = switchable();
+    state.up = false;
+    const { processor, identity } = processorOn(sink, { dir: tempDir() }, { maxQueueSize: 20, maxBatchSize: 10 });
+    processor.start();
+    for (let n = 0; n < 500; n++) expect(processor.enqueue(item(n))).toBe(true);
+    await soon();
+    const during = identity();
+    expect(during.dropped).toBe(0);
+    expect(during.pending).toBe(500);
+    expect(during.spool!.onDiskOnly).toBe(480);
+    expect(during.queueDepth + during.inFlight).toBe(20);
+    state.up = true;
+    expect(await processor.flush(Date.now() + 5000)).toBe(true);
+    expect(state.got).toEqual(Array.from({ length: 500 }, (_, n) => n));
+    expect(identity().spool).toMatchObject({ pending: 0, onDiskOnly: 0 });
+  });
+
+  it('leaves what is undelivered at the shutdown deadline in the spool, and the next process delivers it first, before new items', async () => {
+    const dir = tempDir();
+    const first = switchable();
+    first.state.up = false;
+    const a = processorOn(first.sink, { dir }, { maxQueueSize: 20, maxBatchSize: 10 });
+    a.processor.start();
+    for (let n = 0; n < 100; n++) a.processor.enqueue(item(n));
+    expect(await a.processor.shutdown(Date.now() + 100)).toBe(0);
+    const s = a.identity();
+    expect(s.deadLettered).toBe(0);
+    expect(s.pending).toBe(100); // still owed: on disk for the next start
+    expect(a.letters).toHaveLength(0);
+    expect(a.processor.spool!.leftForNextStart).toBe(100);
+    await a.processor.spool!.close();
+
+    const second = switchable();
+    const b = processorOn(second.sink, { dir }, { maxQueueSize: 20, maxBatchSize: 10 });
+    expect(b.identity()).toMatchObject({ accepted: 100, pending: 100 });
+    expect(b.logs.join('\n')).toContain('100 item(s) left by a previous process');
+    // Accepted before start(): it waits behind the replay.
+    b.processor.enqueue(item(1000));
+    await soon();
+    expect(second.state.got).toEqual([]); // nothing before the sinks are attached (start)
+    b.processor.start();
+    b.processor.enqueue(item(1001));
+    expect(await b.processor.flush(Date.now() + 5000)).toBe(true);
+    expect(second.state.got).toEqual([...Array.from({ length: 100 }, (_, n) => n), 1000, 1001]);
+    expect(b.identity().spool).toMatchObject({ replayed: 100, pending: 0 });
+  });
+
+  it('skips and counts a torn tail, and replays the rest', async () => {
+    const dir = tempDir();
+    const first = switchable();
+    first.state.up = false;
+    const a = processorOn(first.sink, { dir });
+    for (let n = 0; n < 10; n++) a.processor.enqueue(item(n));
+    await a.processor.spool!.close();
+    const segment = readdirSync(dir).find((f) => f.endsWith('.log'))!;
+    // Half a frame: a header announcing 100 bytes, and 10 of them.
+    const torn = Buffer.alloc(34);
+    torn.writeUInt32LE(100, 0);
+    appendFileSync(join(dir, segment), torn);
+
+    const second = switchable();
+    const b = processorOn(second.sink, { dir });
+    b.processor.start();
+    expect(await b.processor.flush(Date.now() + 5000)).toBe(true);
+    expect(second.state.got).toEqual(Array.from({ length: 10 }, (_, n) => n));
+    expect(b.identity().spool).toMatchObject({ tornRecords: 1, replayed: 10 });
+    expect(b.logs.join('\n')).toContain('1 torn record(s)');
+  });
+
+  it('refuses (drops, counted) what passes maxBytes, logs it once per episode, and keeps the spooled items intact', async () => {
+    const { sink, state } = switchable();
+    state.up = false;
+    const { processor, logs, identity } = processorOn(sink, { dir: tempDir(), maxBytes: 8192, segmentBytes: 4096 }, { maxQueueSize: 5, maxBatchSize: 5 });
+    processor.start();
+    let refused = 0;
+    for (let n = 0; n < 200; n++) if (!processor.enqueue(item(n))) refused++;
+    const s = identity();
+    expect(refused).toBeGreaterThan(0);
+    expect(s.dropped).toBe(refused);
+    expect(s.spool!.refused).toBe(refused);
+    expect(logs.filter((m) => m.includes('is full'))).toHaveLength(1);
+    const kept = 200 - refused;
+    state.up = true;
+    expect(await processor.flush(Date.now() + 5000)).toBe(true);
+    expect(state.got).toEqual(Array.from({ length: kept }, (_, n) => n));
+    // Room again: the next item is taken and the episode's end is logged.
+    expect(processor.enqueue(item(999))).toBe(true);
+    expect(logs.some((m) => m.includes('has room again'))).toBe(true);
+    expect(await processor.flush(Date.now() + 5000)).toBe(true);
+    expect(state.got.at(-1)).toBe(999);
+  });
+
+  it('acks items dead-lettered for cause (not retryable): they are not replayed', async () => {
+    const dir = tempDir();
+    const sink: DeferredSink = { name: 'refuses', write: async (batch) => ({ failed: batch.map((_, index) => ({ index, error: new Error('bad'), retryable: false })) }) };
+    const a = processorOn(sink, { dir });
+    a.processor.start();
+    for (let n = 0; n < 5; n++) a.processor.enqueue(item(n));
+    expect(await a.processor.flush(Date.now() + 2000)).toBe(true);
+    expect(a.letters).toHaveLength(5);
+    expect(a.identity().spool!.pending).toBe(0);
+    await a.processor.spool!.close();
+    const b = processorOn(switchable().sink, { dir });
+    expect(b.identity().spool!.replayed).toBe(0);
+  });
+});

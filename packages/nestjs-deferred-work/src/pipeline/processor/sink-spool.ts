@@ -1,0 +1,196 @@
+import { randomUUID } from 'node:crypto';
+import { errorMessage } from '../../core/error-message';
+import type { DeferredItem } from '../../core/items/deferred-item.interface';
+import type { SinkSpoolStats } from '../../core/stats.interface';
+import { Spool, SpoolFullError, type SpoolOptions } from '../../spool';
+import type { Entry } from './entry';
+
+/** Where and how one sink's items are spooled (the `spool` module option, resolved per sink). */
+export interface SinkSpoolSettings extends SpoolOptions {
+  /** The sink's own directory (the module option's `dir` plus the sink's name). */
+  dir: string;
+}
+
+/** What the spool reports to its processor's owner (the dispatcher's rate-limited warnings). */
+export interface SinkSpoolHooks {
+  warn(key: string, message: string): void;
+  log(message: string): void;
+}
+
+/** A record read back from disk, as an item. */
+export interface PagedRecord {
+  spoolSeq: number;
+  item: DeferredItem;
+}
+
+/**
+ * @internal
+ * One sink's disk spool, as its processor uses it: every accepted item is appended (as JSON, with a
+ * stable `id`) before it is queued, and acked once it is delivered or dead-lettered. Items that do
+ * not fit in the processor's memory queue stay on disk only (the backlog) and are paged back in, in
+ * order, as the queue empties; so are the records a previous process left (replayed at start, before
+ * any new item, since new items join the backlog behind them).
+ */
+export class SinkSpool {
+  /** Records on disk only, not held in memory: replayed ones and those that did not fit in the queue. */
+  backlog: number;
+  /** Records a previous process left, found at open. */
+  readonly replayed: number;
+  private readonly spool: Spool;
+  /** Every record at or below it is held in memory or settled; the backlog is above it. */
+  private cursor = 0;
+  private counts = { refused: 0, failed: 0, unreadable: 0, kept: 0 };
+  /** Refusals in the current spool-full episode (0 when the spool has room). */
+  private refusing = 0;
+
+  constructor(
+    readonly sinkName: string,
+    settings: SinkSpoolSettings,
+    private readonly hooks: SinkSpoolHooks,
+  ) {
+    const { dir, ...options } = settings;
+    this.spool = Spool.open(dir, options);
+    this.replayed = this.backlog = this.spool.stats().pendingRecords;
+    const torn = this.spool.stats().tornRecords;
+    if (this.replayed > 0 || torn > 0) {
+      hooks.log(
+        `Spool of sink "${sinkName}" (${dir}): ${this.replayed} item(s) left by a previous process will be delivered before new ones` +
+          (torn > 0 ? `; ${torn} torn record(s) (cut short by a crash or failing their checksum) were skipped` : '') +
+          '.',
+      );
+    }
+  }
+
+  /** The seq of the last record a previous process left (0 when none). */
+  get lastReplaySeq(): number {
+    return this.spool.lastReplaySeq;
+  }
+
+  /** No backlog record has a seq below it. */
+  get backlogFrom(): number {
+    return this.cursor + 1;
+  }
+
+  /** The spool's directory. */
+  get dir(): string {
+    return this.spool.dir;
+  }
+
+  /**
+   * Appends an accepted entry's item (giving it a stable `id` first) and sets the entry's `spoolSeq`
+   * and `seq`. Returns `false` when it could not be spooled (spool full, disk refusing): the caller
+   * drops it, counted; the first refusal of an episode is logged.
+   */
+  append(entry: Entry): boolean {
+    const item = entry.item as { id?: string };
+    item.id ??= `dw-${randomUUID()}`;
+    let seq: number;
+    try {
+      seq = this.spool.append(JSON.stringify(entry.item));
+    } catch (error) {
+      if (error instanceof SpoolFullError) {
+        this.counts.refused++;
+        if (this.refusing++ === 0) this.hooks.warn(`spool-full:${this.sinkName}`, `Sink "${this.sinkName}": ${error.message} Items are dropped (counted in stats().sinks["${this.sinkName}"].spool.refused) until it has room.`);
+      } else {
+        this.counts.failed++;
+        this.hooks.warn(`spool-failed:${this.sinkName}`, `Sink "${this.sinkName}": an item could not be spooled and was dropped: ${errorMessage(error)}`);
+      }
+      return false;
+    }
+    if (this.refusing > 0) {
+      this.hooks.log(`Spool of sink "${this.sinkName}" has room again; ${this.refusing} item(s) were refused while it was full.`);
+      this.refusing = 0;
+    }
+    entry.spoolSeq = seq;
+    entry.seq = seq;
+    return true;
+  }
+
+  /** The appended entry is held in memory (there is no backlog to wait behind). */
+  held(entry: Entry): void {
+    this.cursor = entry.spoolSeq!;
+  }
+
+  /**
+   * Up to `limit` backlog records, in order, read back from disk and parsed into items. `unreadable`
+   * counts backlog records that could not be: not found on disk any more, or not an item (never
+   * expected: the checksums passed). Those are acked and the caller counts them dead-lettered.
+   */
+  pageIn(limit: number): { records: PagedRecord[]; unreadable: number } {
+    const wanted = Math.min(limit, this.backlog);
+    if (wanted <= 0) return { records: [], unreadable: 0 };
+    const records: PagedRecord[] = [];
+    const bad: number[] = [];
+    let read = 0;
+    for (const record of this.spool.readPending(this.cursor, wanted)) {
+      read++;
+      this.cursor = record.seq;
+      try {
+        records.push({ spoolSeq: record.seq, item: JSON.parse(record.payload.toString('utf8')) as DeferredItem });
+      } catch {
+        bad.push(record.seq);
+      }
+    }
+    this.backlog -= read;
+    let unreadable = bad.length;
+    if (bad.length > 0) this.spool.ack(bad);
+    if (read < wanted) {
+      unreadable += this.backlog; // fewer on disk than counted: the files changed under us
+      this.backlog = 0;
+    }
+    if (unreadable > 0) {
+      this.counts.unreadable += unreadable;
+      this.hooks.warn(`spool-unreadable:${this.sinkName}`, `Spool of sink "${this.sinkName}": ${unreadable} record(s) could not be read back from ${this.dir} as items; they are counted as dead-lettered.`);
+    }
+    return { records, unreadable };
+  }
+
+  /** Confirms settled entries (delivered, or dead-lettered for cause): their records leave the spool. */
+  ack(entries: readonly Entry[]): void {
+    const seqs: number[] = [];
+    for (const entry of entries) if (entry.spoolSeq) seqs.push(entry.spoolSeq);
+    if (seqs.length === 0) return;
+    try {
+      this.spool.ack(seqs);
+    } catch (error) {
+      this.hooks.warn(`spool-ack:${this.sinkName}`, `Spool of sink "${this.sinkName}": acks could not be written (${errorMessage(error)}); those items will be delivered again after a restart.`);
+    }
+  }
+
+  /** Counts entries left in the spool at shutdown's deadline (not acked: the next start delivers them). */
+  keep(count: number): void {
+    this.counts.kept += count;
+  }
+
+  /** Items left in the spool for the next start: kept at the deadline, and the backlog. */
+  get leftForNextStart(): number {
+    return this.counts.kept + this.backlog;
+  }
+
+  /** Fsyncs what is left and releases the directory's lock. */
+  close(): Promise<void> {
+    return this.spool.close();
+  }
+
+  stats(): SinkSpoolStats {
+    const s = this.spool.stats();
+    return {
+      dir: this.dir,
+      maxBytes: this.spool.options.maxBytes,
+      pending: s.pendingRecords,
+      onDiskOnly: this.backlog,
+      bytes: s.bytesOnDisk,
+      oldestAgeMs: s.oldestPendingAgeMs,
+      replayed: this.replayed,
+      refused: this.counts.refused,
+      failed: this.counts.failed,
+      unreadable: this.counts.unreadable,
+      keptAtShutdown: this.counts.kept,
+      tornRecords: s.tornRecords,
+      fsyncs: s.fsyncs,
+      syncErrors: s.syncErrors,
+      appended: s.appended,
+      acked: s.acked,
+    };
+  }
+}
