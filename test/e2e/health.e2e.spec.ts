@@ -7,6 +7,9 @@ import {
   DeferredWorkHealthIndicator,
   DeferredWorkModule,
 } from 'nestjs-deferred-work';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { eventually } from '../support/eventually';
 import { failOnUnhandledRejection, platforms, startApp, type StartedApp } from '../support/platforms';
 import { RecordingSink } from '../support/recording.sink';
@@ -27,6 +30,12 @@ class AppController {
   @HealthCheck()
   check() {
     return this.health.check([() => this.deferred.isHealthy('deferredWork')]);
+  }
+
+  @Get('health-spool')
+  @HealthCheck()
+  checkSpool() {
+    return this.health.check([() => this.deferred.isHealthy('deferredWork', { spoolMaxAgeMs: 300, spoolFullRatio: 0.5 })]);
   }
 
   @Get('work')
@@ -71,5 +80,59 @@ describe.each(platforms)('DeferredWorkHealthIndicator with @nestjs/terminus ($na
       expect(body.details.deferredWork.reasons.join('\n')).toMatch(/sink "events" dropped items/);
       expect(body.details.deferredWork.sinks.events).toMatchObject({ pending: 10, maxQueueSize: 10, dropped: 5 });
     });
+  });
+});
+
+describe.each(platforms)('DeferredWorkHealthIndicator with a spooled sink ($name)', (platform) => {
+  failOnUnhandledRejection();
+  let started: StartedApp;
+  let sink: RecordingSink;
+  let dir: string;
+
+  beforeEach(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'dw-health-spool-'));
+    sink = new RecordingSink('events');
+    started = await startApp(platform, {
+      imports: [
+        TerminusModule.forRoot({ logger: false }),
+        DeferredWorkModule.forRoot({
+          sinks: [sink],
+          maxQueueSize: 10,
+          maxBatchSize: 10,
+          initialBackoffMs: 10,
+          maxBackoffMs: 20,
+          shutdownTimeoutMs: 100,
+          spool: { dir, maxBytes: 256 * 1024, segmentBytes: 32 * 1024 },
+          maxItemBytes: 1024,
+        }),
+      ],
+      controllers: [AppController],
+    });
+  });
+  afterEach(async () => {
+    await started.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('holds the overflow on disk (no "queue near full", nothing dropped), goes down past the age or size limit, and comes back up once delivered', async () => {
+    sink.behaviour = 'reject';
+    for (let i = 0; i < 30; i++) expect((await fetch(`${started.url}/work`)).status).toBe(200);
+    await eventually(async () => {
+      const res = await fetch(`${started.url}/health-spool`);
+      expect(res.status).toBe(503);
+      const health = ((await res.json()) as HealthBody).details.deferredWork;
+      const reasons = health.reasons.join('\n');
+      expect(reasons).toMatch(/sink "events" spool holds an item waiting for \d+ s \(over 300 ms\)/);
+      expect(reasons).not.toMatch(/queue .* is near full|dropped/);
+      expect(health.sinks.events).toMatchObject({ pending: 30, dropped: 0, spool: { pending: 30 } });
+    });
+    sink.behaviour = 'ok';
+    await eventually(async () => {
+      const res = await fetch(`${started.url}/health-spool`);
+      expect(res.status).toBe(200);
+      expect(((await res.json()) as HealthBody).details.deferredWork.sinks.events).toMatchObject({ pending: 0, spool: { pending: 0 } });
+    });
+    // Every item, each with its own stable id (the sink records the refused tries too).
+    expect(new Set(sink.items.map((item) => item.id)).size).toBe(30);
   });
 });

@@ -16,7 +16,7 @@ export interface SpoolOptions {
   /**
    * A segment file is closed and a new one started once it holds this many bytes; a segment is
    * deleted when all of its records are acked. Also the largest record (frame header included).
-   * Default 8 MiB.
+   * Default 8 MiB, or `maxBytes` when that is smaller.
    */
   segmentBytes?: number;
 }
@@ -48,7 +48,8 @@ function check(prefix: string, name: keyof SpoolOptions, value: number, min: num
  */
 export function resolveSpoolOptions(options: SpoolOptions = {}, prefix = 'spool'): ResolvedSpoolOptions {
   const maxBytes = check(prefix, 'maxBytes', options.maxBytes ?? SPOOL_DEFAULTS.maxBytes, 1024, 'an integer of bytes >= 1024');
-  const segmentBytes = check(prefix, 'segmentBytes', options.segmentBytes ?? SPOOL_DEFAULTS.segmentBytes, 256, 'an integer of bytes >= 256');
+  // Left out, a segment is 8 MiB, or maxBytes when that is smaller.
+  const segmentBytes = check(prefix, 'segmentBytes', options.segmentBytes ?? Math.min(SPOOL_DEFAULTS.segmentBytes, maxBytes), 256, 'an integer of bytes >= 256');
   const syncIntervalMs = check(prefix, 'syncIntervalMs', options.syncIntervalMs ?? SPOOL_DEFAULTS.syncIntervalMs, 0, 'an integer of milliseconds >= 0');
   if (segmentBytes > maxBytes) {
     throw new DeferredWorkConfigError(

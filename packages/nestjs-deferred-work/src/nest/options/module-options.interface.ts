@@ -59,7 +59,7 @@ export interface DeferredWorkModuleOptions extends Partial<SinkProcessorOptions>
    * not yet confirmed by their sink are delivered after the next start, before new ones. A spooled sink
    * retries until delivered unless `maxAttempts` is set (for it, globally, or by the sink). Callbacks
    * (`run(fn)`) are never spooled. Defaults of the rest: `maxBytes` 256 MiB per sink, `syncIntervalMs`
-   * 200, `segmentBytes` 8 MiB. Default: no spool.
+   * 200, `segmentBytes` 8 MiB. See docs/durability.md. Default: none.
    */
   spool?: DeferredSpoolOptions | false;
   /**

@@ -48,11 +48,11 @@ export function resolveSpools(
     const { dir, ...rest } = chosen;
     const resolved = resolveSpoolOptions(rest, option);
     // An item's JSON is its payload (bounded by maxItemBytes) plus its fields: leave room for both.
-    if (resolved.segmentBytes < maxItemBytes + 64 * 1024) {
+    if (resolved.segmentBytes < maxItemBytes + 16 * 1024) {
       throw new DeferredWorkConfigError(
         `${option}.segmentBytes`,
         `${resolved.segmentBytes} bytes cannot hold an item of maxItemBytes (${maxItemBytes}) with its fields`,
-        `Make segmentBytes at least maxItemBytes + 65536 (${maxItemBytes + 65536}), or lower maxItemBytes.`,
+        `Make segmentBytes at least maxItemBytes + 16384 (${maxItemBytes + 16384}), or lower maxItemBytes.`,
       );
     }
     const path = own ? resolve(dir) : sinkDir(dir, name);
