@@ -1,0 +1,59 @@
+import { resolve } from 'node:path';
+import { DeferredWorkConfigError } from '../../core/errors/deferred-work-config.error';
+import { MemorySink } from '../../sinks/memory/memory.sink';
+import { SPOOL_DEFAULTS } from '../../spool';
+import { resolveOptions } from './resolve-options';
+import { SPOOLED_MAX_ATTEMPTS } from './resolve-spools';
+
+const sinks = [new MemorySink({ name: 'a' }), new MemorySink({ name: 'b/../x' })];
+
+function configError(fn: () => unknown): DeferredWorkConfigError {
+  try {
+    fn();
+  } catch (error) {
+    expect(error).toBeInstanceOf(DeferredWorkConfigError);
+    return error as DeferredWorkConfigError;
+  }
+  throw new Error('expected a DeferredWorkConfigError');
+}
+
+describe('the spool option', () => {
+  it('is off by default: no spool, maxAttempts as configured', () => {
+    const resolved = resolveOptions({ sinks });
+    expect(resolved.spools?.size).toBe(0);
+    expect(resolved.processorOptions.get('a')!.maxAttempts).toBe(5);
+  });
+
+  it('module-wide: each sink in its own subdirectory named after it (made safe as one path segment), defaults applied', () => {
+    const resolved = resolveOptions({ sinks, spool: { dir: '/var/spool/app', syncIntervalMs: 50 } });
+    expect(resolved.spools?.get('a')).toEqual({ ...SPOOL_DEFAULTS, syncIntervalMs: 50, dir: '/var/spool/app/a' });
+    expect(resolved.spools?.get('b/../x')!.dir).toBe('/var/spool/app/b%2F..%2Fx');
+  });
+
+  it('per sink: its own directory as given, over the module-wide one; false leaves a sink out', () => {
+    const resolved = resolveOptions({ sinks, spool: { dir: 'spool' }, sinkOptions: { a: { spool: { dir: 'only-a', maxBytes: 4 << 20 } }, 'b/../x': { spool: false } } });
+    // segmentBytes left out: 8 MiB, or maxBytes when smaller.
+    expect(resolved.spools?.get('a')).toEqual({ ...SPOOL_DEFAULTS, maxBytes: 4 << 20, segmentBytes: 4 << 20, dir: resolve('only-a') });
+    expect(resolved.spools?.has('b/../x')).toBe(false);
+  });
+
+  it('a spooled sink retries until delivered unless maxAttempts is set (globally, by the sink or for it)', () => {
+    expect(resolveOptions({ sinks, spool: { dir: 's' } }).processorOptions.get('a')!.maxAttempts).toBe(SPOOLED_MAX_ATTEMPTS);
+    expect(resolveOptions({ sinks, spool: { dir: 's' }, maxAttempts: 3 }).processorOptions.get('a')!.maxAttempts).toBe(3);
+    expect(resolveOptions({ sinks, spool: { dir: 's' }, sinkOptions: { a: { maxAttempts: 7 } } }).processorOptions.get('a')!.maxAttempts).toBe(7);
+    const own = Object.assign(new MemorySink({ name: 'own' }), { defaults: { maxAttempts: 2 } });
+    expect(resolveOptions({ sinks: [own], spool: { dir: 's' } }).processorOptions.get('own')!.maxAttempts).toBe(2);
+  });
+
+  it('refuses a spool without a dir, bad numbers, two sinks in one directory and segments too small for an item, saying how to fix it', () => {
+    expect(configError(() => resolveOptions({ sinks, spool: {} as never })).message).toMatch(/spool.*non-empty dir.*\/var\/lib\/my-app\/spool/s);
+    expect(configError(() => resolveOptions({ sinks, sinkOptions: { a: { spool: { dir: '' } } } })).message).toContain('sinkOptions.a.spool');
+    expect(configError(() => resolveOptions({ sinks, spool: { dir: 's', syncIntervalMs: -1 } })).message).toContain('spool.syncIntervalMs');
+    expect(configError(() => resolveOptions({ sinks, sinkOptions: { a: { spool: { dir: 's', maxBytes: 10 } } } })).message).toContain('sinkOptions.a.spool.maxBytes');
+    const shared = configError(() => resolveOptions({ sinks, sinkOptions: { a: { spool: { dir: 'same' } }, 'b/../x': { spool: { dir: 'same' } } } }));
+    expect(shared.message).toMatch(/"a" and "b\/\.\.\/x" would share the spool directory/);
+    const small = configError(() => resolveOptions({ sinks, spool: { dir: 's', segmentBytes: 512 * 1024, maxBytes: 1 << 20 } }));
+    expect(small.message).toMatch(/spool\.segmentBytes.*maxItemBytes/s);
+    expect(resolveOptions({ sinks, maxItemBytes: 1000, spool: { dir: 's', segmentBytes: 20_000 } }).spools?.size).toBe(2);
+  });
+});
