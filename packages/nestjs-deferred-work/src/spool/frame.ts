@@ -58,14 +58,19 @@ function frameCrc(buf: Buffer, offset: number, length: number): number {
   return crc32(buf, offset + 8, offset + FRAME_HEADER_BYTES + length, partial);
 }
 
-/** The frame of one record. */
-export function encodeFrame(seq: number, timestamp: number, payload: Buffer): Buffer {
-  const frame = Buffer.allocUnsafe(FRAME_HEADER_BYTES + payload.length);
-  frame.writeUInt32LE(payload.length, 0);
+/**
+ * The frame of one record. A string payload is encoded (UTF-8) straight into the frame, with no copy
+ * in between; `byteLength` is its UTF-8 size when the caller already knows it.
+ */
+export function encodeFrame(seq: number, timestamp: number, payload: Buffer | string, byteLength?: number): Buffer {
+  const length = byteLength ?? (typeof payload === 'string' ? Buffer.byteLength(payload, 'utf8') : payload.length);
+  const frame = Buffer.allocUnsafe(FRAME_HEADER_BYTES + length);
+  frame.writeUInt32LE(length, 0);
   writeU64(frame, seq, 8);
   writeU64(frame, timestamp, 16);
-  payload.copy(frame, FRAME_HEADER_BYTES);
-  frame.writeUInt32LE(frameCrc(frame, 0, payload.length), 4);
+  if (typeof payload === 'string') frame.write(payload, FRAME_HEADER_BYTES, length, 'utf8');
+  else payload.copy(frame, FRAME_HEADER_BYTES);
+  frame.writeUInt32LE(frameCrc(frame, 0, length), 4);
   return frame;
 }
 

@@ -144,11 +144,11 @@ export class Spool {
    */
   append(record: Buffer | string): number {
     if (this.closing) throw new Error(`Spool ${this.dir} is closed`);
-    const payload = typeof record === 'string' ? Buffer.from(record, 'utf8') : record;
-    const size = FRAME_HEADER_BYTES + payload.length;
+    const length = typeof record === 'string' ? Buffer.byteLength(record, 'utf8') : record.length;
+    const size = FRAME_HEADER_BYTES + length;
     if (size > this.options.segmentBytes) {
       throw new RangeError(
-        `Spool ${this.dir}: a record of ${payload.length} bytes does not fit in a segment (spool.segmentBytes ${this.options.segmentBytes}, ${FRAME_HEADER_BYTES} of them the header). Raise segmentBytes or send smaller records.`,
+        `Spool ${this.dir}: a record of ${length} bytes does not fit in a segment (spool.segmentBytes ${this.options.segmentBytes}, ${FRAME_HEADER_BYTES} of them the header). Raise segmentBytes or send smaller records.`,
       );
     }
     if (this.bytes + size > this.options.maxBytes) {
@@ -159,7 +159,7 @@ export class Spool {
       if (this.active.logBytes > 0 && this.active.logBytes + size > this.options.segmentBytes) this.roll();
       const seq = this.nextSeq;
       const timestamp = Date.now();
-      this.active.append(encodeFrame(seq, timestamp, payload), seq, timestamp);
+      this.active.append(encodeFrame(seq, timestamp, record, length), seq, timestamp);
       this.nextSeq++;
       this.bytes += size;
       this.counts.appended++;
