@@ -66,6 +66,19 @@ describe('BullSink', () => {
     expect(() => new BullSink({ queues: [new FakeQueue('q')], queueToken: 'x' as never })).toThrow(/queueToken must be a function/);
   });
 
+  it("uses a spooled item's stable id as the jobId when the job has none (Redis then keeps one copy after a replay); a given jobId wins", async () => {
+    const mail = new FakeQueue('mail');
+    const sink = new BullSink({ queues: [mail] });
+    const spooled = { ...job('mail', 'a', { n: 1 }), id: 'dw-1' };
+    const own = { ...job('mail', 'b', { n: 2 }, { jobId: 'order-7', attempts: 2 }), id: 'dw-2' };
+    await sink.write([spooled, own, job('mail', 'c')], ctx());
+    expect(mail.calls[0]).toEqual([
+      { name: 'a', data: { n: 1 }, opts: { jobId: 'dw-1' } },
+      { name: 'b', data: { n: 2 }, opts: { jobId: 'order-7', attempts: 2 } },
+      { name: 'c', data: {} },
+    ]);
+  });
+
   it('writes one addBulk per queue per batch, with names, data and options passed through', async () => {
     const mail = new FakeQueue('mail');
     const audit = new FakeQueue('audit');

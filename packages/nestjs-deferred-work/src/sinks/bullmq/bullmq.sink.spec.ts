@@ -56,6 +56,13 @@ describe('BullMqSink', () => {
     expect(mail.stored.size).toBe(2);
   });
 
+  it("uses a spooled item's stable id as the jobId when the job has none; a given jobId wins", async () => {
+    const mail = new FakeQueue('mail');
+    const sink = new BullMqSink({ queues: [mail as never] });
+    await sink.write([{ ...job('mail', 'a'), id: 'dw-spooled-1' }, { ...job('mail', 'b', { jobId: 'order-8' }), id: 'dw-spooled-2' }], ctx());
+    expect([...mail.stored.keys()]).toEqual(['dw-spooled-1', 'order-8']);
+  });
+
   it("carries the item's correlation (request and trace ids) as job.opts.correlation, leaving the data as it was", async () => {
     const mail = new FakeQueue('mail');
     const sink = new BullMqSink({ queues: [mail as never] });

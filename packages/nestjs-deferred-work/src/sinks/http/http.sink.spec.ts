@@ -7,7 +7,7 @@ import type { SinkItem } from '../../core/items/deferred-item.interface';
 import type { SinkWriteResult } from '../../core/sink.interface';
 import type { HttpSinkGzipOptions, HttpSinkOptions } from './http-sink.options';
 import { HTTP_SINK_DEFAULTS, HttpSink, parseRetryAfter } from './http.sink';
-import { toWire } from './http-wire';
+import { idempotencyKey, toWire } from './http-wire';
 
 const SECRET = 'Bearer s3cr3t-t0ken';
 
@@ -33,6 +33,24 @@ describe('toWire', () => {
     const log = { kind: 'log' as const, level: 'info' as const, message: 'm', when: 'always' as const, createdAt: 1 };
     expect(JSON.parse(JSON.stringify(toWire({ ...log, correlation })))).toEqual({ kind: 'log', level: 'info', message: 'm', createdAt: 1, correlation });
     expect(JSON.stringify(toWire(log))).not.toContain('correlation');
+  });
+});
+
+describe('stable ids (spooled items)', () => {
+  const log = (id?: string): SinkItem => ({ kind: 'log', level: 'info', message: 'm', when: 'always', createdAt: 1, ...(id ? { id } : {}) });
+
+  it("puts an item's id on the wire, and nothing when it has none", () => {
+    expect(JSON.parse(JSON.stringify(toWire(log('dw-1'))))).toMatchObject({ id: 'dw-1' });
+    expect(JSON.stringify(toWire(log()))).not.toContain('"id"');
+  });
+
+  it('derives one Idempotency-Key per POST from its items\' ids: the same items give the same key, other items another, no key when one has no id', () => {
+    const batch = [log('dw-1'), log('dw-2'), log('dw-3'), log()];
+    const key = idempotencyKey(batch, [0, 1]);
+    expect(key).toMatch(/^dw-[\w-]{32}$/);
+    expect(idempotencyKey([log('x'), log('dw-1'), log('dw-2')], [1, 2])).toBe(key);
+    expect(idempotencyKey(batch, [0, 2])).not.toBe(key);
+    expect(idempotencyKey(batch, [0, 3])).toBeUndefined();
   });
 });
 

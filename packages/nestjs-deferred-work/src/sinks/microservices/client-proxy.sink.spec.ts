@@ -83,6 +83,9 @@ describe('ClientProxySink → ClientKafka → producer.send (no broker)', () => 
     // the derived id is kept across a retry of the same item
     await write(sink, [batch[1]]);
     expect(records[2].messages[0].headers).toEqual(records[1].messages[0].headers);
+    // a spooled item's stable id (kept on disk, the same after a replay) is the message id when it has no jobId
+    await write(sink, [{ ...job('events', 'user.login', { u: 'b' }), id: 'dw-spooled-9' }]);
+    expect(records[3].messages[0].headers).toEqual({ 'dw-message-id': 'dw-spooled-9' });
   });
 
   it('a send the producer rejects fails only the items of that topic, retryably', async () => {
