@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Logger } from '@nestjs/common';
 import { jest } from '@jest/globals';
 import type { DeferredItem } from '../core/items/deferred-item.interface';
@@ -283,5 +286,39 @@ describe('Dispatcher', () => {
       'Sink "flaky" write failed: queue "mail" is closed',
     ]);
     expect(logs.filter((l) => /recovered/.test(l))).toHaveLength(2);
+  });
+});
+
+describe('Dispatcher with a spooled sink', () => {
+  const metric = (value: number): DeferredItem => ({ kind: 'metric', name: 'm', value, when: 'always', createdAt: Date.now() });
+  let dir: string;
+  beforeEach(() => (dir = mkdtempSync(join(tmpdir(), 'dw-dispatcher-spool-'))));
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('reports what the shutdown deadline left in the spool (not dead-lettered, not "undelivered"); the next dispatcher delivers it after start()', async () => {
+    const logger = new Logger('test');
+    const warnings: string[] = [];
+    jest.spyOn(logger, 'warn').mockImplementation((m: unknown) => void warnings.push(String(m)));
+    jest.spyOn(logger, 'log').mockImplementation(() => undefined);
+    const down = { name: 'm', write: async () => Promise.reject(new Error('receiver down')) };
+    const first = new Dispatcher(resolveOptions({ sinks: [down], spool: { dir }, maxQueueSize: 10, maxBatchSize: 5, shutdownTimeoutMs: 200, initialBackoffMs: 5 }), logger);
+    first.start();
+    for (let n = 0; n < 40; n++) first.dispatch(metric(n));
+    expect(await first.shutdown()).toEqual({ drained: false, undelivered: {}, spooled: { m: 40 } });
+    expect(first.stats()).toMatchObject({ accepted: 40, pending: 40, deadLettered: 0, dropped: 0 });
+    expect(first.deadLetters()).toEqual([]);
+    expect(warnings.join('\n')).toMatch(/40 items undelivered in spooled sinks \(m: 40\); they stay in the spool/);
+
+    const got: number[] = [];
+    const up = { name: 'm', write: async (batch: readonly DeferredItem[]) => void got.push(...batch.map((i) => (i as { value: number }).value)) };
+    const second = new Dispatcher(resolveOptions({ sinks: [up], spool: { dir }, maxQueueSize: 10, maxBatchSize: 5 }), logger);
+    // Not started (the sinks are not attached yet): nothing is written, and a shutdown now does not wait for the replay.
+    expect(await second.flush(50)).toBe(true);
+    expect(got).toEqual([]);
+    second.start();
+    expect(await second.flush(5000)).toBe(true);
+    expect(got).toEqual(Array.from({ length: 40 }, (_, n) => n));
+    expect(second.stats().sinks.m!.spool).toMatchObject({ replayed: 40, pending: 0 });
+    expect(await second.shutdown()).toEqual({ drained: true, undelivered: {}, spooled: {} });
   });
 });

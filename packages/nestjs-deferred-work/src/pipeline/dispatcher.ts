@@ -174,10 +174,10 @@ export class Dispatcher {
     };
   }
 
-  /** Items pending in the runner and every sink. */
+  /** Items pending in the runner and every sink that a drain can deliver now. */
   private pending(): number {
     let pending = this.runner.pending;
-    for (const processor of this.processors.values()) pending += processor.pending;
+    for (const processor of this.processors.values()) pending += processor.drainable;
     return pending;
   }
 

@@ -51,8 +51,12 @@ export abstract class ProcessorBase {
     readonly spool?: SinkSpool,
   ) {}
 
-  /** Items queued, in flight or waiting for a retry. */
+  /** Items queued, in flight or waiting for a retry (with a spool, also those waiting on disk). */
   abstract get pending(): number;
+  /** Of `pending`, what a drain can deliver now (not what a spool keeps for the next start, nor a backlog not started yet). */
+  get drainable(): number {
+    return this.pending;
+  }
   /** Accept an item; `false` when it was dropped (queue full) or refused (after shutdown), counted either way. */
   abstract enqueue(item: DeferredItem): boolean;
   /** Resolves `true` once every item accepted before the call settled, `false` at `deadline` (epoch ms). */

@@ -52,6 +52,10 @@ export class SinkProcessor extends ProcessorBase {
     return this.queue.length + this.flight.length + this.kept + (this.spool?.backlog ?? 0);
   }
 
+  override get drainable(): number {
+    return this.held + (this.backlogReady ? this.spool!.backlog : 0);
+  }
+
   /** Items held in memory (queued, in flight or waiting for a retry). */
   private get held(): number {
     return this.queue.length + this.flight.length;
