@@ -12,6 +12,9 @@ import {
   routePath,
   SCENARIOS,
   scenarioInfo,
+  SPOOL_SETTLE_MS,
+  SPOOL_VARIANT,
+  spoolSinkName,
   USAGE,
   UsageError,
   VARIANTS,
@@ -150,22 +153,36 @@ describe('scenario catalog', () => {
   });
 });
 
-describe('variantsOf (issue 12)', () => {
+describe('variantsOf (issues 12 and 16)', () => {
   const SIX = ['plain', 'noop-interceptor', 'blocking', 'deferred', 'article-tap', 'event-emitter'];
   const SEVEN = ['plain', 'noop-interceptor', 'blocking', 'deferred', 'deferred-offload', 'article-tap', 'event-emitter'];
+  const WITH_SPOOL = ['plain', 'noop-interceptor', 'blocking', 'deferred', 'deferred-spool', 'article-tap', 'event-emitter'];
+  const EIGHT = ['plain', 'noop-interceptor', 'blocking', 'deferred', 'deferred-offload', 'deferred-spool', 'article-tap', 'event-emitter'];
 
   it('adds deferred-offload, after deferred, only where the sink can be offloaded: the Bull and BullMQ pairs and http-log', () => {
     expect(SCENARIOS.filter((s) => s.offload).map((s) => s.id)).toEqual(['bull-local', 'bull-proxy', 'http-log', 'bullmq-local', 'bullmq-proxy']);
-    for (const id of ['bull-local', 'bull-proxy', 'http-log', 'bullmq-local', 'bullmq-proxy'] as const) expect(variantsOf(id)).toEqual(SEVEN);
-    for (const id of ['sim5', 'sim25', 'mix', 'sim5-tail'] as const) expect(variantsOf(id)).toEqual(SIX);
+    for (const id of ['bull-proxy', 'bullmq-local', 'bullmq-proxy'] as const) expect(variantsOf(id)).toEqual(SEVEN);
+    for (const id of ['sim5', 'sim25', 'sim5-tail'] as const) expect(variantsOf(id)).toEqual(SIX);
     expect(variantsOf('compression')).toEqual([]);
     // a copy: the runner may not change the catalog
     variantsOf('sim5').pop();
     expect(VARIANTS).toHaveLength(6);
   });
 
-  it('counts deferred-offload like deferred (from stats()), and only it has a worker', () => {
-    expect(DEFERRED_VARIANTS).toEqual(['deferred', 'deferred-offload']);
+  it('adds deferred-spool (issue 16) after deferred and deferred-offload in bull-local, http-log and mix only', () => {
+    expect(SPOOL_VARIANT).toBe('deferred-spool');
+    expect(SCENARIOS.filter((s) => s.spool).map((s) => s.id)).toEqual(['bull-local', 'http-log', 'mix']);
+    for (const id of ['bull-local', 'http-log'] as const) expect(variantsOf(id)).toEqual(EIGHT);
+    expect(variantsOf('mix')).toEqual(WITH_SPOOL);
+    expect(variantsOf('graphql')).toEqual(['plain', 'blocking', 'deferred']);
+    expect(spoolSinkName('bull-local')).toBe('bull-local-spool');
+    // one group commit at the library's default syncIntervalMs (200 ms), and a margin
+    expect(SPOOL_SETTLE_MS).toBeGreaterThan(200);
+    expect(USAGE).toContain('plus deferred-spool (the sink behind the disk spool) in bull-local, http-log, mix.');
+  });
+
+  it('counts deferred-offload and deferred-spool like deferred (from stats()), and only the offloaded one has a worker', () => {
+    expect(DEFERRED_VARIANTS).toEqual(['deferred', 'deferred-offload', 'deferred-spool']);
     expect(WORKER_VARIANTS).toEqual(['deferred-offload']);
     // the same items per request as the deferred route
     expect(expectedItems(scenarioInfo('http-log'), 40, 10)).toBe(50);
@@ -174,6 +191,6 @@ describe('variantsOf (issue 12)', () => {
   it('names the offloaded twin sinks after their scenario, and says which scenarios have the variant', () => {
     expect(offloadSinkName('bull-proxy')).toBe('bull-proxy-offload');
     expect(offloadSinkName('http-log')).toBe('http-log-offload');
-    expect(USAGE).toContain('plus deferred-offload (the sink in a worker thread) in bull-local, bull-proxy, http-log, bullmq-local, bullmq-proxy.');
+    expect(USAGE).toContain('plus deferred-offload (the sink in a worker thread) in bull-local, bull-proxy, http-log, bullmq-local, bullmq-proxy;');
   });
 });

@@ -13,12 +13,15 @@ import {
   renderJson,
   renderMarkdown,
   renderMarkdownTable,
+  renderSpoolMarkdown,
+  renderSpoolText,
   renderTable,
   renderTargets,
   renderTargetsText,
+  spoolSummary,
 } from '../src/bench/report';
 import { escapeXml, niceMax, renderSvg } from '../src/bench/svg';
-import type { Adapter, BenchReport, CompressionRow, ResultRow, RunSample, ScenarioId, Variant } from '../src/bench/types';
+import type { Adapter, BenchReport, CompressionRow, ResultRow, RunSample, ScenarioId, SpoolFigures, Variant } from '../src/bench/types';
 
 /** The CPU split of a fixture: no worker unless given, the request thread the rest. */
 function split(overrides: { cpuUsPerRequest?: number; workerCpuUsPerRequest?: number; requestThreadCpuUsPerRequest?: number }, cpu = 100) {
@@ -76,9 +79,16 @@ function row(scenario: ScenarioId, adapter: Adapter, variant: Variant, overrides
 /**
  * A full, fixed result set for one adapter: every target met. `offload`: the req/s of the
  * `deferred-offload` route (scenarios with an offloadable sink), 200 µs CPU/req of which 75 in the worker.
+ * `spool`: the req/s of the `deferred-spool` route (issue 16), 150 µs CPU/req (146 on the request thread),
+ * 10 fsyncs/s, every spooled item acked.
  */
 function passingRows(adapter: Adapter = 'express'): ResultRow[] {
-  const scenario = (id: ScenarioId, blocking: number, deferred: number, { items = 1, plain = 8000, offload }: { items?: number; plain?: number; offload?: number } = {}): ResultRow[] => [
+  const scenario = (
+    id: ScenarioId,
+    blocking: number,
+    deferred: number,
+    { items = 1, plain = 8000, offload, spool }: { items?: number; plain?: number; offload?: number; spool?: number } = {},
+  ): ResultRow[] => [
     row(id, adapter, 'plain', { reqPerSec: plain, cpuUsPerRequest: 120 }),
     row(id, adapter, 'noop-interceptor', { reqPerSec: 7600, cpuUsPerRequest: 130 }),
     row(id, adapter, 'blocking', { reqPerSec: blocking, cpuUsPerRequest: 150, itemsExpected: 100 * items, itemsDelivered: 100 * items }),
@@ -94,20 +104,37 @@ function passingRows(adapter: Adapter = 'express'): ResultRow[] {
             itemsDelivered: 210 * items,
           }),
         ]),
+    ...(spool === undefined
+      ? []
+      : [
+          row(id, adapter, 'deferred-spool', {
+            reqPerSec: spool,
+            cpuUsPerRequest: 150,
+            requestThreadCpuUsPerRequest: 146,
+            itemsExpected: 190 * items,
+            itemsDelivered: 190 * items,
+            spool: spoolFigures(190 * items),
+          }),
+        ]),
     row(id, adapter, 'article-tap', { reqPerSec: deferred / 2, cpuUsPerRequest: 160, itemsExpected: 150 * items, itemsDelivered: 150 * items }),
     row(id, adapter, 'event-emitter', { reqPerSec: deferred / 4, cpuUsPerRequest: 170, itemsExpected: 120 * items, itemsDelivered: 120 * items }),
   ];
   return [
     ...scenario('sim5', 1600, 7000, { plain: 7500 }),
     ...scenario('sim25', 380, 6800, { plain: 7500 }),
-    ...scenario('bull-local', 5000, 6000, { offload: 7000 }),
+    ...scenario('bull-local', 5000, 6000, { offload: 7000, spool: 6800 }),
     ...scenario('bull-proxy', 300, 6500, { offload: 7000 }),
-    ...scenario('http-log', 3000, 6900, { offload: 7300 }),
-    ...scenario('mix', 7000, 7100, { items: 5, plain: 7500 }),
+    ...scenario('http-log', 3000, 6900, { offload: 7300, spool: 6210 }),
+    ...scenario('mix', 7000, 7100, { items: 5, plain: 7500, spool: 6390 }),
     ...scenario('sim5-tail', 1500, 7000),
     ...scenario('bullmq-local', 5200, 6400, { offload: 7000 }),
     ...scenario('bullmq-proxy', 310, 6200, { offload: 7000 }),
   ];
+}
+
+/** The spool figures of a `deferred-spool` row whose `items` were all appended and acked, at 10 fsyncs/s. */
+function spoolFigures(items: number, overrides: Partial<SpoolFigures> = {}): SpoolFigures {
+  return { fsyncs: 60, fsyncsPerSec: 10, appended: items, acked: items, pending: 0, syncErrors: 0, refused: 0, failed: 0, ...overrides };
 }
 
 /** Targets with a threshold (not the figures reported without one). */
@@ -258,11 +285,78 @@ describe('computeRatios: deferred-offload (issue 12)', () => {
   });
 });
 
+describe('deferred-spool (issue 16)', () => {
+  const spoolSample = (fsyncsPerSec: number, overrides: Partial<RunSample['spool'] & object> = {}): RunSample['spool'] => ({
+    fsyncs: fsyncsPerSec * 2,
+    fsyncsPerSec,
+    appended: 100,
+    acked: 100,
+    pending: 0,
+    syncErrors: 0,
+    refused: 0,
+    failed: 0,
+    ...overrides,
+  });
+
+  it('aggregates the spool counters: sums, the median fsyncs/s and the largest pending; none for a route without a spool', () => {
+    const runs = [
+      sample({ spool: spoolSample(9) }),
+      sample({ spool: spoolSample(12, { pending: 3, acked: 97 }) }),
+      sample({ spool: spoolSample(10, { syncErrors: 1 }) }),
+    ];
+    const aggregated = aggregateRuns({ scenario: 'bull-local', scenarioLabel: 'x', adapter: 'express', variant: 'deferred-spool', connections: 10 }, runs);
+    expect(aggregated.spool).toEqual({ fsyncs: 62, fsyncsPerSec: 10, appended: 300, acked: 297, pending: 3, syncErrors: 1, refused: 0, failed: 0 });
+    expect(aggregateRuns(aggregated, [sample(), sample()]).spool).toBeUndefined();
+  });
+
+  it('gives deferred-spool ÷ plain and ÷ deferred, undefined where the scenario has no such route', () => {
+    const [bull, sim5] = computeRatios([
+      row('bull-local', 'fastify', 'plain', { reqPerSec: 10000 }),
+      row('bull-local', 'fastify', 'deferred', { reqPerSec: 5000 }),
+      row('bull-local', 'fastify', 'deferred-spool', { reqPerSec: 4500 }),
+      row('sim5', 'fastify', 'plain', { reqPerSec: 10000 }),
+      row('sim5', 'fastify', 'deferred', { reqPerSec: 9000 }),
+    ]);
+    expect(bull).toMatchObject({ deferredVsPlain: 0.5, deferredSpoolVsPlain: 0.45, deferredSpoolVsDeferred: 0.9 });
+    // the spooled route is no candidate for the issue 12 targets
+    expect(bull.deferredOffloadVsPlain).toBeUndefined();
+    expect(sim5).toMatchObject({ deferredSpoolVsPlain: undefined, deferredSpoolVsDeferred: undefined });
+  });
+
+  it('checks deferred-spool ÷ plain ≥ 0.80× in bull-local, per adapter, and leaves it unevaluated when not run', () => {
+    const target = 'issue 16, bull-local: deferred-spool/plain req/s ≥ 0.80×';
+    expect(checkTargets(passingRows()).find((c) => c.target === target)).toMatchObject({ measured: '0.85×', pass: true });
+    const slow = passingRows().map((r) => (r.scenario === 'bull-local' && r.variant === 'deferred-spool' ? { ...r, reqPerSec: 6000 } : r));
+    expect(checkTargets(slow).find((c) => c.target === target)).toMatchObject({ measured: '0.75×', pass: false });
+    const none = passingRows().filter((r) => r.variant !== 'deferred-spool');
+    expect(checkTargets(none).find((c) => c.target === target)).toMatchObject({ measured: 'n/a', pass: undefined });
+    // the issue 12 targets never pick the spooled route, even when it is the fastest
+    const fast = passingRows().map((r) => (r.scenario === 'mix' && r.variant === 'deferred-spool' ? { ...r, reqPerSec: 7400 } : r));
+    expect(checkTargets(fast).find((c) => c.target.startsWith('issue 12, mix:'))).toMatchObject({ measured: '0.95×' });
+  });
+
+  it('counts the deferred-spool deliveries in "delivered = expected", every spooled item acked and none left pending', () => {
+    const delivered = (rows: ResultRow[]) => checkTargets(rows).find((c) => c.target.startsWith('delivered'))!;
+    expect(delivered(passingRows())).toMatchObject({ pass: true });
+    const pending = passingRows().map((r) =>
+      r.scenario === 'http-log' && r.variant === 'deferred-spool' ? { ...r, spool: spoolFigures(190, { acked: 188, pending: 2 }) } : r,
+    );
+    expect(delivered(pending)).toMatchObject({ pass: false, measured: 'http-log/deferred-spool: 190 of 190, spool: 190 appended, 188 acked, 2 pending' });
+    expect(renderTable(pending)).toContain('190/190 (spool: 188 of 190 acked, 2 pending!)');
+    const refused = passingRows().map((r) =>
+      r.scenario === 'mix' && r.variant === 'deferred-spool'
+        ? { ...r, itemsDelivered: 940, itemsLost: 10, spool: spoolFigures(940, { refused: 10 }) }
+        : r,
+    );
+    expect(delivered(refused).measured).toBe('mix/deferred-spool: 940 of 950, 10 lost, spool: 940 appended, 940 acked, 0 pending, 10 refused, 0 failed, 0 sync errors');
+  });
+});
+
 describe('checkTargets', () => {
   it('marks every target met for a passing result set', () => {
     const checks = checkTargets(passingRows());
-    expect(checks).toHaveLength(24);
-    expect(gated(checks)).toHaveLength(20);
+    expect(checks).toHaveLength(25);
+    expect(gated(checks)).toHaveLength(21);
     expect(gated(checks).every((c) => c.pass === true)).toBe(true);
     expect(checks.find((c) => c.target.startsWith('25 ms deferred'))?.measured).toBe('-2.9%');
   });
@@ -305,8 +399,8 @@ describe('checkTargets', () => {
 
   it('evaluates each adapter separately', () => {
     const checks = checkTargets([...passingRows('express'), ...passingRows('fastify')]);
-    expect(checks.filter((c) => c.adapter === 'fastify')).toHaveLength(24);
-    expect(gated(checks).filter((c) => c.adapter === 'fastify')).toHaveLength(20);
+    expect(checks.filter((c) => c.adapter === 'fastify')).toHaveLength(25);
+    expect(gated(checks).filter((c) => c.adapter === 'fastify')).toHaveLength(21);
   });
 
   it('reports the BullMQ ratios deferred ÷ blocking and deferred ÷ plain without a threshold, per adapter', () => {
@@ -342,7 +436,7 @@ describe('checkTargets', () => {
     expect(checks.find((c) => c.target === 'BullMQ, Redis at 30 ms RTT: deferred/blocking req/s')?.measured).toBe('not run');
     // issue 12's BullMQ targets are left unevaluated too; everything evaluated is met
     expect(checks.find((c) => c.target.startsWith('issue 12, bullmq-local'))).toMatchObject({ pass: undefined, measured: 'skipped: sink not available' });
-    expect(gated(checks).filter((c) => c.pass !== undefined)).toHaveLength(18);
+    expect(gated(checks).filter((c) => c.pass !== undefined)).toHaveLength(19);
     expect(gated(checks).filter((c) => c.pass !== undefined).every((c) => c.pass === true)).toBe(true);
   });
 
@@ -460,7 +554,7 @@ describe('renderers', () => {
     expect(sim25Deferred).toContain('17.89×');
     expect(sim25Deferred).toMatch(/17\.89×\s+0\.91×\s+2\.00×\s+4\.00×$/);
     expect(table[0]).toMatch(/CPU µs\/req\s+worker CPU µs\/req\s+request-thread CPU µs\/req\s+items/);
-    expect(table[0]).toMatch(/÷ blocking\s+÷ plain\s+÷ article-tap\s+÷ event-emitter\s+÷ deferred$/);
+    expect(table[0]).toMatch(/÷ blocking\s+÷ plain\s+÷ article-tap\s+÷ event-emitter\s+÷ deferred\s+fsyncs\/s$/);
     // the offloaded route: whole-process CPU, the worker's share, the rest; its ratios, and ÷ deferred
     const bullOffload = table.find((l) => l.startsWith('bull-local') && l.includes('deferred-offload'))!;
     expect(bullOffload).toMatch(/\s200\s+75\s+125\s+210\/210\s+0\.88×\s+2\.33×\s+4\.67×\s+1\.17×$/);
@@ -468,6 +562,38 @@ describe('renderers', () => {
     expect(sim25Deferred).toContain('200/200');
     const sim25Blocking = table.find((l) => l.startsWith('sim25') && l.includes('blocking'))!;
     expect(sim25Blocking).not.toContain('×');
+  });
+
+  it('fills ÷ plain, ÷ deferred and fsyncs/s on the deferred-spool rows', () => {
+    const table = renderTable(rows).split('\n');
+    const bullSpool = table.find((l) => l.startsWith('bull-local') && l.includes('deferred-spool'))!;
+    expect(bullSpool).toMatch(/\s150\s+0\s+146\s+190\/190\s+0\.85×\s+1\.13×\s+10\.0$/);
+    const md = renderMarkdownTable(rows);
+    expect(md).toContain('| bull-local | express | deferred-spool | **6,800** | 10.0 | 9 | 20 | 150 | 0 | 146 | 190/190 |  | 0.85× |  |  | 1.13× | 10.0 |');
+    // no fsyncs/s elsewhere
+    expect(md).toContain('| bull-local | express | deferred | **6,000** | 10.0 | 9 | 20 | 140 | 0 | 140 | 200/200 | **1.20×** | 0.75× | 2.00× | 4.00× |  |  |');
+  });
+
+  it('sums up the spool per scenario and adapter: ratios, fsyncs/s, CPU over the deferred route, acks', () => {
+    expect(spoolSummary(rows)).toEqual([
+      ['bull-local', 'express', '6,800', '0.85×', '1.13×', '10.0', '+10.0', '+6.0', '190/190', '0', 'yes'],
+      ['http-log', 'express', '6,210', '0.78×', '0.90×', '10.0', '+10.0', '+6.0', '190/190', '0', 'yes'],
+      ['mix', 'express', '6,390', '0.85×', '0.90×', '10.0', '+10.0', '+6.0', '950/950', '0', 'yes'],
+    ]);
+    const md = renderMarkdown(report, 'latest.svg');
+    expect(md).toContain('## Disk spool (issue 16)');
+    expect(md).toContain(renderSpoolMarkdown(rows));
+    expect(md).toContain('| mix | express | 6,390 | 0.85× | 0.90× | 10.0 | +10.0 | +6.0 | 950/950 | 0 | yes |');
+    expect(md).toContain('- `deferred-spool` (`bull-local`, `http-log` and `mix`)');
+    expect(md).toContain('| express | issue 16, bull-local: deferred-spool/plain req/s ≥ 0.80× | 0.85× | met |');
+    const text = renderSpoolText(rows).split('\n');
+    expect(text[0]).toMatch(/^Disk spool, issue 16 \(/);
+    expect(text[1]).toMatch(/^scenario\s+adapter\s+req\/s\s+÷ plain\s+÷ deferred\s+fsyncs\/s/);
+    expect(text[3]).toMatch(/^bull-local\s+express\s+6,800\s+0\.85×\s+1\.13×\s+10\.0\s+\+10\.0\s+\+6\.0\s+190\/190\s+0\s+yes$/);
+    // nothing without a deferred-spool route
+    const without = rows.filter((r) => r.variant !== 'deferred-spool');
+    expect(renderSpoolText(without)).toBe('');
+    expect(renderMarkdown({ ...report, rows: without }, 'latest.svg')).not.toContain('## Disk spool');
   });
 
   it('writes JSON as a list of rows with the fields other tools read', () => {
@@ -498,6 +624,7 @@ describe('renderers', () => {
       'blocking',
       'deferred',
       'deferred-offload',
+      'deferred-spool',
       'article-tap',
       'event-emitter',
     ]);
@@ -508,7 +635,7 @@ describe('renderers', () => {
     expect(md).toContain('![req/s and CPU per request by scenario and variant](latest.svg)');
     expect(md).toContain(renderMarkdownTable(rows));
     expect(md).toContain('| sim25 | express | deferred | **6,800** |');
-    expect(md).toContain('## Targets (issues 4, 9, 11 and 12)');
+    expect(md).toContain('## Targets (issues 4, 9, 11, 12 and 16)');
     expect(md).toContain('| bull-local | express | deferred-offload | **7,000** | 10.0 | 9 | 20 | 200 | 75 | 125 | 210/210 |  | 0.88× | 2.33× | 4.67× | 1.17× |');
     expect(md).toContain('- `deferred-offload` (Bull, BullMQ and HTTP-log scenarios)');
     expect(md).toContain('| express | issue 12, bull-local: request-thread CPU per Bull job (best deferred route − plain) ≤ 10 µs | 5.0 µs (deferred-offload); deferred 20.0 µs | met |');
@@ -519,15 +646,13 @@ describe('renderers', () => {
     expect(md).toContain('2 × Test CPU');
   });
 
-  it('lists the Redis CPU per request of the blocking and both deferred Bull rows', () => {
-    const withRedis = rows.map((r) =>
-      r.scenario === 'bull-local'
-        ? { ...r, redisCpuUsPerRequest: r.variant === 'blocking' ? 31.4 : r.variant === 'deferred' ? 12.2 : r.variant === 'deferred-offload' ? 10.6 : 0.1 }
-        : r,
-    );
+  it('lists the Redis CPU per request of the blocking and the three deferred Bull rows', () => {
+    const redisCpu: Partial<Record<Variant, number>> = { blocking: 31.4, deferred: 12.2, 'deferred-offload': 10.6, 'deferred-spool': 12.6 };
+    const withRedis = rows.map((r) => (r.scenario === 'bull-local' ? { ...r, redisCpuUsPerRequest: redisCpu[r.variant] ?? 0.1 } : r));
     const md = renderMarkdown({ ...report, rows: withRedis }, 'latest.svg');
     expect(md).toContain(
-      'in the Bull and BullMQ scenarios: bull-local express blocking 31 µs, bull-local express deferred 12 µs, bull-local express deferred-offload 11 µs.',
+      'in the Bull and BullMQ scenarios: bull-local express blocking 31 µs, bull-local express deferred 12 µs, bull-local express deferred-offload 11 µs, ' +
+        'bull-local express deferred-spool 13 µs.',
     );
     expect(renderMarkdown(report, 'latest.svg')).not.toContain('in the Bull and BullMQ scenarios');
   });

@@ -26,6 +26,11 @@ export interface ScenarioInfo {
    * `BullMqSink.offloaded()`), so it also has the `deferred-offload` variant. See {@link variantsOf}.
    */
   offload?: boolean;
+  /**
+   * Issue 16: the scenario also has the `deferred-spool` variant — its deferred route's items through a
+   * twin of its sink behind the module's disk spool. See {@link variantsOf}.
+   */
+  spool?: boolean;
   /** The variants this scenario has, when not the usual ones (the GraphQL scenario: plain, blocking, deferred). */
   variants?: readonly Variant[];
 }
@@ -34,7 +39,16 @@ export interface ScenarioInfo {
 export const SCENARIOS: readonly ScenarioInfo[] = [
   { id: 'sim5', label: 'simulated 5 ms side-effect', itemsPerRequest: 1, alwaysItemsPerRequest: 0, needs: [], kind: 'variants' },
   { id: 'sim25', label: 'simulated 25 ms side-effect', itemsPerRequest: 1, alwaysItemsPerRequest: 0, needs: [], kind: 'variants' },
-  { id: 'bull-local', label: 'Bull job, local Redis', itemsPerRequest: 1, alwaysItemsPerRequest: 0, needs: ['redis'], kind: 'variants', offload: true },
+  {
+    id: 'bull-local',
+    label: 'Bull job, local Redis',
+    itemsPerRequest: 1,
+    alwaysItemsPerRequest: 0,
+    needs: ['redis'],
+    kind: 'variants',
+    offload: true,
+    spool: true,
+  },
   {
     id: 'bull-proxy',
     label: 'Bull job, Redis at +30 ms RTT',
@@ -52,8 +66,17 @@ export const SCENARIOS: readonly ScenarioInfo[] = [
     needs: ['log-receiver'],
     kind: 'variants',
     offload: true,
+    spool: true,
   },
-  { id: 'mix', label: 'mix: 1 job + 2 logs + 2 metrics (memory sink)', itemsPerRequest: 5, alwaysItemsPerRequest: 4, needs: [], kind: 'variants' },
+  {
+    id: 'mix',
+    label: 'mix: 1 job + 2 logs + 2 metrics (memory sink)',
+    itemsPerRequest: 5,
+    alwaysItemsPerRequest: 4,
+    needs: [],
+    kind: 'variants',
+    spool: true,
+  },
   {
     id: 'sim5-tail',
     label: 'simulated 5 ms side-effect, every 1000th call 1 s',
@@ -142,29 +165,44 @@ export const ACCEPT_ENCODING: Readonly<Record<Encoding, string>> = { identity: '
 export const VARIANTS: readonly Variant[] = ['plain', 'noop-interceptor', 'blocking', 'deferred', 'article-tap', 'event-emitter'];
 /** Issue 12: the deferred route with its sink offloaded to a worker thread, in the scenarios marked `offload`. */
 export const OFFLOAD_VARIANT: Variant = 'deferred-offload';
+/** Issue 16: the deferred route with its sink behind the module's disk spool, in the scenarios marked `spool`. */
+export const SPOOL_VARIANT: Variant = 'deferred-spool';
 /** The variants that await the side-effect themselves (in the handler, a `tap`, a listener): the app counts what they deliver. */
 export const AWAITED_VARIANTS: readonly Variant[] = ['blocking', 'article-tap', 'event-emitter'];
 /** The variants that hand the side-effect to the library: what they deliver is counted by `stats()`. */
-export const DEFERRED_VARIANTS: readonly Variant[] = ['deferred', OFFLOAD_VARIANT];
+export const DEFERRED_VARIANTS: readonly Variant[] = ['deferred', OFFLOAD_VARIANT, SPOOL_VARIANT];
 /** The variants whose sink runs in a worker thread: the only ones whose worker CPU is counted (see `cpuSplit`). */
 export const WORKER_VARIANTS: readonly Variant[] = [OFFLOAD_VARIANT];
 
 /**
  * The routes a scenario has, in the order the runner rotates them: the six of every `variants`
- * scenario, with `deferred-offload` after `deferred` where the scenario's sink can be offloaded;
- * none for the `encodings` scenario.
+ * scenario, with `deferred-offload` after `deferred` where the scenario's sink can be offloaded and
+ * `deferred-spool` after those where it has a spooled twin; none for the `encodings` scenario.
  */
 export function variantsOf(id: ScenarioId): Variant[] {
   const info = scenarioInfo(id);
   if (info.kind !== 'variants') return [];
   if (info.variants) return [...info.variants];
-  return info.offload ? VARIANTS.flatMap((v) => (v === 'deferred' ? [v, OFFLOAD_VARIANT] : [v])) : [...VARIANTS];
+  const twins: Variant[] = [...(info.offload ? [OFFLOAD_VARIANT] : []), ...(info.spool ? [SPOOL_VARIANT] : [])];
+  return VARIANTS.flatMap((v) => (v === 'deferred' ? [v, ...twins] : [v]));
 }
 
 /** The name of a scenario's offloaded twin sink (the `deferred-offload` route's), e.g. `bull-proxy-offload`. */
 export function offloadSinkName(scenario: ScenarioId): string {
   return `${scenario}-offload`;
 }
+
+/** The name of a scenario's spooled twin sink (the `deferred-spool` route's), e.g. `bull-local-spool`; its spool is `<spool dir>/<name>`. */
+export function spoolSinkName(scenario: ScenarioId): string {
+  return `${scenario}-spool`;
+}
+
+/**
+ * How long the runner waits after a `deferred-spool` run's drain before reading the spool's counters:
+ * the library's default `syncIntervalMs` (200 ms, which the benchmark keeps) and a margin, so the
+ * group commit of the last appends and acks is counted in that run's fsyncs.
+ */
+export const SPOOL_SETTLE_MS = 300;
 export const ADAPTERS: readonly Adapter[] = ['express', 'fastify'];
 
 export const DEFAULT_OPTIONS: Readonly<Omit<BenchOptions, 'scenarios' | 'adapters'>> = Object.freeze({
@@ -193,6 +231,8 @@ export const USAGE = `Usage: pnpm bench [options]
 
 Scenarios: ${SCENARIOS.map((s) => `${s.id} (${s.label})`).join('; ')}.
 Variants per scenario: ${VARIANTS.join(', ')}; plus ${OFFLOAD_VARIANT} (the sink in a worker thread) in ${SCENARIOS.filter((s) => s.offload)
+  .map((s) => s.id)
+  .join(', ')}; plus ${SPOOL_VARIANT} (the sink behind the disk spool) in ${SCENARIOS.filter((s) => s.spool)
   .map((s) => s.id)
   .join(', ')}.`;
 

@@ -1,5 +1,5 @@
 /**
- * Aggregation, the CPU split of issue 12, ratios, the targets of issues 4, 9, 11 and 12 and the text renderings (terminal table, JSON,
+ * Aggregation, the CPU split of issue 12, ratios, the targets of issues 4, 9, 11, 12 and 16 and the text renderings (terminal table, JSON,
  * Markdown) of the benchmark's results. Pure functions, no runtime imports: the runner's unit
  * specs load this file directly.
  */
@@ -13,13 +13,29 @@ import type {
   ScenarioId,
   ScenarioRatios,
   SkippedScenario,
+  SpoolFigures,
   TargetCheck,
   Variant,
 } from './types.js';
 
-const VARIANT_ORDER: readonly Variant[] = ['plain', 'noop-interceptor', 'blocking', 'deferred', 'deferred-offload', 'article-tap', 'event-emitter'];
-/** The routes that hand the side-effect to the library (issue 12 adds the offloaded one). */
+const VARIANT_ORDER: readonly Variant[] = [
+  'plain',
+  'noop-interceptor',
+  'blocking',
+  'deferred',
+  'deferred-offload',
+  'deferred-spool',
+  'article-tap',
+  'event-emitter',
+];
+/** The deferred routes the issue 12 targets choose from (issue 12 adds the offloaded one). */
 const DEFERRED: readonly Variant[] = ['deferred', 'deferred-offload'];
+/** Every route that hands the side-effect to the library: those, and the spooled one of issue 16 (its deliveries count too). */
+const LIBRARY_ROUTES: readonly Variant[] = [...DEFERRED, 'deferred-spool'];
+/** The heading of the targets, in the Markdown report and on the terminal. */
+export const TARGETS_TITLE = 'Targets (issues 4, 9, 11, 12 and 16)';
+/** Issue 16's threshold: deferred-spool ÷ plain req/s in `bull-local`. */
+const ISSUE_16_SPOOL_VS_PLAIN = 0.8;
 
 /** Median of a non-empty list (mean of the two middle values for an even count); `NaN` when empty. */
 export function median(values: readonly number[]): number {
@@ -90,11 +106,29 @@ export function aggregateRuns(
     itemsAtDestination: runs.every((r) => r.itemsAtDestination !== undefined) && runs.length > 0 ? sum((r) => r.itemsAtDestination!) : undefined,
     redisCpuUsPerRequest: runs.some((r) => r.redisCpuUsPerRequest !== undefined) ? med((r) => r.redisCpuUsPerRequest ?? Number.NaN) : undefined,
     unhandledRejections: runs.some((r) => (r.unhandledRejections ?? 0) > 0) ? sum((r) => r.unhandledRejections ?? 0) : undefined,
+    spool: aggregateSpool(runs),
     errors: sum((r) => r.errors),
     non2xx: sum((r) => r.non2xx),
     repeats: runs.length,
     durationS: sum((r) => r.durationS),
     runs: [...runs],
+  };
+}
+
+/** The spool figures of a `deferred-spool` row (sums; the median fsyncs/s; the largest pending), or `undefined` when no run has any. */
+function aggregateSpool(runs: readonly RunSample[]): SpoolFigures | undefined {
+  const spooled = runs.flatMap((r) => (r.spool ? [r.spool] : []));
+  if (spooled.length === 0) return undefined;
+  const sum = (pick: (x: (typeof spooled)[number]) => number) => spooled.reduce((total, x) => total + pick(x), 0);
+  return {
+    fsyncs: sum((x) => x.fsyncs),
+    fsyncsPerSec: median(spooled.map((x) => x.fsyncsPerSec)),
+    appended: sum((x) => x.appended),
+    acked: sum((x) => x.acked),
+    pending: Math.max(...spooled.map((x) => x.pending)),
+    syncErrors: sum((x) => x.syncErrors),
+    refused: sum((x) => x.refused),
+    failed: sum((x) => x.failed),
   };
 }
 
@@ -122,6 +156,7 @@ export function computeRatios(rows: readonly ResultRow[]): ScenarioRatios[] {
     const get = (v: Variant) => find(rows, scenario, adapter, v);
     const deferred = get('deferred');
     const offload = get('deferred-offload');
+    const spool = get('deferred-spool');
     const blocking = get('blocking');
     return {
       scenario,
@@ -136,27 +171,47 @@ export function computeRatios(rows: readonly ResultRow[]): ScenarioRatios[] {
       deferredOffloadVsDeferred: ratio(offload?.reqPerSec, deferred?.reqPerSec),
       deferredOffloadVsArticleTap: ratio(offload?.reqPerSec, get('article-tap')?.reqPerSec),
       deferredOffloadVsEventEmitter: ratio(offload?.reqPerSec, get('event-emitter')?.reqPerSec),
+      deferredSpoolVsPlain: ratio(spool?.reqPerSec, get('plain')?.reqPerSec),
+      deferredSpoolVsDeferred: ratio(spool?.reqPerSec, deferred?.reqPerSec),
     };
   });
 }
 
 const times = (x: number | undefined, digits = 2): string => (x === undefined ? 'n/a' : `${x.toFixed(digits)}×`);
 
-/** Whether a row delivered every item it should have, with nothing lost and the destination agreeing. */
+/**
+ * Issue 16: whether a spooled row's spool settled — every record appended was acked, none left pending
+ * after the drain, every item spooled (nothing refused or failed), no fsync failed. `true` for a row without a spool.
+ */
+function spoolSettled(row: ResultRow): boolean {
+  const s = row.spool;
+  return (
+    s === undefined ||
+    (s.pending === 0 && s.acked === s.appended && s.appended === row.itemsDelivered && s.refused + s.failed + s.syncErrors === 0)
+  );
+}
+
+/** Whether a row delivered every item it should have, with nothing lost, the destination agreeing, and (spooled) every item acked. */
 function deliveredAll(row: ResultRow): boolean {
   return (
     row.itemsDelivered === row.itemsExpected &&
     row.itemsLost === 0 &&
-    (row.itemsAtDestination === undefined || row.itemsAtDestination === row.itemsDelivered)
+    (row.itemsAtDestination === undefined || row.itemsAtDestination === row.itemsDelivered) &&
+    spoolSettled(row)
   );
 }
 
-/** `12 of 20, 3 lost, 11 at the destination` for a row that fell short. */
+/** `12 of 20, 3 lost, 11 at the destination, spool: 20 appended, 19 acked, 1 pending` for a row that fell short. */
 function shortfall(row: ResultRow): string {
+  const s = row.spool;
   return (
     `${row.itemsDelivered} of ${row.itemsExpected}` +
     (row.itemsLost > 0 ? `, ${row.itemsLost} lost` : '') +
-    (row.itemsAtDestination !== undefined && row.itemsAtDestination !== row.itemsDelivered ? `, ${row.itemsAtDestination} at the destination` : '')
+    (row.itemsAtDestination !== undefined && row.itemsAtDestination !== row.itemsDelivered ? `, ${row.itemsAtDestination} at the destination` : '') +
+    (s && !spoolSettled(row)
+      ? `, spool: ${s.appended} appended, ${s.acked} acked, ${s.pending} pending` +
+        (s.refused + s.failed + s.syncErrors > 0 ? `, ${s.refused} refused, ${s.failed} failed, ${s.syncErrors} sync errors` : '')
+      : '')
   );
 }
 
@@ -233,7 +288,7 @@ export function checkTargets(rows: readonly ResultRow[], skipped: readonly Skipp
       pass: tail ? deliveredAll(tail) : undefined,
     });
     // the library's own promise (and the blocking baseline's); the peers' losses show in their rows
-    const mine = rows.filter((x) => x.adapter === adapter && x.itemsExpected > 0 && (DEFERRED.includes(x.variant) || x.variant === 'blocking'));
+    const mine = rows.filter((x) => x.adapter === adapter && x.itemsExpected > 0 && (LIBRARY_ROUTES.includes(x.variant) || x.variant === 'blocking'));
     const short = mine.filter((x) => !deliveredAll(x));
     checks.push({
       adapter,
@@ -308,6 +363,14 @@ export function checkTargets(rows: readonly ResultRow[], skipped: readonly Skipp
     };
     lowestVs('article-tap', 'article-tap', adapter === 'express' ? 1.15 : 1.5);
     lowestVs('event-emitter', 'event-emitter', 1.05);
+
+    // issue 16: what the disk spool costs, where the issue sets a threshold (its other figures are in the spool section)
+    atLeast(
+      `issue 16, bull-local: deferred-spool/plain req/s ≥ ${ISSUE_16_SPOOL_VS_PLAIN.toFixed(2)}×`,
+      'bull-local',
+      r('bull-local')?.deferredSpoolVsPlain,
+      ISSUE_16_SPOOL_VS_PLAIN,
+    );
   }
   return checks;
 }
@@ -363,13 +426,16 @@ function items(row: ResultRow): string {
   const destination =
     row.itemsAtDestination !== undefined && row.itemsAtDestination !== row.itemsDelivered ? ` (${row.itemsAtDestination} at destination!)` : '';
   const rejections = row.unhandledRejections ? ` (${row.unhandledRejections} unhandled rejections!)` : '';
-  return `${text}${destination}${rejections}`;
+  const s = row.spool;
+  const spool = s && !spoolSettled(row) ? ` (spool: ${s.acked} of ${s.appended} acked, ${s.pending} pending!)` : '';
+  return `${text}${destination}${rejections}${spool}`;
 }
 
 function cells(row: ResultRow, ratios: readonly ScenarioRatios[]): string[] {
   const r = ratios.find((x) => x.scenario === row.scenario && x.adapter === row.adapter);
   const isDeferred = row.variant === 'deferred';
   const isOffload = row.variant === 'deferred-offload';
+  const isSpool = row.variant === 'deferred-spool';
   return [
     row.scenario,
     row.adapter,
@@ -383,10 +449,11 @@ function cells(row: ResultRow, ratios: readonly ScenarioRatios[]): string[] {
     formatNumber(row.requestThreadCpuUsPerRequest, 0),
     items(row),
     isDeferred ? times(r?.deferredVsBlocking) : '',
-    isDeferred ? times(r?.deferredVsPlain) : isOffload ? times(r?.deferredOffloadVsPlain) : '',
+    isDeferred ? times(r?.deferredVsPlain) : isOffload ? times(r?.deferredOffloadVsPlain) : isSpool ? times(r?.deferredSpoolVsPlain) : '',
     isDeferred ? times(r?.deferredVsArticleTap) : isOffload ? times(r?.deferredOffloadVsArticleTap) : '',
     isDeferred ? times(r?.deferredVsEventEmitter) : isOffload ? times(r?.deferredOffloadVsEventEmitter) : '',
-    isOffload ? times(r?.deferredOffloadVsDeferred) : '',
+    isOffload ? times(r?.deferredOffloadVsDeferred) : isSpool ? times(r?.deferredSpoolVsDeferred) : '',
+    row.spool ? formatNumber(row.spool.fsyncsPerSec, 1) : '',
   ];
 }
 
@@ -407,8 +474,9 @@ const HEADERS = [
   '÷ article-tap',
   '÷ event-emitter',
   '÷ deferred',
+  'fsyncs/s',
 ];
-const NUMERIC_COLUMNS = new Set([3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]);
+const NUMERIC_COLUMNS = new Set([3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]);
 /** Index of the first ratio column (`÷ blocking`) in {@link HEADERS}. */
 const FIRST_RATIO_COLUMN = HEADERS.indexOf('÷ blocking');
 
@@ -424,7 +492,7 @@ export function sortRows(rows: readonly ResultRow[]): ResultRow[] {
   );
 }
 
-/** A plain-text table for the terminal (the ratio columns are filled on the `deferred` and `deferred-offload` rows). */
+/** A plain-text table for the terminal (the ratio columns are filled on the `deferred`, `deferred-offload` and `deferred-spool` rows). */
 export function renderTable(rows: readonly ResultRow[]): string {
   const ratios = computeRatios(rows);
   const body = sortRows(rows).map((row) => cells(row, ratios));
@@ -452,13 +520,87 @@ export function renderMarkdownTable(rows: readonly ResultRow[]): string {
   ];
   for (const row of sortRows(rows)) {
     const c = cells(row, ratios);
-    if (DEFERRED.includes(row.variant)) c[3] = `**${c[3]}**`;
+    if (LIBRARY_ROUTES.includes(row.variant)) c[3] = `**${c[3]}**`;
     if (row.variant === 'deferred' && c[FIRST_RATIO_COLUMN] !== '' && c[FIRST_RATIO_COLUMN] !== 'n/a') {
       c[FIRST_RATIO_COLUMN] = `**${c[FIRST_RATIO_COLUMN]}**`;
     }
     out.push(`| ${c.map(escape).join(' | ')} |`);
   }
   return out.join('\n');
+}
+
+/**
+ * Issue 16: per scenario × adapter with a `deferred-spool` row, what the spool costs — req/s and its
+ * ratios to plain and deferred, the fsyncs per second, the CPU per request over the deferred route's
+ * (the whole process, where the fsyncs on libuv's thread pool count, and the request thread, where
+ * the `JSON.stringify` and `writeSync` of every item count) — and whether every item was acked.
+ */
+export function spoolSummary(rows: readonly ResultRow[]): string[][] {
+  const ratios = computeRatios(rows);
+  const signed = (value: number) => (Number.isFinite(value) ? `${value >= 0 ? '+' : ''}${formatNumber(value, 1)}` : 'n/a');
+  return sortRows(rows)
+    .filter((row) => row.variant === 'deferred-spool')
+    .map((row) => {
+      const r = ratios.find((x) => x.scenario === row.scenario && x.adapter === row.adapter);
+      const deferred = find(rows, row.scenario, row.adapter, 'deferred');
+      const s = row.spool;
+      return [
+        row.scenario,
+        row.adapter,
+        formatNumber(row.reqPerSec, 0),
+        times(r?.deferredSpoolVsPlain),
+        times(r?.deferredSpoolVsDeferred),
+        s ? formatNumber(s.fsyncsPerSec, 1) : 'n/a',
+        signed(row.cpuUsPerRequest - (deferred?.cpuUsPerRequest ?? Number.NaN)),
+        signed(row.requestThreadCpuUsPerRequest - (deferred?.requestThreadCpuUsPerRequest ?? Number.NaN)),
+        s ? `${s.acked}/${s.appended}` : 'n/a',
+        s ? String(s.pending) : 'n/a',
+        deliveredAll(row) ? 'yes' : `no: ${shortfall(row)}`,
+      ];
+    });
+}
+
+const SPOOL_HEADERS = [
+  'scenario',
+  'adapter',
+  'req/s',
+  '÷ plain',
+  '÷ deferred',
+  'fsyncs/s',
+  'CPU µs/req vs deferred',
+  'request-thread CPU µs/req vs deferred',
+  'spool acked/appended',
+  'spool pending after drain',
+  'delivered = expected, all acked',
+];
+
+/** What {@link spoolSummary}'s columns are, said once above it. */
+export const SPOOL_NOTE =
+  'the `deferred-spool` route (the deferred route, its sink a twin of the `deferred` route\'s behind the module\'s disk spool, ' +
+  'default `syncIntervalMs` 200 ms): its req/s over the plain and deferred routes\', the fsyncs its spool made per measured second ' +
+  '(Δ `stats().sinks[name].spool.fsyncs`, counted until one sync interval after the drain), its CPU per request minus the deferred ' +
+  'route\'s (whole process, with the fsyncs on libuv\'s thread pool; and the request thread alone, with each item\'s `JSON.stringify` ' +
+  'and `writeSync`), and the spool\'s records acked of those appended and still pending after the drain (must be equal, and 0)';
+
+/** The spool summary for the terminal, or `''` when no `deferred-spool` route ran. */
+export function renderSpoolText(rows: readonly ResultRow[]): string {
+  const body = spoolSummary(rows);
+  if (body.length === 0) return '';
+  const widths = SPOOL_HEADERS.map((h, i) => Math.max(h.length, ...body.map((c) => c[i].length)));
+  const line = (c: string[]) => c.map((t, i) => (i < 2 || i === c.length - 1 ? t.padEnd(widths[i]) : t.padStart(widths[i]))).join('  ').trimEnd();
+  return [`Disk spool, issue 16 (${SPOOL_NOTE}):`, line(SPOOL_HEADERS), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(line)].join('\n');
+}
+
+/** The spool summary as a Markdown table, or `''` when no `deferred-spool` route ran. */
+export function renderSpoolMarkdown(rows: readonly ResultRow[]): string {
+  const body = spoolSummary(rows);
+  if (body.length === 0) return '';
+  const last = SPOOL_HEADERS.length - 1;
+  return [
+    `| ${SPOOL_HEADERS.join(' | ')} |`,
+    `| ${SPOOL_HEADERS.map((_, i) => (i < 2 || i === last ? '---' : '---:')).join(' | ')} |`,
+    ...body.map((c) => `| ${c.map((t) => t.replace(/\|/g, '\\|')).join(' | ')} |`),
+  ].join('\n');
 }
 
 /** The targets as a Markdown table (figures reported without a threshold say `reported`). */
@@ -546,8 +688,9 @@ export function renderMarkdown(report: BenchReport, svgFileName: string): string
       'and *request-thread CPU µs/req* the server main thread\'s own CPU, read the same way in the server (where that file is missing: the process\'s CPU less the workers\'; ' +
       'the rest of the process — V8\'s helper threads, the workers\' garbage collection — is in neither column but in *CPU µs/req*). ' +
       '*÷ blocking*, *÷ plain*, *÷ article-tap* and *÷ event-emitter* are the deferred route\'s req/s over those routes\' ' +
-      '(on `deferred-offload` rows, that route\'s, and *÷ deferred* its req/s over the in-process deferred route\'s). ' +
-      '*Items delivered/expected*: for `deferred` and `deferred-offload` from `stats()`; for `blocking`, `article-tap` and `event-emitter` ' +
+      '(on `deferred-offload` rows, that route\'s, and *÷ deferred* its req/s over the in-process deferred route\'s; ' +
+      'on `deferred-spool` rows, *÷ plain* and *÷ deferred* of the spooled route, and *fsyncs/s* the fsyncs its disk spool made per measured second). ' +
+      '*Items delivered/expected*: for `deferred`, `deferred-offload` and `deferred-spool` from `stats()`; for `blocking`, `article-tap` and `event-emitter` ' +
       'the side-effects that completed (after a bounded wait for those still running) over the requests handled.',
     '',
     `![req/s and CPU per request by scenario and variant](${svgFileName})`,
@@ -555,7 +698,7 @@ export function renderMarkdown(report: BenchReport, svgFileName: string): string
     renderMarkdownTable(report.rows),
   ];
   const redisRows = sortRows(report.rows).filter(
-    (r) => r.redisCpuUsPerRequest !== undefined && (r.variant === 'blocking' || DEFERRED.includes(r.variant)),
+    (r) => r.redisCpuUsPerRequest !== undefined && (r.variant === 'blocking' || LIBRARY_ROUTES.includes(r.variant)),
   );
   if (redisRows.length > 0) {
     lines.push(
@@ -588,12 +731,15 @@ export function renderMarkdown(report: BenchReport, svgFileName: string): string
       ...clients.map((c) => `- ${c.adapter}: ${clientCpuPerJobLine(c)}`),
     );
   }
+  const spool = renderSpoolMarkdown(report.rows);
+  if (spool) lines.push('', '## Disk spool (issue 16)', '', `Per scenario and adapter, ${SPOOL_NOTE}.`, '', spool);
   lines.push(
     '',
-    '## Targets (issues 4, 9, 11 and 12)',
+    `## ${TARGETS_TITLE}`,
     '',
     'The BullMQ ratios (issue 11) are reported without a threshold; their deliveries count in "delivered = expected". ' +
-      'The targets of issue 12 take the better of `deferred` and `deferred-offload` where a scenario has both, and name it.',
+      'The targets of issue 12 take the better of `deferred` and `deferred-offload` where a scenario has both, and name it. ' +
+      'The `deferred-spool` deliveries (issue 16) count in "delivered = expected" too, with every spooled item acked and none left pending after the drain.',
     '',
     renderTargets(report.targets),
   );
@@ -626,6 +772,9 @@ export function renderMarkdown(report: BenchReport, svgFileName: string): string
     '- `deferred`: the same side-effect through `@AfterResponse()` and `@Deferred()`; it runs after the response finished.',
     '- `deferred-offload` (Bull, BullMQ and HTTP-log scenarios): the same deferred route, routed to the offloaded twin of the scenario\'s sink ' +
       '(`BullSink.offloaded()`, `BullMqSink.offloaded()`, `HttpSink.offloaded()`, same queue or receiver): the client work runs in a worker thread.',
+    '- `deferred-spool` (`bull-local`, `http-log` and `mix`): the same deferred route, routed to a twin of the scenario\'s sink (same queue, receiver or ' +
+      'kind of memory sink) behind the module\'s `spool` option (a fresh temporary directory per server, default `syncIntervalMs`): each item is ' +
+      'serialised and written to the spool\'s segment file when accepted, fsynced by group commit, and acked once delivered.',
     '- `article-tap`: a route interceptor returning `next.handle().pipe(tap(async () => { await effect(); }))`, as the published articles write it.',
     '- `event-emitter`: the handler emits `<scenario>.effect` (`@nestjs/event-emitter`); an `@OnEvent(..., { async: true })` listener awaits the effect.',
     '',

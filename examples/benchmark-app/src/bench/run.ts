@@ -3,7 +3,7 @@
  * autocannon on 127.0.0.1 (warm-up, then variants alternating over the repeats), reads the server's
  * own CPU and the library's `stats()` around every run, and writes results/latest.{json,md,svg}.
  */
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import * as http from 'node:http';
 import * as net from 'node:net';
 import * as os from 'node:os';
@@ -25,6 +25,9 @@ import {
   OFFLOAD_VARIANT,
   parseArgs,
   scenarioInfo,
+  SPOOL_SETTLE_MS,
+  SPOOL_VARIANT,
+  spoolSinkName,
   USAGE,
   UsageError,
   variantsOf,
@@ -52,8 +55,10 @@ import {
   renderCompressionTable,
   renderJson,
   renderMarkdown,
+  renderSpoolText,
   renderTable,
   renderTargetsText,
+  TARGETS_TITLE,
 } from './report.js';
 import { forkServer, type ServerHandle, snapshot } from './server-process.js';
 import { renderSvg } from './svg.js';
@@ -68,6 +73,7 @@ import type {
   ServerConfig,
   ServerSnapshot,
   SkippedScenario,
+  SpoolSample,
   Variant,
 } from './types.js';
 
@@ -214,6 +220,28 @@ async function measureCompression(server: ServerHandle, encoding: Encoding, opti
   };
 }
 
+/**
+ * Issue 16: the Δ of one spooled sink's counters between two snapshots, its `pending` as of the later
+ * one, and the fsyncs per second of a run lasting `durationS`. Throws when the server reports no spool
+ * for the sink (the `deferred-spool` route would not have been spooled).
+ */
+function spoolDelta(before: ServerSnapshot, after: ServerSnapshot, sink: string, durationS: number): SpoolSample {
+  const b = before.spool[sink];
+  const a = after.spool[sink];
+  if (!a || !b) throw new Error(`the server reports no spool for sink "${sink}" (stats().sinks["${sink}"].spool is missing)`);
+  const fsyncs = a.fsyncs - b.fsyncs;
+  return {
+    fsyncs,
+    fsyncsPerSec: durationS > 0 ? fsyncs / durationS : Number.NaN,
+    appended: a.appended - b.appended,
+    acked: a.acked - b.acked,
+    pending: a.pending,
+    syncErrors: a.syncErrors - b.syncErrors,
+    refused: a.refused - b.refused,
+    failed: a.failed - b.failed,
+  };
+}
+
 /** Counts what a scenario's destination holds (receiver records, Bull jobs), when it has one. */
 type DestinationCounter = () => Promise<number>;
 
@@ -234,6 +262,12 @@ async function measure(
   const after = await snapshot(server, true);
   const atDestinationAfter = await destination?.();
   const redisAfter = await redisCpu?.();
+  // issue 16: the spool's counters one group commit after the drain (its last acks' fsync included)
+  let spool: SpoolSample | undefined;
+  if (variant === SPOOL_VARIANT) {
+    await new Promise((resolve) => setTimeout(resolve, SPOOL_SETTLE_MS));
+    spool = spoolDelta(before, await snapshot(server, false), spoolSinkName(scenario), result.duration);
+  }
   const serverRequests = (after.handled[key] ?? 0) - (before.handled[key] ?? 0);
   const cpuUs = after.cpu.user + after.cpu.system - (before.cpu.user + before.cpu.system);
   const workerActiveMs = after.workerActiveMs - before.workerActiveMs;
@@ -284,6 +318,7 @@ async function measure(
     redisCpuUsPerRequest:
       redisBefore !== undefined && redisAfter !== undefined && serverRequests > 0 ? (redisAfter - redisBefore) / serverRequests : undefined,
     unhandledRejections: after.unhandledRejections - before.unhandledRejections,
+    spool,
   };
 }
 
@@ -402,6 +437,10 @@ async function main(): Promise<void> {
   try {
     for (const adapter of options.adapters) {
       if (variantScenarios.length > 0) {
+        // issue 16: a fresh spool directory per server process (one process per spool: never shared), removed after it
+        const spoolDir = variantScenarios.some((id) => scenarioInfo(id).spool)
+          ? await mkdtemp(path.join(os.tmpdir(), `dw-bench-spool-${adapter}-`))
+          : undefined;
         const config: ServerConfig = {
           adapter,
           scenarios: variantScenarios,
@@ -410,9 +449,16 @@ async function main(): Promise<void> {
           logReceiverUrl: receiver?.url,
           rabbitMqUrl: BROKER_SCENARIOS.rabbitmq?.url,
           natsUrl: BROKER_SCENARIOS.nats?.url,
+          spoolDir,
         };
-        const server = await startServer(config, options, profileDir);
-        log(`[${elapsed()}] ${adapter}: server pid ${server.child.pid} at ${server.base}`);
+        let server: ServerHandle;
+        try {
+          server = await startServer(config, options, profileDir);
+        } catch (error) {
+          if (spoolDir) await rm(spoolDir, { recursive: true, force: true });
+          throw error;
+        }
+        log(`[${elapsed()}] ${adapter}: server pid ${server.child.pid} at ${server.base}${spoolDir ? `, spool ${spoolDir}` : ''}`);
         try {
           for (const scenario of variantScenarios) {
             log(`[${elapsed()}] ${adapter} · ${scenario} (${scenarioLabel(scenario, options)})`);
@@ -437,6 +483,14 @@ async function main(): Promise<void> {
                     : '';
                 const redisText =
                   sample.redisCpuUsPerRequest !== undefined ? `, Redis ${formatNumber(sample.redisCpuUsPerRequest, 0)} µs/req` : '';
+                const spool = sample.spool;
+                const spoolText = spool
+                  ? `, spool ${formatNumber(spool.fsyncsPerSec, 1)} fsyncs/s, appended/acked ${spool.appended}/${spool.acked}, pending ${spool.pending}` +
+                    (spool.syncErrors + spool.refused + spool.failed > 0
+                      ? ` (${spool.syncErrors} sync errors, ${spool.refused} refused, ${spool.failed} failed!)`
+                      : '') +
+                    (spool.pending > 0 || spool.acked !== spool.appended ? ' [NOT ALL ACKED]' : '')
+                  : '';
                 // where cpuMs is unavailable, activeMs (busy wall time) is used: on a contended machine it can exceed the CPU it got
                 const contended =
                   sample.requestThreadCpuUsPerRequest < 0 ? ' [worker busy time > process CPU: contended machine, split not meaningful]' : '';
@@ -449,7 +503,7 @@ async function main(): Promise<void> {
                   `  ${progress()} ${variant.padEnd(16)} #${r + 1}: ` +
                     `${formatNumber(sample.reqPerSec, 0).padStart(7)} req/s, p99 ${formatNumber(sample.latencyP99Ms, 0)} ms, ` +
                     `${formatNumber(sample.cpuUsPerRequest, 0)} µs CPU/req (worker ${formatNumber(sample.workerCpuUsPerRequest, 0)}, ` +
-                    `request thread ${formatNumber(sample.requestThreadCpuUsPerRequest, 0)})${redisText}${items}${problems}`,
+                    `request thread ${formatNumber(sample.requestThreadCpuUsPerRequest, 0)})${redisText}${items}${spoolText}${problems}`,
                 );
               }
             }
@@ -474,9 +528,17 @@ async function main(): Promise<void> {
                   `÷ article-tap ${x(ratio?.deferredOffloadVsArticleTap)}, ÷ event-emitter ${x(ratio?.deferredOffloadVsEventEmitter)}`,
               );
             }
+            if (variants.includes(SPOOL_VARIANT)) {
+              const spoolRow = rows.find((r) => r.scenario === scenario && r.adapter === adapter && r.variant === SPOOL_VARIANT);
+              log(
+                `  → ${SPOOL_VARIANT} ÷ plain ${x(ratio?.deferredSpoolVsPlain)}, ÷ deferred ${x(ratio?.deferredSpoolVsDeferred)}, ` +
+                  `${formatNumber(spoolRow?.spool?.fsyncsPerSec ?? Number.NaN, 1)} fsyncs/s`,
+              );
+            }
           }
         } finally {
           await server.stop();
+          if (spoolDir) await rm(spoolDir, { recursive: true, force: true });
         }
       }
 
@@ -576,8 +638,10 @@ async function main(): Promise<void> {
   if (rows.length > 0) log(`\n${renderTable(rows)}\n`);
   const clientCpu = renderClientCpuPerJobText(rows);
   if (clientCpu) log(`${clientCpu}\n`);
+  const spoolText = renderSpoolText(rows);
+  if (spoolText) log(`${spoolText}\n`);
   if (compressionRows.length > 0) log(`Compression (handler vs send time, from stats().routes):\n${renderCompressionTable(compressionRows)}\n`);
-  log(`Targets (issues 4, 9, 11 and 12):\n${renderTargetsText(report.targets)}\n`);
+  log(`${TARGETS_TITLE}:\n${renderTargetsText(report.targets)}\n`);
   for (const [id, broker] of Object.entries(BROKER_SCENARIOS) as Array<[ScenarioId, { need: string; url: string }]>) {
     if (!wanted(id)) continue;
     const problem = await unreachable(broker.url);

@@ -10,10 +10,11 @@ const COLORS: Record<Variant, string> = {
   blocking: '#e4572e',
   deferred: '#2e86ab',
   'deferred-offload': '#1b998b',
+  'deferred-spool': '#3d5a80',
   'article-tap': '#f2a541',
   'event-emitter': '#8e6c8a',
 };
-const ORDER: readonly Variant[] = ['plain', 'noop-interceptor', 'blocking', 'deferred', 'deferred-offload', 'article-tap', 'event-emitter'];
+const ORDER: readonly Variant[] = ['plain', 'noop-interceptor', 'blocking', 'deferred', 'deferred-offload', 'deferred-spool', 'article-tap', 'event-emitter'];
 
 /** Escapes text for SVG content and attribute values. */
 export function escapeXml(text: string): string {

@@ -6,11 +6,21 @@ export type Adapter = 'express' | 'fastify';
  * `plain`: no side-effect, no interceptor (the ceiling); `noop-interceptor`: plain plus a pass-through
  * interceptor; `blocking`: awaits the side-effect in the handler; `deferred`: `@AfterResponse()`;
  * `deferred-offload` (issue 12, only where the scenario's sink can be offloaded): the same deferred
- * route, its sink an `OffloadedSink` whose client work runs in a worker thread.
+ * route, its sink an `OffloadedSink` whose client work runs in a worker thread;
+ * `deferred-spool` (issue 16, `bull-local`, `http-log` and `mix`): the same deferred route, its sink
+ * (a twin of the `deferred` route's, same destination) behind the module's disk spool.
  * The peers, written as their users write them: `article-tap`: a route interceptor running the
  * side-effect in `tap(async () => ...)`; `event-emitter`: `@nestjs/event-emitter`, an async `@OnEvent` listener.
  */
-export type Variant = 'plain' | 'noop-interceptor' | 'blocking' | 'deferred' | 'deferred-offload' | 'article-tap' | 'event-emitter';
+export type Variant =
+  | 'plain'
+  | 'noop-interceptor'
+  | 'blocking'
+  | 'deferred'
+  | 'deferred-offload'
+  | 'deferred-spool'
+  | 'article-tap'
+  | 'event-emitter';
 
 export type ScenarioId =
   | 'sim5'
@@ -50,6 +60,27 @@ export interface BenchOptions {
   /** Run the server under `node --cpu-prof` (profiles written to `<out>/profiles`). */
   cpuProf: boolean;
   help: boolean;
+}
+
+/**
+ * Issue 16: what the disk spool of the `deferred-spool` route's sink did over one run — the Δ of its
+ * `stats().sinks[name].spool` counters from before the run to one sync interval after its drain (so
+ * the group commit that makes the last acks durable is counted too).
+ */
+export interface SpoolSample {
+  /** Fsyncs made (one per dirty file per group commit, on libuv's thread pool). */
+  fsyncs: number;
+  /** `fsyncs` ÷ the run's measured seconds (autocannon's duration). */
+  fsyncsPerSec: number;
+  /** Records appended (one `JSON.stringify` and one `writeSync` each, on the request thread) and acked. */
+  appended: number;
+  acked: number;
+  /** Records still in the spool after the drain (a level, not a Δ): 0 when every item was delivered and acked. */
+  pending: number;
+  /** Group commits whose fsync failed, items refused (spool full) and items that could not be written. */
+  syncErrors: number;
+  refused: number;
+  failed: number;
 }
 
 /** One measured run (one autocannon run of one route), as collected by the runner. */
@@ -95,6 +126,25 @@ export interface RunSample {
   redisCpuUsPerRequest?: number;
   /** Unhandled promise rejections the server saw during the run (a side-effect fired without a catch). */
   unhandledRejections?: number;
+  /** Issue 16: the spool's counters over the run (`deferred-spool` only). */
+  spool?: SpoolSample;
+}
+
+/** A `deferred-spool` row's spool counters over its repeats: sums, but the median rate and the largest `pending`. */
+export interface SpoolFigures {
+  /** Summed over the repeats. */
+  fsyncs: number;
+  /** Median over the repeats. */
+  fsyncsPerSec: number;
+  /** Summed over the repeats. */
+  appended: number;
+  acked: number;
+  /** The largest over the repeats: must be 0. */
+  pending: number;
+  /** Summed over the repeats. */
+  syncErrors: number;
+  refused: number;
+  failed: number;
 }
 
 /** A row of `results/latest.json`: one scenario × adapter × variant, aggregated over its repeats. */
@@ -128,6 +178,8 @@ export interface ResultRow {
   redisCpuUsPerRequest?: number;
   /** Summed over the repeats; absent when none was seen. */
   unhandledRejections?: number;
+  /** Issue 16: the spool's counters (`deferred-spool` rows only). */
+  spool?: SpoolFigures;
   errors: number;
   non2xx: number;
   repeats: number;
@@ -190,9 +242,13 @@ export interface ScenarioRatios {
   deferredOffloadVsArticleTap?: number;
   /** deferred-offload req/s ÷ event-emitter req/s. */
   deferredOffloadVsEventEmitter?: number;
+  /** deferred-spool req/s ÷ plain req/s (issue 16; `bull-local`, `http-log`, `mix`). */
+  deferredSpoolVsPlain?: number;
+  /** deferred-spool req/s ÷ deferred req/s: what the spool costs in throughput. */
+  deferredSpoolVsDeferred?: number;
 }
 
-/** One target of issue 4, 9, 11 or 12, evaluated. */
+/** One target of issue 4, 9, 11, 12 or 16, evaluated. */
 export interface TargetCheck {
   adapter: Adapter;
   target: string;
@@ -270,6 +326,11 @@ export interface ServerSnapshot {
     skipped: number;
     requests: { finished: number; aborted: number };
   };
+  /**
+   * Issue 16: `stats().sinks[name].spool` of every spooled sink, by sink name (the `deferred-spool`
+   * routes' twins; none when the server has no spool).
+   */
+  spool: Record<string, { fsyncs: number; syncErrors: number; appended: number; acked: number; pending: number; refused: number; failed: number }>;
   /** Whether the flush requested before the snapshot completed in time. */
   flushed?: boolean;
 }
@@ -293,4 +354,11 @@ export interface ServerConfig {
    * `@fastify/compress`; gzip level 6, Brotli quality 11). Only for the `compression` scenario's own server.
    */
   compression?: boolean;
+  /**
+   * Issue 16: the module's `spool` option, `{ dir: spoolDir }` (default `syncIntervalMs`), for the
+   * `deferred-spool` routes' twin sinks (every other sink opts out with `spool: false`). A fresh
+   * temporary directory per server process, made and removed by the runner. Absent: no spool, and no
+   * `deferred-spool` routes.
+   */
+  spoolDir?: string;
 }

@@ -14,7 +14,7 @@ import { effectsDone, effectsInFlight, handled, routeKey, totalInFlight, unhandl
 import { effectListener } from './effect.listener.js';
 import type { ScenarioResources } from './effects.js';
 import { NoopInterceptor } from './noop.interceptor.js';
-import { offloadController, scenarioController } from './scenario.controller.js';
+import { offloadController, scenarioController, spoolController } from './scenario.controller.js';
 
 /** How long `?flush=1` waits, at most, for deferred items and awaited side-effects still running. */
 const FLUSH_TIMEOUT_MS = 15_000;
@@ -80,6 +80,26 @@ class StatsController {
       unhandledRejections: unhandled.rejections,
       mainThreadCpuMs: mainThreadCpuMs(),
       workerActiveMs: Object.values(s.sinks ?? {}).reduce((total, sink) => total + (sink.host?.cpuMs ?? sink.host?.activeMs ?? 0), 0),
+      spool: Object.fromEntries(
+        Object.entries(s.sinks ?? {}).flatMap(([name, sink]) =>
+          sink.spool
+            ? [
+                [
+                  name,
+                  {
+                    fsyncs: sink.spool.fsyncs,
+                    syncErrors: sink.spool.syncErrors,
+                    appended: sink.spool.appended,
+                    acked: sink.spool.acked,
+                    pending: sink.spool.pending,
+                    refused: sink.spool.refused,
+                    failed: sink.spool.failed,
+                  },
+                ],
+              ]
+            : [],
+        ),
+      ),
       deferred: {
         accepted: s.accepted,
         delivered: s.delivered,
@@ -95,6 +115,21 @@ class StatsController {
   }
 }
 
+/**
+ * `sinkOptions`, only for sinks this server has (an unknown sink name fails the bootstrap): the
+ * high-latency sinks' batch and queue sizes, and, on a server with a spool, `spool: false` for every
+ * sink but the spooled twins.
+ */
+function sinkOptions(config: ServerConfig, resources: ScenarioResources): Record<string, { maxBatchSize?: number; maxQueueSize?: number; spool?: false }> {
+  const options: Record<string, { maxBatchSize?: number; maxQueueSize?: number; spool?: false }> = {};
+  for (const { name } of resources.sinks) {
+    const highLatency = HIGH_LATENCY_SINK_OPTIONS[name];
+    const optOut = config.spoolDir !== undefined && !resources.spooledSinks.includes(name);
+    if (highLatency || optOut) options[name] = { ...highLatency, ...(optOut ? { spool: false as const } : {}) };
+  }
+  return options;
+}
+
 @Module({})
 export class BenchModule {
   static register(config: ServerConfig, resources: ScenarioResources): DynamicModule {
@@ -106,6 +141,8 @@ export class BenchModule {
       controllers.push(scenarioController(id, effect));
       const offload = offloadController(id, effect);
       if (offload) controllers.push(offload);
+      const spooled = spoolController(id, effect);
+      if (spooled) controllers.push(spooled);
       listeners.push(effectListener(id, routeKey(id, 'event-emitter'), () => effect.perform()));
     }
     if (config.scenarios.includes('compression')) controllers.push(CompressionController);
@@ -119,10 +156,10 @@ export class BenchModule {
           // BENCH_CORRELATION=off measures the library without the correlation option (see tracing.ts)
           ...(process.env.BENCH_CORRELATION === 'off' ? { correlation: false as const } : {}),
           shutdownTimeoutMs: 15_000,
-          // only for sinks this server has (an unknown sink name fails the bootstrap)
-          sinkOptions: Object.fromEntries(
-            Object.entries(HIGH_LATENCY_SINK_OPTIONS).filter(([name]) => resources.sinks.some((sink) => sink.name === name)),
-          ),
+          // issue 16: the module's spool (each sink in `<dir>/<sink name>`, default syncIntervalMs) for the
+          // `deferred-spool` routes' twins only; every other sink opts out, so `deferred` stays unspooled
+          ...(config.spoolDir ? { spool: { dir: config.spoolDir } } : {}),
+          sinkOptions: sinkOptions(config, resources),
         }),
       ],
       controllers,

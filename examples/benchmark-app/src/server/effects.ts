@@ -2,13 +2,14 @@
  * The side-effect of each scenario, in its two forms: a function that performs it and resolves when
  * it is done (awaited by `blocking` in the handler, by `article-tap` in its `tap`, by `event-emitter`
  * in its listener) and the same work handed to the library (`defer`, the `deferred` route — and the
- * `deferred-offload` route, to an offloaded twin of the sink, where the scenario has one).
+ * `deferred-offload` route, to an offloaded twin of the sink, and the `deferred-spool` route, to a
+ * spooled twin, where the scenario has them).
  */
 import Bull from 'bull';
 import type { AfterResponseOptions, DeferredScope, DeferredSink, LogItem, SinkItem, SinkKind } from 'nestjs-deferred-work';
 import { HttpSink, MemorySink } from 'nestjs-deferred-work';
 import { BullSink } from 'nestjs-deferred-work/bull';
-import { benchQueueName, offloadSinkName, scenarioInfo } from '../bench/args.js';
+import { benchQueueName, offloadSinkName, scenarioInfo, spoolSinkName } from '../bench/args.js';
 import type { ScenarioId, ServerConfig } from '../bench/types.js';
 import { type GraphqlParts, graphqlParts } from './graphql.js';
 
@@ -24,11 +25,19 @@ export interface ScenarioEffect {
    * twin of the scenario's sink (same queue or receiver). Only for the scenarios marked `offload`.
    */
   offloadAfterResponse?: AfterResponseOptions;
+  /**
+   * Route options of the `deferred-spool` variant (issue 16): the same items, routed to a twin of the
+   * scenario's sink (same queue, receiver or kind of sink) whose items go through the module's disk
+   * spool. Only for the scenarios marked `spool`, on a server given a spool directory.
+   */
+  spoolAfterResponse?: AfterResponseOptions;
 }
 
 export interface ScenarioResources {
   /** Sinks to configure in `DeferredWorkModule.forRoot()`; the first (memory) takes what is not routed. */
   sinks: DeferredSink[];
+  /** Of those, the `deferred-spool` routes' twins: the only sinks the module's `spool` applies to. */
+  spooledSinks: string[];
   effects: Map<ScenarioId, ScenarioEffect>;
   /** The GraphQL module and resolver, when the `graphql` scenario runs. */
   graphql?: GraphqlParts;
@@ -97,8 +106,16 @@ function mix(deferredSinkName: string): ScenarioEffect {
 /**
  * A Bull job per request. `perform` awaits `queue.add` (what apps do today, in the handler or after it);
  * `deferred` hands the job to a `BullSink` on the same queue, which adds whole batches with `addBulk`.
+ * The spooled twin (`bull-local`) is another `BullSink` given the same queue.
  */
-async function bullJob(scenario: ScenarioId, redisUrl: string, sinks: DeferredSink[], closers: Array<() => Promise<void>>): Promise<ScenarioEffect> {
+async function bullJob(
+  scenario: ScenarioId,
+  redisUrl: string,
+  config: ServerConfig,
+  sinks: DeferredSink[],
+  spooled: string[],
+  closers: Array<() => Promise<void>>,
+): Promise<ScenarioEffect> {
   const queueName = benchQueueName(scenario);
   const queue = new Bull(queueName, redisUrl);
   closers.push(() => queue.close());
@@ -106,7 +123,8 @@ async function bullJob(scenario: ScenarioId, redisUrl: string, sinks: DeferredSi
   await queue.empty();
   const effect = queueJob(queueName, queue, new BullSink({ name: scenario, queues: { [queueName]: queue } }), sinks);
   // the twin's worker creates its own Bull queue of the same name (default prefix `bull`): same wait list
-  return withOffload(scenario, effect, sinks, () => BullSink.offloaded({ name: offloadSinkName(scenario), redis: redisUrl, queues: [queueName] }));
+  const offload = withOffload(scenario, effect, sinks, () => BullSink.offloaded({ name: offloadSinkName(scenario), redis: redisUrl, queues: [queueName] }));
+  return withSpool(scenario, offload, config, sinks, spooled, (name) => new BullSink({ name, queues: { [queueName]: queue } }));
 }
 
 /**
@@ -120,6 +138,28 @@ function withOffload(scenario: ScenarioId, effect: ScenarioEffect, sinks: Deferr
   const kinds = Object.keys(effect.afterResponse.sinks ?? {}) as SinkKind[];
   const routed: NonNullable<AfterResponseOptions['sinks']> = Object.fromEntries(kinds.map((kind) => [kind, sink.name]));
   return { ...effect, offloadAfterResponse: { ...effect.afterResponse, sinks: routed } };
+}
+
+/**
+ * Issue 16: where the scenario has a `deferred-spool` variant and the server a spool directory, adds a
+ * twin of its sink (built by `twin`, named `<scenario>-spool`, same destination) and routes the
+ * `deferred-spool` variant's items to it. Which sinks are spooled is decided in `bench.module.ts`.
+ */
+function withSpool(
+  scenario: ScenarioId,
+  effect: ScenarioEffect,
+  config: ServerConfig,
+  sinks: DeferredSink[],
+  spooled: string[],
+  twin: (name: string) => DeferredSink,
+): ScenarioEffect {
+  if (!scenarioInfo(scenario).spool || !config.spoolDir) return effect;
+  const sink = twin(spoolSinkName(scenario));
+  sinks.push(sink);
+  spooled.push(sink.name);
+  const kinds = Object.keys(effect.afterResponse.sinks ?? {}) as SinkKind[];
+  const routed: NonNullable<AfterResponseOptions['sinks']> = Object.fromEntries(kinds.map((kind) => [kind, sink.name]));
+  return { ...effect, spoolAfterResponse: { ...effect.afterResponse, sinks: routed } };
 }
 
 /** What the Bull and BullMQ scenarios share: `perform` awaits `queue.add`; `deferred` hands the job to `sink`. */
@@ -188,9 +228,13 @@ function httpLog(url: string, sinks: DeferredSink[], closers: Array<() => Promis
   };
 }
 
-/** `http-log` with its offloaded twin (`HttpSink.offloaded()`, same receiver) where the catalog says so. */
-function httpLogWithOffload(url: string, sinks: DeferredSink[], closers: Array<() => Promise<void>>): ScenarioEffect {
-  return withOffload('http-log', httpLog(url, sinks, closers), sinks, () => HttpSink.offloaded({ name: offloadSinkName('http-log'), url }));
+/**
+ * `http-log` with its offloaded twin (`HttpSink.offloaded()`, same receiver) and its spooled twin
+ * (another `HttpSink`, same receiver) where the catalog says so.
+ */
+function httpLogWithTwins(url: string, config: ServerConfig, sinks: DeferredSink[], spooled: string[], closers: Array<() => Promise<void>>): ScenarioEffect {
+  const offload = withOffload('http-log', httpLog(url, sinks, closers), sinks, () => HttpSink.offloaded({ name: offloadSinkName('http-log'), url }));
+  return withSpool('http-log', offload, config, sinks, spooled, (name) => new HttpSink({ name, url }));
 }
 
 /**
@@ -233,6 +277,7 @@ async function brokerEvent(scenario: 'rabbitmq' | 'nats', url: string, sinks: De
 export async function createScenarios(config: ServerConfig): Promise<ScenarioResources> {
   const memory = new MemorySink({ name: 'memory', capacity: 1000 });
   const sinks: DeferredSink[] = [memory];
+  const spooled: string[] = [];
   const effects = new Map<ScenarioId, ScenarioEffect>();
   const closers: Array<() => Promise<void>> = [];
   for (const id of config.scenarios) {
@@ -247,13 +292,14 @@ export async function createScenarios(config: ServerConfig): Promise<ScenarioRes
         effects.set(id, simulated(5, { every: 1000, ms: 1000 }));
         break;
       case 'mix':
-        effects.set(id, mix(memory.name));
+        // the spooled twin: another memory sink, as large
+        effects.set(id, withSpool(id, mix(memory.name), config, sinks, spooled, (name) => new MemorySink({ name, capacity: 1000 })));
         break;
       case 'bull-local':
       case 'bull-proxy': {
         const url = id === 'bull-local' ? config.redisUrl : config.proxiedRedisUrl;
         if (!url) throw new Error(`Scenario ${id} needs a Redis URL from the runner.`);
-        effects.set(id, await bullJob(id, url, sinks, closers));
+        effects.set(id, await bullJob(id, url, config, sinks, spooled, closers));
         break;
       }
       case 'bullmq-local':
@@ -265,7 +311,7 @@ export async function createScenarios(config: ServerConfig): Promise<ScenarioRes
       }
       case 'http-log':
         if (!config.logReceiverUrl) throw new Error('Scenario http-log needs a receiver URL from the runner.');
-        effects.set(id, httpLogWithOffload(config.logReceiverUrl, sinks, closers));
+        effects.set(id, httpLogWithTwins(config.logReceiverUrl, config, sinks, spooled, closers));
         break;
       case 'rabbitmq':
       case 'nats': {
@@ -286,6 +332,7 @@ export async function createScenarios(config: ServerConfig): Promise<ScenarioRes
   if (config.scenarios.includes('graphql')) graphql = await graphqlParts(simulated(5));
   return {
     sinks,
+    spooledSinks: spooled,
     effects,
     graphql,
     async close() {

@@ -1,6 +1,7 @@
 /**
- * One controller per scenario: the same side-effect six ways (`GET /<scenario>/<variant>`), and a
- * seventh, `deferred-offload`, where the scenario's sink can be offloaded (`offloadController`). The
+ * One controller per scenario: the same side-effect six ways (`GET /<scenario>/<variant>`), a
+ * seventh, `deferred-offload`, where the scenario's sink can be offloaded (`offloadController`), and
+ * `deferred-spool` where it has a spooled twin (`spoolController`). The
  * `deferred` route uses the library as an app would: `@AfterResponse()` and `@Deferred()`, which need
  * no interceptor (none is registered globally either), so `plain` runs with no interceptor at all and
  * `noop-interceptor` isolates what any Nest interceptor costs. `article-tap` and `event-emitter` are
@@ -83,25 +84,41 @@ export function scenarioController(id: ScenarioId, effect: ScenarioEffect): Type
 }
 
 /**
- * Issue 12: `GET /<scenario>/deferred-offload`, the `deferred` route again — the same decorators, the
- * same items — routed to the offloaded twin of the scenario's sink, whose client work runs in a worker
- * thread. `undefined` for a scenario without one (it gets no such route).
+ * The `deferred` route again under another path — the same decorators, the same items — with other
+ * route options (its items routed to a twin of the scenario's sink). `undefined` without options.
  */
-export function offloadController(id: ScenarioId, effect: ScenarioEffect): Type<unknown> | undefined {
-  const options = effect.offloadAfterResponse;
+function twinController(id: ScenarioId, variant: Variant, effect: ScenarioEffect, options: ScenarioEffect['afterResponse'] | undefined, className: string): Type<unknown> | undefined {
   if (!options) return undefined;
-  const key = routeKey(id, 'deferred-offload');
+  const key = routeKey(id, variant);
 
   @Controller(id)
-  class OffloadController {
-    @Get('deferred-offload')
+  class TwinController {
+    @Get(variant)
     @AfterResponse(options)
-    deferredOffload(@Deferred() work: DeferredScope) {
+    deferredTwin(@Deferred() work: DeferredScope) {
       countHandled(key);
       effect.defer(work);
       return OK;
     }
   }
-  Object.defineProperty(OffloadController, 'name', { value: `OffloadController_${id.replace(/\W/g, '_')}` });
-  return OffloadController;
+  Object.defineProperty(TwinController, 'name', { value: `${className}_${id.replace(/\W/g, '_')}` });
+  return TwinController;
+}
+
+/**
+ * Issue 12: `GET /<scenario>/deferred-offload`, the `deferred` route again — the same decorators, the
+ * same items — routed to the offloaded twin of the scenario's sink, whose client work runs in a worker
+ * thread. `undefined` for a scenario without one (it gets no such route).
+ */
+export function offloadController(id: ScenarioId, effect: ScenarioEffect): Type<unknown> | undefined {
+  return twinController(id, 'deferred-offload', effect, effect.offloadAfterResponse, 'OffloadController');
+}
+
+/**
+ * Issue 16: `GET /<scenario>/deferred-spool`, the `deferred` route again routed to the spooled twin of
+ * the scenario's sink (each item appended to the disk spool when accepted, acked when delivered).
+ * `undefined` for a scenario without one, or on a server without a spool directory.
+ */
+export function spoolController(id: ScenarioId, effect: ScenarioEffect): Type<unknown> | undefined {
+  return twinController(id, 'deferred-spool', effect, effect.spoolAfterResponse, 'SpoolController');
 }
