@@ -229,6 +229,28 @@ describe('Spool: full', () => {
     expect([...spool.replay()].at(-1)!.seq).toBe(later);
   });
 
+  it('a spool of one segment (maxBytes = segmentBytes) that filled up has room again once every record is acked', async () => {
+    let spool = openSpool({ maxBytes: 4096, segmentBytes: 4096 });
+    const record = (i: number) => `record ${i}`.padEnd(100, '.');
+    const seqs: number[] = [];
+    for (let i = 0; seqs.length === i; i++) {
+      try {
+        seqs.push(spool.append(record(i)));
+      } catch (error) {
+        expect(error).toBeInstanceOf(SpoolFullError);
+      }
+    }
+    expect(seqs.length).toBe(Math.floor(4096 / (100 + FRAME_HEADER_BYTES)));
+    expect(spool.ack(seqs)).toBe(seqs.length); // the active segment is all acked, and its ack file adds bytes
+
+    const after = [spool.append(record(100)), spool.append(record(101))];
+    expect(after).toEqual([seqs.length + 1, seqs.length + 2]);
+    expect(files('.log')).toEqual([`segment-${String(seqs.length + 1).padStart(16, '0')}.log`]); // the drained one is gone
+    expect(spool.stats()).toMatchObject({ pendingRecords: 2, refused: 1, bytesOnDisk: 2 * (100 + FRAME_HEADER_BYTES) });
+    spool = await reopen(spool, { maxBytes: 4096, segmentBytes: 4096 });
+    expect(payloads(spool)).toEqual([record(100), record(101)]);
+  });
+
   it('a record larger than a segment is refused with a RangeError that names segmentBytes', () => {
     const spool = openSpool({ segmentBytes: 1024 });
     expect(() => spool.append(Buffer.alloc(1024))).toThrow(/segmentBytes/);

@@ -151,6 +151,16 @@ export class Spool {
         `Spool ${this.dir}: a record of ${length} bytes does not fit in a segment (spool.segmentBytes ${this.options.segmentBytes}, ${FRAME_HEADER_BYTES} of them the header). Raise segmentBytes or send smaller records.`,
       );
     }
+    if (this.bytes + size > this.options.maxBytes && this.active.logBytes > 0 && this.active.pending === 0) {
+      // Every record of the active segment is acked, yet its bytes (and its acks') still count until a
+      // roll deletes it: roll now. Otherwise a spool of about one segment (maxBytes under 8 MiB leaves
+      // segmentBytes = maxBytes) would refuse every record for good once it had filled and drained.
+      try {
+        this.roll();
+      } catch (error) {
+        if (!isDiskFull(error)) throw error; // no room for a new segment: refused below
+      }
+    }
     if (this.bytes + size > this.options.maxBytes) {
       this.counts.refused++;
       throw new SpoolFullError(this.dir, 'max-bytes', `${this.bytes} of ${this.options.maxBytes} bytes in use, the record needs ${size}`);

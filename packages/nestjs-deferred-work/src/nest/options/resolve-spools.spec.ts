@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import { DeferredWorkConfigError } from '../../core/errors/deferred-work-config.error';
+import { BullSink } from '../../sinks/bull/bull.sink';
 import { MemorySink } from '../../sinks/memory/memory.sink';
 import { SPOOL_DEFAULTS } from '../../spool';
 import { resolveOptions } from './resolve-options';
@@ -37,12 +38,18 @@ describe('the spool option', () => {
     expect(resolved.spools?.has('b/../x')).toBe(false);
   });
 
-  it('a spooled sink retries until delivered unless maxAttempts is set (globally, by the sink or for it)', () => {
+  it('a spooled sink retries until delivered unless the user sets maxAttempts (globally or for it)', () => {
     expect(resolveOptions({ sinks, spool: { dir: 's' } }).processorOptions.get('a')!.maxAttempts).toBe(SPOOLED_MAX_ATTEMPTS);
     expect(resolveOptions({ sinks, spool: { dir: 's' }, maxAttempts: 3 }).processorOptions.get('a')!.maxAttempts).toBe(3);
     expect(resolveOptions({ sinks, spool: { dir: 's' }, sinkOptions: { a: { maxAttempts: 7 } } }).processorOptions.get('a')!.maxAttempts).toBe(7);
-    const own = Object.assign(new MemorySink({ name: 'own' }), { defaults: { maxAttempts: 2 } });
-    expect(resolveOptions({ sinks: [own], spool: { dir: 's' } }).processorOptions.get('own')!.maxAttempts).toBe(2);
+    // A sink's own default (the queue and broker sinks' 10) bounds items held in memory; with a spool the disk is the buffer.
+    const own = Object.assign(new MemorySink({ name: 'own' }), { defaults: { maxAttempts: 2, initialBackoffMs: 50 } });
+    expect(resolveOptions({ sinks: [own], spool: { dir: 's' } }).processorOptions.get('own')).toMatchObject({ maxAttempts: SPOOLED_MAX_ATTEMPTS, initialBackoffMs: 50 });
+    expect(resolveOptions({ sinks: [own] }).processorOptions.get('own')!.maxAttempts).toBe(2);
+    expect(resolveOptions({ sinks: [own], spool: { dir: 's' }, sinkOptions: { own: { maxAttempts: 4 } } }).processorOptions.get('own')!.maxAttempts).toBe(4);
+    const bull = new BullSink({ queues: { mail: { addBulk: async () => [] } as never } });
+    expect(bull.defaults.maxAttempts).toBe(10);
+    expect(resolveOptions({ sinks: [bull], spool: { dir: 's' } }).processorOptions.get('bull')!.maxAttempts).toBe(SPOOLED_MAX_ATTEMPTS);
   });
 
   it('refuses a spool without a dir, bad numbers, two sinks in one directory and segments too small for an item, saying how to fix it', () => {

@@ -28,7 +28,10 @@ function sinkDir(dir: string, name: string): string {
 /**
  * The spool of each sink (`spool`, over it `sinkOptions[name].spool`), checked: options in range,
  * `segmentBytes` room for the largest item, no two sinks in one directory. Also gives a spooled sink
- * `maxAttempts` `SPOOLED_MAX_ATTEMPTS` when none was set, by the sink or the user.
+ * `maxAttempts` `SPOOLED_MAX_ATTEMPTS` when the user set none (globally or for the sink). A sink's own
+ * default (Bull, BullMQ and the broker sinks: 10, a budget of 20–45 s) does not count: it bounds
+ * how long items wait in memory, and with a spool the disk is the buffer — a Redis down for ten
+ * minutes delays jobs, it does not dead-letter them.
  */
 export function resolveSpools(
   options: DeferredWorkModuleOptions,
@@ -66,8 +69,7 @@ export function resolveSpools(
     }
     owners.set(path, name);
     spools.set(name, { dir: path, ...resolved });
-    const explicit =
-      options.maxAttempts ?? sinks.get(name)!.defaults?.maxAttempts ?? options.sinkOptions?.[name]?.maxAttempts;
+    const explicit = options.sinkOptions?.[name]?.maxAttempts ?? options.maxAttempts;
     if (explicit === undefined) processorOptions.get(name)!.maxAttempts = SPOOLED_MAX_ATTEMPTS;
   }
   return spools;
