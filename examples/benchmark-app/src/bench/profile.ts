@@ -12,7 +12,8 @@
  * `--server label=path/to/server/main.js` (repeatable) compares builds in one run, e.g. the library
  * before and after a change; the default is this build's server.
  */
-import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs as parseCli } from 'node:util';
@@ -22,6 +23,11 @@ import { forkServer, type ServerHandle, snapshot } from './server-process.js';
 import type { Adapter, ScenarioId, Variant } from './types.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
+
+/** A fresh spool directory per server (issue 16) when the `deferred-spool` variant is measured; left in the OS temp dir. */
+async function spoolDirFor(options: { variants: Variant[] }): Promise<string | undefined> {
+  return options.variants.includes('deferred-spool') ? mkdtemp(path.join(os.tmpdir(), 'dw-profile-spool-')) : undefined;
+}
 
 const USAGE = `Usage: node dist/bench/profile.js [options]
   --mode cpu|profile        cpu: CPU µs/request, variants alternating (default); profile: --cpu-prof summaries
@@ -130,7 +136,7 @@ const fixed = (n: number, d = 1) => (Number.isFinite(n) ? n.toFixed(d) : '–');
 async function cpuMode(options: Options): Promise<void> {
   for (const adapter of options.adapters) {
     const servers = await Promise.all(
-      options.servers.map(async (s) => ({ ...s, server: await forkServer(s.entry, { adapter, scenarios: options.scenarios }, [], s.entry) })),
+      options.servers.map(async (s) => ({ ...s, server: await forkServer(s.entry, { adapter, scenarios: options.scenarios, spoolDir: await spoolDirFor(options) }, [], s.entry) })),
     );
     try {
       const runs = new Map<string, CpuRun[]>();
@@ -193,7 +199,7 @@ async function profileMode(options: Options): Promise<void> {
           const name = `${s.label}-${adapter}-${scenario}-${variant}`;
           const dir = path.join(options.out, name);
           await rm(dir, { recursive: true, force: true });
-          const server = await forkServer(s.entry, { adapter, scenarios: [scenario] }, ['--cpu-prof', `--cpu-prof-dir=${dir}`, '--cpu-prof-interval=100'], s.entry);
+          const server = await forkServer(s.entry, { adapter, scenarios: [scenario], spoolDir: await spoolDirFor(options) }, ['--cpu-prof', `--cpu-prof-dir=${dir}`, '--cpu-prof-interval=100'], s.entry);
           const key = `${scenario}/${variant}`;
           let window: [number, number];
           let handled: number;
