@@ -70,6 +70,9 @@ export class SegmentFile {
   /** Byte offset of each record's frame in the log file (what `readPending` reads). */
   private offsets = new Float64Array(256);
   private sizes = new Uint32Array(256);
+  /** Frames appended and not written yet (they follow the file's last byte), and their bytes. */
+  private queued: Buffer[] = [];
+  private queuedBytes = 0;
   /** Index below which no record is pending. */
   private cursor = 0;
   private syncsInFlight = 0;
@@ -113,14 +116,58 @@ export class SegmentFile {
     return { segment, torn: scan.torn };
   }
 
-  /** Appends one encoded frame (seq `seq`, appended at `timestamp`); on failure nothing of it remains. */
+  /**
+   * Appends one encoded frame (seq `seq`, appended at `timestamp`) in memory: it reaches the file with
+   * the next `writeQueued()` (the spool calls it once per event-loop turn), with the frames queued
+   * before and after it in one write.
+   */
   append(frame: Buffer, seq: number, timestamp: number): void {
     if (this.logFd === undefined || this.sealed) throw new Error(`Spool segment ${this.logPath} is sealed`);
     const offset = this.logBytes;
-    writeAllAt(this.logFd, frame, offset, offset);
+    this.queued.push(frame);
+    this.queuedBytes += frame.length;
     this.logBytes += frame.length;
     this.logDirty = true;
     this.record(seq, timestamp, offset, frame.length);
+  }
+
+  /** Bytes of frames appended and not yet written to the file. */
+  get unwrittenBytes(): number {
+    return this.queuedBytes;
+  }
+
+  /**
+   * Writes the queued frames to the file, in one write. When the OS refuses part of it (disk full, an
+   * I/O error), the whole frames it took are kept, the file is cut back after the last of them (no
+   * partial frame is left), the rest stays queued for the next call, and the error is thrown.
+   */
+  writeQueued(): void {
+    if (this.queuedBytes === 0 || this.logFd === undefined) return;
+    const frames = this.queued;
+    const start = this.logBytes - this.queuedBytes;
+    const buf = frames.length === 1 ? frames[0]! : Buffer.concat(frames, this.queuedBytes);
+    let done = 0;
+    try {
+      while (done < buf.length) done += writeSync(this.logFd, buf, done, buf.length - done, start + done);
+    } catch (error) {
+      let kept = 0;
+      let whole = 0;
+      for (const frame of frames) {
+        if (kept + frame.length > done) break;
+        kept += frame.length;
+        whole++;
+      }
+      try {
+        ftruncateSync(this.logFd, start + kept);
+      } catch {
+        // Cutting a file shorter needs no space; should it fail, the partial frame fails its checksum on replay.
+      }
+      this.queued = frames.slice(whole);
+      this.queuedBytes -= kept;
+      throw error;
+    }
+    this.queued = [];
+    this.queuedBytes = 0;
   }
 
   /** Whether `seq` falls in this segment's range. */
@@ -170,17 +217,27 @@ export class SegmentFile {
     if (seqs.length === 0) return [];
     const start = this.offsets[seqs[0]! - this.firstSeq]!;
     const last = seqs[seqs.length - 1]! - this.firstSeq;
-    const span = Buffer.allocUnsafe(this.offsets[last]! + this.sizes[last]! - start);
-    const fd = openSync(this.logPath, 'r');
-    try {
-      let done = 0;
-      while (done < span.length) {
-        const n = readSync(fd, span, done, span.length - done, start + done);
-        if (n === 0) break;
-        done += n;
+    const end = this.offsets[last]! + this.sizes[last]!;
+    const span = Buffer.allocUnsafe(end - start);
+    // What the file holds is read from it; frames still queued (not written yet) from memory.
+    const written = this.logBytes - this.queuedBytes;
+    if (start < written) {
+      const fd = openSync(this.logPath, 'r');
+      try {
+        const upTo = Math.min(end, written) - start;
+        let done = 0;
+        while (done < upTo) {
+          const n = readSync(fd, span, done, upTo - done, start + done);
+          if (n === 0) break;
+          done += n;
+        }
+      } finally {
+        closeSync(fd);
       }
-    } finally {
-      closeSync(fd);
+    }
+    if (end > written) {
+      const memory = Buffer.concat(this.queued, this.queuedBytes);
+      memory.copy(span, Math.max(0, written - start), Math.max(start, written) - written, end - written);
     }
     const wanted = new Set(seqs);
     const records: Array<{ seq: number; timestamp: number; payload: Buffer }> = [];
@@ -198,8 +255,9 @@ export class SegmentFile {
     return this.times[this.cursor];
   }
 
-  /** Fsyncs whatever was written since the last call; resolves with the number of fsyncs made. */
+  /** Fsyncs whatever was written since the last call (queued frames written first); resolves with the number of fsyncs made. */
   async sync(): Promise<number> {
+    this.writeQueued();
     const fds: number[] = [];
     if (this.logDirty && this.logFd !== undefined) fds.push(this.logFd);
     if (this.ackDirty && this.ackFd !== undefined) fds.push(this.ackFd);
@@ -235,6 +293,8 @@ export class SegmentFile {
       }
     }
     this.logBytes = this.ackBytes = 0;
+    this.queued = [];
+    this.queuedBytes = 0;
     this.logDirty = this.ackDirty = false;
     this.closeIdle();
   }
@@ -247,7 +307,8 @@ export class SegmentFile {
 
   private closeIdle(all = false): void {
     if (this.syncsInFlight > 0) return;
-    if (this.logFd !== undefined && (this.deleted || all || (this.sealed && !this.logDirty))) {
+    const idle = this.sealed && !this.logDirty && this.queuedBytes === 0;
+    if (this.logFd !== undefined && (this.deleted || all || idle)) {
       closeSync(this.logFd);
       this.logFd = undefined;
     }

@@ -129,22 +129,33 @@ describe('Spool across processes', () => {
     await spool.close();
   });
 
-  it('the OS refusing a write (file size limit: a partial write, then EFBIG) is a disk-full refusal; no partial record is left', async () => {
+  it('the OS refusing a write (file size limit: a partial write, then EFBIG): the records it took are kept whole, no partial record is left, and the next append is a disk-full refusal', async () => {
     const child = start('fill', { segmentBytes: 1024 * 1024 }, 64);
-    const result = JSON.parse(await child.line(/^\{/)) as { reason: string; code: string; message: string; appended: number; stats: { refused: number } };
+    const result = JSON.parse(await child.line(/^\{/)) as {
+      reason: string;
+      code: string;
+      message: string;
+      appended: number;
+      stats: { refused: number; writeErrors: number; unwrittenBytes: number };
+    };
     await child.exited;
     expect(result).toMatchObject({ reason: 'disk-full', code: 'EFBIG', stats: { refused: 1 } });
     expect(result.message).toMatch(/the disk refused the write .*Free space/);
-    expect(result.appended).toBe(Math.floor((64 * 1024) / (1500 + 24)));
+    const fit = Math.floor((64 * 1024) / (1500 + 24));
+    // The record whose write the OS refused had been accepted (its turn's write comes after): it was
+    // held in memory, retried, and still unwritten when the process ended; the next one was refused.
+    expect(result.appended).toBe(fit + 1);
+    expect(result.stats.writeErrors).toBeGreaterThanOrEqual(2);
+    expect(result.stats.unwrittenBytes).toBe(1500 + 24);
 
     let spool = Spool.open(dir);
     expect(spool.stats().tornRecords).toBe(0);
-    expect([...spool.replay()].map((r) => r.payload.toString())).toEqual(Array.from({ length: result.appended }, (_, n) => record(n)));
+    expect([...spool.replay()].map((r) => r.payload.toString())).toEqual(Array.from({ length: fit }, (_, n) => record(n)));
     spool.append('after the disk was freed');
     await spool.close();
     spool = Spool.open(dir);
     expect([...spool.replay()].at(-1)!.payload.toString()).toBe('after the disk was freed');
-    expect(spool.stats().pendingRecords).toBe(result.appended + 1);
+    expect(spool.stats().pendingRecords).toBe(fit + 1);
     await spool.close();
   });
 });

@@ -99,6 +99,39 @@ describe('Spool: append, ack, replay', () => {
   });
 });
 
+describe('Spool: writes once per event-loop turn', () => {
+  const logSize = () => readdirSync(dir).filter((f) => f.endsWith('.log')).reduce((sum, f) => sum + statSync(join(dir, f)).size, 0);
+
+  it("writes a turn's records to the file together at the end of the turn; readPending() reads them before that, from memory", async () => {
+    const spool = openSpool();
+    const seqs = ['a', 'b', 'c'].map((r) => spool.append(r));
+    expect(logSize()).toBe(0); // still queued
+    expect(spool.stats().unwrittenBytes).toBe(3 * (FRAME_HEADER_BYTES + 1));
+    expect(spool.readPending(0, 10).map((r) => [r.seq, r.payload.toString()])).toEqual([[seqs[0], 'a'], [seqs[1], 'b'], [seqs[2], 'c']]);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(logSize()).toBe(3 * (FRAME_HEADER_BYTES + 1));
+    expect(spool.stats()).toMatchObject({ unwrittenBytes: 0, writeErrors: 0 });
+    // A record queued after written ones: one read spans the file and memory.
+    spool.append('d');
+    expect(spool.readPending(seqs[1]!, 10).map((r) => r.payload.toString())).toEqual(['c', 'd']);
+  });
+
+  it('writes at once past 1 MiB queued in one turn (a long synchronous loop stays bounded in memory)', () => {
+    const spool = openSpool({ segmentBytes: 4 << 20, maxBytes: 16 << 20 });
+    const record = 'x'.repeat(64 * 1024);
+    for (let i = 0; i < 20; i++) spool.append(record);
+    expect(logSize()).toBeGreaterThanOrEqual(1 << 20);
+    expect(spool.stats().unwrittenBytes).toBeLessThan(1 << 20);
+  });
+
+  it('synced() writes what is queued before its fsync', async () => {
+    const spool = openSpool();
+    spool.append('e');
+    await spool.synced();
+    expect(logSize()).toBe(FRAME_HEADER_BYTES + 1);
+  });
+});
+
 describe('Spool: torn records', () => {
   async function spoolOf(n: number): Promise<void> {
     const spool = openSpool();

@@ -51,7 +51,14 @@ export interface SpoolStats {
   tornRecords: number;
   /** Ack writes the disk refused: those records are replayed again after a restart (at least once). */
   ackWriteFailures: number;
+  /** Writes of appended records the disk refused (they stay in memory and are written when it has room). */
+  writeErrors: number;
+  /** Bytes of records appended and not written to their file yet (queued for the end of the turn, or refused by the disk). */
+  unwrittenBytes: number;
 }
+
+/** Queued frames past this many bytes are written at once, not at the end of the turn (bounds memory in a long synchronous loop). */
+const WRITE_AT_BYTES = 1 << 20;
 
 /**
  * A crash-durable, append-only record spool in one directory (one process per directory).
@@ -64,7 +71,8 @@ export interface SpoolStats {
  * - `maxBytes` reached or the disk full: `append` throws `SpoolFullError`; nothing spooled is harmed.
  *
  * Guarantee: after `synced()` resolved, the records appended before it survive kill -9 and power
- * loss; a kill -9 loses at most what was appended in the last `syncIntervalMs`.
+ * loss; a kill -9 loses at most the records appended in the event-loop turn it strikes (written at its
+ * end), a power loss at most those of the last `syncIntervalMs`.
  */
 export class Spool {
   /** Resolved options, every default applied. */
@@ -79,7 +87,17 @@ export class Spool {
   private dirDirty = false;
   private readonly commit: GroupCommit;
   private closing: Promise<void> | undefined;
-  private counts = { appended: 0, acked: 0, refused: 0, torn: 0, ackWriteFailures: 0 };
+  private counts = { appended: 0, acked: 0, refused: 0, torn: 0, ackWriteFailures: 0, writeErrors: 0 };
+  /** Segments with frames appended and not written yet. */
+  private readonly unwritten = new Set<SegmentFile>();
+  private writeScheduled = false;
+  /** Why the last write of queued frames failed; cleared by the next one that succeeds. */
+  private writeError: unknown;
+  private retryTimer: NodeJS.Timeout | undefined;
+  private readonly writeTurn = (): void => {
+    this.writeScheduled = false;
+    this.writeAll();
+  };
 
   private constructor(
     /** The spool's directory. */
@@ -137,13 +155,21 @@ export class Spool {
   }
 
   /**
-   * Appends one record and returns its sequence number. It is on disk (in the page cache) on return
-   * and durable once `synced()` resolves (within `syncIntervalMs`). Throws `SpoolFullError` when
-   * `maxBytes` would be passed or the disk is full (no part of the record is kept), and `RangeError`
-   * when the record is larger than a segment.
+   * Appends one record and returns its sequence number. The records of one event-loop turn are written
+   * to the file together at its end (one `write`; at once past 1 MiB), so they survive the death of the
+   * process from then on, and are durable once `synced()` resolves (within `syncIntervalMs`). Throws
+   * `SpoolFullError` when `maxBytes` would be passed or the disk refused the last write (no part of the
+   * record is kept), and `RangeError` when the record is larger than a segment. Records accepted before
+   * the disk refused a write stay in memory and are written when it has room again.
    */
   append(record: Buffer | string): number {
     if (this.closing) throw new Error(`Spool ${this.dir} is closed`);
+    if (this.writeError !== undefined && !this.writeAll()) {
+      const error = this.writeError as NodeJS.ErrnoException;
+      this.counts.refused++;
+      if (!isDiskFull(error)) throw error;
+      throw new SpoolFullError(this.dir, 'disk-full', `${error.code}: ${error.message}`, { cause: error });
+    }
     const length = typeof record === 'string' ? Buffer.byteLength(record, 'utf8') : record.length;
     const size = FRAME_HEADER_BYTES + length;
     if (size > this.options.segmentBytes) {
@@ -174,7 +200,13 @@ export class Spool {
       this.bytes += size;
       this.counts.appended++;
       this.dirty.add(this.active);
+      this.unwritten.add(this.active);
       this.commit.wrote();
+      if (this.active.unwrittenBytes >= WRITE_AT_BYTES) this.writeAll();
+      else if (!this.writeScheduled) {
+        this.writeScheduled = true;
+        setImmediate(this.writeTurn);
+      }
       return seq;
     } catch (error) {
       if (!isDiskFull(error)) throw error;
@@ -296,6 +328,8 @@ export class Spool {
       syncErrors: this.commit.errors,
       tornRecords: this.counts.torn,
       ackWriteFailures: this.counts.ackWriteFailures,
+      writeErrors: this.counts.writeErrors,
+      unwrittenBytes: [...this.unwritten].reduce((sum, segment) => sum + segment.unwrittenBytes, 0),
     };
   }
 
@@ -303,6 +337,8 @@ export class Spool {
   close(): Promise<void> {
     this.closing ??= (async () => {
       try {
+        if (this.retryTimer) clearTimeout(this.retryTimer);
+        this.writeAll(); // a failure is counted; the group commit below tries once more
         await this.commit.flushNow();
       } finally {
         for (const segment of this.segments) segment.close();
@@ -324,6 +360,7 @@ export class Spool {
   }
 
   private remove(segment: SegmentFile): void {
+    this.unwritten.delete(segment);
     this.bytes -= segment.logBytes + segment.ackBytes;
     segment.delete();
     this.segments.splice(this.segments.indexOf(segment), 1);
@@ -354,7 +391,31 @@ export class Spool {
     }
   }
 
+  /**
+   * Writes every segment's queued frames. On a failure the rest stays queued, the error is kept (new
+   * appends are refused while it lasts) and a retry is timed; returns whether everything was written.
+   */
+  private writeAll(): boolean {
+    for (const segment of this.unwritten) {
+      try {
+        segment.writeQueued();
+      } catch (error) {
+        this.counts.writeErrors++;
+        this.writeError = error;
+        this.retryTimer ??= setTimeout(() => {
+          this.retryTimer = undefined;
+          if (!this.closing) this.writeAll();
+        }, Math.max(50, this.options.syncIntervalMs)).unref();
+        return false;
+      }
+      this.unwritten.delete(segment);
+    }
+    this.writeError = undefined;
+    return true;
+  }
+
   private async flushDirty(): Promise<number> {
+    if (!this.writeAll()) throw this.writeError;
     const segments = [...this.dirty];
     this.dirty.clear();
     const dir = this.dirDirty;
