@@ -533,7 +533,7 @@ export function renderMarkdownTable(rows: readonly ResultRow[]): string {
  * Issue 16: per scenario × adapter with a `deferred-spool` row, what the spool costs — req/s and its
  * ratios to plain and deferred, the fsyncs per second, the CPU per request over the deferred route's
  * (the whole process, where the fsyncs on libuv's thread pool count, and the request thread, where
- * the `JSON.stringify` and `writeSync` of every item count) — and whether every item was acked.
+ * every item's `JSON.stringify` and each turn's `writeSync` count) — and whether every item was acked.
  */
 export function spoolSummary(rows: readonly ResultRow[]): string[][] {
   const ratios = computeRatios(rows);
@@ -580,7 +580,7 @@ export const SPOOL_NOTE =
   'default `syncIntervalMs` 200 ms): its req/s over the plain and deferred routes\', the fsyncs its spool made per measured second ' +
   '(Δ `stats().sinks[name].spool.fsyncs`, counted until one sync interval after the drain), its CPU per request minus the deferred ' +
   'route\'s (whole process, with the fsyncs on libuv\'s thread pool; and the request thread alone, with each item\'s `JSON.stringify` ' +
-  'and `writeSync`), and the spool\'s records acked of those appended and still pending after the drain (must be equal, and 0)';
+  'and each turn\'s `writeSync`), and the spool\'s records acked of those appended and still pending after the drain (must be equal, and 0)';
 
 /** The spool summary for the terminal, or `''` when no `deferred-spool` route ran. */
 export function renderSpoolText(rows: readonly ResultRow[]): string {

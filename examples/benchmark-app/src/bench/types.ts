@@ -72,7 +72,7 @@ export interface SpoolSample {
   fsyncs: number;
   /** `fsyncs` ÷ the run's measured seconds (autocannon's duration). */
   fsyncsPerSec: number;
-  /** Records appended (one `JSON.stringify` and one `writeSync` each, on the request thread) and acked. */
+  /** Records appended (a `JSON.stringify` each on the request thread; one write per event-loop turn) and acked. */
   appended: number;
   acked: number;
   /** Records still in the spool after the drain (a level, not a Δ): 0 when every item was delivered and acked. */

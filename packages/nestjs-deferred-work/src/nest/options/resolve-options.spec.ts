@@ -1,22 +1,13 @@
-import { DeferredWorkConfigError } from '../../core/errors/deferred-work-config.error';
 import { MemorySink } from '../../sinks/memory/memory.sink';
 import { CALLBACK_RUNNER_DEFAULTS } from '../../pipeline/callbacks/callback-runner.options';
 import { PROCESSOR_DEFAULTS } from '../../pipeline/defaults';
+import { configError } from '../../../../../test/support/config-error';
 import { resolveOptions } from './resolve-options';
 
 const sink = (name: string) => new MemorySink({ name });
 /** A sink that takes jobs only, as the Bull sink does. */
 const jobsOnly = (name: string) => Object.assign(new MemorySink({ name }), { kinds: ['job'] as const });
 
-function configError(fn: () => unknown): DeferredWorkConfigError {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(DeferredWorkConfigError);
-    return error as DeferredWorkConfigError;
-  }
-  throw new Error('expected a DeferredWorkConfigError');
-}
 
 describe('resolveOptions', () => {
   it('defaults to one memory sink that takes every kind, plus the callback runner', () => {

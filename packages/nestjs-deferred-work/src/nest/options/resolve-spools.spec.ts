@@ -1,22 +1,13 @@
 import { resolve } from 'node:path';
-import { DeferredWorkConfigError } from '../../core/errors/deferred-work-config.error';
 import { BullSink } from '../../sinks/bull/bull.sink';
 import { MemorySink } from '../../sinks/memory/memory.sink';
 import { SPOOL_DEFAULTS } from '../../spool';
+import { configError } from '../../../../../test/support/config-error';
 import { resolveOptions } from './resolve-options';
 import { SPOOLED_MAX_ATTEMPTS } from './resolve-spools';
 
 const sinks = [new MemorySink({ name: 'a' }), new MemorySink({ name: 'b/../x' })];
 
-function configError(fn: () => unknown): DeferredWorkConfigError {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(DeferredWorkConfigError);
-    return error as DeferredWorkConfigError;
-  }
-  throw new Error('expected a DeferredWorkConfigError');
-}
 
 describe('the spool option', () => {
   it('is off by default: no spool, maxAttempts as configured', () => {
