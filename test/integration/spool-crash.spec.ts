@@ -18,7 +18,8 @@ import { RedisServer } from '../support/redis-server';
  * (test/fixtures/spool-crash.app.ts) accepts work while its sink is down, is killed with SIGKILL, and
  * a new process on the same spool directory delivers what the first one spooled — into a private
  * Redis (Bull, BullMQ: exactly once, by the stable item id as jobId) or an HTTP receiver (at least
- * once, duplicates told apart by the per-item id). Also: a torn tail written by the test, a full spool,
+ * once, duplicates told apart by the per-item id). Also: kill -9 while requests are still arriving
+ * (what had its 2xx well before the kill is delivered), a torn tail written by the test, a full spool,
  * and a second process on a locked directory.
  */
 
@@ -145,6 +146,167 @@ function readSpool(dir: string): Array<{ seq: number; item: SpooledItem }> {
 /** The payload numbers of some jobs, sorted (a duplicate shows as a number twice). */
 const numbers = (items: Array<{ data: { n: number } }>) => items.map((item) => item.data.n).sort((a, b) => a - b);
 
+/**
+ * "Well before" the kill: an item whose request had its 2xx at the client at least this long before the
+ * SIGKILL must survive it (the documented window is the event-loop turn the kill strikes; this is more
+ * than the fixture's syncIntervalMs, and leaves room for scheduling noise on a busy machine).
+ */
+const WELL_BEFORE_MS = 500;
+/** How long the load runs before the kill (at least; the kill also waits for some 2xx). */
+const LIVE_LOAD_MS = 1500;
+
+/** The state of a {@link liveLoad}: numbers are the client-side request counter. */
+interface LiveLoadState {
+  /** Requests started: the numbers 0 … started - 1 were requested. */
+  started: number;
+  /** Requests sent and not answered yet. */
+  inFlight: number;
+  /** `performance.now()` when each 2xx response (its body) arrived, by request number. */
+  okAt: Map<number, number>;
+  /** Requests that got no 2xx: a network error (status 0) or another status, and when. */
+  failed: Array<{ n: number; at: number; status: number; error?: string }>;
+}
+
+/**
+ * `clients` clients on 127.0.0.1, each sending `GET /job/<n>` after its previous response, n the next
+ * value of a shared counter, until `stop()`, `maxRequests` requests or `maxMs`. Each request gives up
+ * after 5 s (a kill -9 resets the connections, so none should wait that long).
+ */
+function liveLoad(url: string, clients: number, maxRequests: number, maxMs: number) {
+  const state: LiveLoadState = { started: 0, inFlight: 0, okAt: new Map(), failed: [] };
+  let stopped = false;
+  const deadline = performance.now() + maxMs;
+  const client = async () => {
+    while (!stopped && state.started < maxRequests && performance.now() < deadline) {
+      const n = state.started++;
+      state.inFlight++;
+      try {
+        const res = await fetch(`${url}/job/${n}`, { signal: AbortSignal.timeout(5000) });
+        await res.arrayBuffer();
+        const at = performance.now();
+        if (res.status >= 200 && res.status < 300) state.okAt.set(n, at);
+        else state.failed.push({ n, at, status: res.status });
+      } catch (error) {
+        const cause = (error as { cause?: unknown }).cause;
+        state.failed.push({ n, at: performance.now(), status: 0, error: String(cause ?? error) });
+      } finally {
+        state.inFlight--;
+      }
+    }
+  };
+  const done = Promise.all(Array.from({ length: clients }, client));
+  return {
+    state,
+    done,
+    stop() {
+      stopped = true;
+    },
+  };
+}
+
+/** What a kill -9 in the middle of a {@link liveLoad} left: the load's state at the kill, sorted out. */
+interface KilledUnderLoad {
+  state: LiveLoadState;
+  /** `performance.now()` just before the SIGKILL was sent. */
+  killAt: number;
+  /** Requests in flight when it was sent. */
+  inFlightAtKill: number;
+  /** Numbers whose 2xx arrived at least WELL_BEFORE_MS before the kill: they must be delivered. */
+  mustSurvive: number[];
+  /** Numbers whose 2xx arrived later (within WELL_BEFORE_MS of the kill, or after it): may or may not be. */
+  late: Set<number>;
+  /** Numbers requested and never answered 2xx (in flight at the kill): may or may not be. */
+  unanswered: Set<number>;
+  /** Milliseconds the load ran before the kill. */
+  loadMs: number;
+}
+
+/**
+ * Drives `app`'s decorated route with 8 concurrent clients (at most 20 000 requests, 15 s), checks
+ * mid-load that its sink has delivered nothing (it is down) while accepting, and SIGKILLs it once the
+ * load has run LIVE_LOAD_MS and some requests had their 2xx more than WELL_BEFORE_MS ago, with
+ * requests still in flight. Every request before the kill must have had its 2xx.
+ */
+async function killUnderLoad(app: CrashApp): Promise<KilledUnderLoad> {
+  const startedAt = performance.now();
+  const load = liveLoad(app.url, 8, 20_000, 15_000);
+  const { state } = load;
+  try {
+    // The sink is down: items are accepted (spooled), none delivered.
+    await eventually(() => expect(state.okAt.size).toBeGreaterThan(20), 10_000, 10);
+    const during = await app.sink();
+    expect(during.accepted).toBeGreaterThan(0);
+    expect(during.delivered).toBe(0);
+    expect(during.spool.appended).toBe(during.accepted);
+    // Long enough, with enough 2xx well before now, and requests still being sent.
+    await eventually(
+      () => {
+        const now = performance.now();
+        expect(now - startedAt).toBeGreaterThanOrEqual(LIVE_LOAD_MS);
+        expect([...state.okAt.values()].filter((at) => at <= now - WELL_BEFORE_MS).length).toBeGreaterThan(20);
+        expect(state.inFlight).toBeGreaterThan(0);
+      },
+      10_000,
+      5,
+    );
+  } catch (error) {
+    load.stop();
+    await load.done;
+    throw error;
+  }
+  const inFlightAtKill = state.inFlight;
+  const killAt = performance.now();
+  app.process.signal('SIGKILL');
+  load.stop(); // in the same turn: no request starts after the kill
+  expect(await app.process.exited).toEqual({ code: null, signal: 'SIGKILL' });
+  await load.done;
+
+  // Nothing failed before the kill: every request the app took answered 200 while it lived.
+  expect(state.failed.filter((f) => f.at < killAt)).toEqual([]);
+  expect(state.failed.filter((f) => f.status !== 0)).toEqual([]);
+  const mustSurvive: number[] = [];
+  const late = new Set<number>();
+  for (const [n, at] of state.okAt) {
+    if (at <= killAt - WELL_BEFORE_MS) mustSurvive.push(n);
+    else late.add(n);
+  }
+  mustSurvive.sort((a, b) => a - b);
+  const unanswered = new Set(range(0, state.started).filter((n) => !state.okAt.has(n)));
+  return { state, killAt, inFlightAtKill, mustSurvive, late, unanswered, loadMs: Math.round(killAt - startedAt) };
+}
+
+/** The numbers in `delivered` that are not in `expected`. */
+const missing = (expected: Iterable<number>, delivered: Set<number>) => [...expected].filter((n) => !delivered.has(n));
+
+/**
+ * The spool a kill under load left on disk: every must-survive item is there, once, and nothing that
+ * was never requested. Returns the records.
+ */
+function checkSpoolAfterKill(sinkDir: string, killed: KilledUnderLoad) {
+  const spooled = readSpool(sinkDir);
+  const onDisk = numbers(spooled.map((r) => r.item));
+  expect(new Set(onDisk).size).toBe(onDisk.length); // one record per request
+  expect(missing(killed.mustSurvive, new Set(onDisk))).toEqual([]);
+  expect(onDisk.filter((n) => !(n >= 0 && n < killed.state.started))).toEqual([]);
+  expect(spooled.every((r) => /^dw-[0-9a-f-]{36}$/.test(r.item.id))).toBe(true);
+  return spooled;
+}
+
+/** The counts a kill-under-load case reports, as one line. */
+function liveReport(label: string, killed: KilledUnderLoad, delivered: Set<number>, extra: string): string {
+  const lateDelivered = [...killed.late].filter((n) => delivered.has(n)).length;
+  const unansweredDelivered = [...killed.unanswered].filter((n) => delivered.has(n)).length;
+  // Of the late items lost, how long before the kill the earliest one had its 2xx (negative: before).
+  const lost = [...killed.late].filter((n) => !delivered.has(n)).map((n) => killed.state.okAt.get(n)! - killed.killAt);
+  const lostNote = lost.length > 0 ? ` (the lost ones' 2xx from ${Math.round(Math.min(...lost))} ms of the kill)` : '';
+  return (
+    `[spool-crash ${label} live kill] ${killed.state.started} requests in ${killed.loadMs} ms (${killed.inFlightAtKill} in flight at the kill), ` +
+    `${killed.state.okAt.size} answered 2xx: ${killed.mustSurvive.length} must survive, ${killed.late.size} late; ` +
+    `delivered ${delivered.size} distinct: ${killed.mustSurvive.length} must-survive, ${lateDelivered}/${killed.late.size} late${lostNote}, ` +
+    `${unansweredDelivered}/${killed.unanswered.size} unanswered; ${extra}\n`
+  );
+}
+
 /** Bull and BullMQ: a look at the queue in Redis, and a way to add a job as the sink would. */
 const queueLibraries = [
   {
@@ -226,6 +388,54 @@ describe.each(platforms.map((p) => p.name))('disk spool across SIGKILL, as real 
         await queue.close();
       }
     }, 40_000);
+
+    it('kill -9 while requests are still arriving: every item whose 2xx came well before the kill reaches Redis exactly once from the next process', async () => {
+      const testStart = Date.now();
+      const prefix = `${RUN}-${adapter}-${sink}-live`;
+      const spoolDir = tempDir();
+      const env = { ADAPTER: adapter, SINK: sink, REDIS_PORT: String(redis.port), PREFIX: prefix, SPOOL_DIR: spoolDir };
+      await redis.stop();
+
+      const first = await startApp(env);
+      const killed = await killUnderLoad(first);
+      const spooled = checkSpoolAfterKill(join(spoolDir, sink), killed);
+
+      await redis.start();
+      const queue = open(prefix);
+      try {
+        const killedAt = Date.now();
+        const second = await startApp(env);
+        const after = await drained(second, 30_000);
+        const drainMs = Date.now() - killedAt;
+        const replayed = after.spool.replayed;
+        expect(replayed).toBeGreaterThanOrEqual(killed.mustSurvive.length);
+        expect(replayed).toBe(spooled.length);
+        expect(after).toMatchObject({ accepted: replayed, delivered: replayed, pending: 0, dropped: 0, deadLettered: 0 });
+        expect(after.spool).toMatchObject({ pending: 0, onDiskOnly: 0, unreadable: 0 });
+        expect(after.spool.tornRecords).toBeGreaterThanOrEqual(0);
+
+        const jobs = await queue.waiting();
+        const delivered = new Set(numbers(jobs));
+        expect(jobs.length).toBe(delivered.size); // exactly once: no number twice
+        expect(new Set(jobs.map((job) => job.id)).size).toBe(jobs.length);
+        expect(jobs.length).toBe(replayed); // Redis was down for the first process: all came from the replay
+        expect(missing(killed.mustSurvive, delivered)).toEqual([]); // every 2xx well before the kill
+        expect([...delivered].filter((n) => !(n >= 0 && n < killed.state.started))).toEqual([]); // nothing never requested
+        expect(new Set(jobs.map((job) => job.id))).toEqual(new Set(spooled.map((r) => r.item.id)));
+        expect(await queue.counts()).toMatchObject({ waiting: jobs.length, active: 0, delayed: 0, failed: 0 });
+        process.stdout.write(
+          liveReport(
+            `${adapter} ${sink}`,
+            killed,
+            delivered,
+            `jobs in Redis ${jobs.length} (duplicates 0), on disk after the kill ${spooled.length}, replayed ${replayed}, ` +
+              `torn ${after.spool.tornRecords}; kill -> drained ${drainMs} ms, test ${Date.now() - testStart} ms`,
+          ),
+        );
+      } finally {
+        await queue.close();
+      }
+    }, 60_000);
   });
 
   describe('HTTP sink', () => {
@@ -276,6 +486,55 @@ describe.each(platforms.map((p) => p.name))('disk spool across SIGKILL, as real 
           `(${duplicates} duplicates) in ${receiver.requests.length - refusedPosts} POSTs after ${refusedPosts} refused\n`,
       );
     }, 40_000);
+
+    it('kill -9 while requests are still arriving: every item whose 2xx came well before the kill is received from the next process (at least once, by id)', async () => {
+      const testStart = Date.now();
+      const receiver = await HttpReceiver.start(() => ({ status: 503 }));
+      receivers.push(receiver);
+      const { env, sinkDir } = await spooledHttpApp(receiver);
+
+      const first = await startApp(env);
+      const killed = await killUnderLoad(first);
+      const spooled = checkSpoolAfterKill(sinkDir, killed);
+      expect(wireItems(receiver)).toEqual([]); // every POST of the first process was refused
+
+      receiver.responder = () => ({ status: 200 });
+      const killedAt = Date.now();
+      const second = await startApp(env);
+      const after = await drained(second, 30_000);
+      const drainMs = Date.now() - killedAt;
+      const replayed = after.spool.replayed;
+      expect(replayed).toBeGreaterThanOrEqual(killed.mustSurvive.length);
+      expect(replayed).toBe(spooled.length);
+      expect(after).toMatchObject({ accepted: replayed, delivered: replayed, pending: 0, dropped: 0, deadLettered: 0 });
+      expect(after.spool).toMatchObject({ pending: 0, onDiskOnly: 0, unreadable: 0 });
+      expect(after.spool.tornRecords).toBeGreaterThanOrEqual(0);
+
+      const items = wireItems(receiver);
+      const delivered = new Set(items.map((item) => item.data.n));
+      const ids = new Set(items.map((item) => item.id));
+      const idsOf = new Map<number, Set<string>>();
+      for (const item of items) {
+        let set = idsOf.get(item.data.n);
+        if (!set) idsOf.set(item.data.n, (set = new Set()));
+        set.add(item.id);
+      }
+      expect([...idsOf].filter(([, set]) => set.size !== 1)).toEqual([]); // one stable id per request's item
+      expect(ids.size).toBe(delivered.size);
+      expect(ids).toEqual(new Set(spooled.map((r) => r.item.id)));
+      expect(missing(killed.mustSurvive, delivered)).toEqual([]); // every 2xx well before the kill, at least once
+      expect([...delivered].filter((n) => !(n >= 0 && n < killed.state.started))).toEqual([]); // nothing never requested
+      const duplicates = items.length - ids.size;
+      process.stdout.write(
+        liveReport(
+          `${adapter} http`,
+          killed,
+          delivered,
+          `items received ${items.length} (${duplicates} duplicates by id), on disk after the kill ${spooled.length}, replayed ${replayed}, ` +
+            `torn ${after.spool.tornRecords}; kill -> drained ${drainMs} ms, test ${Date.now() - testStart} ms`,
+        ),
+      );
+    }, 60_000);
 
     it('a torn tail appended to the newest segment after kill -9 is skipped and counted; every whole record is replayed', async () => {
       const N = 60;
