@@ -19,6 +19,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs as parseCli } from 'node:util';
 import autocannon from 'autocannon';
 import { type CpuProfile, type FrameGroup, summariseProfile } from './cpuprofile-summary.js';
+import { startRedis } from './infra.js';
 import { forkServer, type ServerHandle, snapshot } from './server-process.js';
 import type { Adapter, ScenarioId, Variant } from './types.js';
 
@@ -32,7 +33,7 @@ async function spoolDirFor(options: { variants: Variant[] }): Promise<string | u
 const USAGE = `Usage: node dist/bench/profile.js [options]
   --mode cpu|profile        cpu: CPU µs/request, variants alternating (default); profile: --cpu-prof summaries
   --adapters express,fastify
-  --scenarios sim5,mix      scenarios without external services: sim5, sim25, sim5-tail, mix
+  --scenarios sim5,mix      sim5, sim25, sim5-tail, mix; bull-local and bullmq-local (a private redis-server is started)
   --variants plain,deferred,event-emitter
   --duration 5              seconds per measured run
   --warmup 2                seconds per route before measuring
@@ -44,6 +45,8 @@ const USAGE = `Usage: node dist/bench/profile.js [options]
 
 interface Options {
   mode: 'cpu' | 'profile';
+  /** The private Redis of the queue scenarios (set by `main`). */
+  redisUrl?: string;
   adapters: Adapter[];
   scenarios: ScenarioId[];
   variants: Variant[];
@@ -136,7 +139,10 @@ const fixed = (n: number, d = 1) => (Number.isFinite(n) ? n.toFixed(d) : '–');
 async function cpuMode(options: Options): Promise<void> {
   for (const adapter of options.adapters) {
     const servers = await Promise.all(
-      options.servers.map(async (s) => ({ ...s, server: await forkServer(s.entry, { adapter, scenarios: options.scenarios, spoolDir: await spoolDirFor(options) }, [], s.entry) })),
+      options.servers.map(async (s) => ({
+        ...s,
+        server: await forkServer(s.entry, { adapter, scenarios: options.scenarios, spoolDir: await spoolDirFor(options), redisUrl: options.redisUrl }, [], s.entry),
+      })),
     );
     try {
       const runs = new Map<string, CpuRun[]>();
@@ -199,7 +205,8 @@ async function profileMode(options: Options): Promise<void> {
           const name = `${s.label}-${adapter}-${scenario}-${variant}`;
           const dir = path.join(options.out, name);
           await rm(dir, { recursive: true, force: true });
-          const server = await forkServer(s.entry, { adapter, scenarios: [scenario], spoolDir: await spoolDirFor(options) }, ['--cpu-prof', `--cpu-prof-dir=${dir}`, '--cpu-prof-interval=100'], s.entry);
+          const config = { adapter, scenarios: [scenario], spoolDir: await spoolDirFor(options), redisUrl: options.redisUrl };
+          const server = await forkServer(s.entry, config, ['--cpu-prof', `--cpu-prof-dir=${dir}`, '--cpu-prof-interval=100'], s.entry);
           const key = `${scenario}/${variant}`;
           let window: [number, number];
           let handled: number;
@@ -215,7 +222,9 @@ async function profileMode(options: Options): Promise<void> {
           } finally {
             await server.stop();
           }
-          const file = (await readdir(dir)).find((f) => f.endsWith('.cpuprofile'));
+          // The main thread's profile (thread id 0 in Node's file name); a sink worker writes its own.
+          const files = (await readdir(dir)).filter((f) => f.endsWith('.cpuprofile'));
+          const file = files.find((f) => /\.\d+\.0\.\d+\.cpuprofile$/.test(f)) ?? files[0];
           if (!file) throw new Error(`no .cpuprofile in ${dir}`);
           const summary = summariseProfile(JSON.parse(await readFile(path.join(dir, file), 'utf8')) as CpuProfile, ...window);
           const perReq = (us: number) => us / handled;
@@ -246,10 +255,21 @@ async function profileMode(options: Options): Promise<void> {
   await writeFile(path.join(options.out, 'summary.json'), `${JSON.stringify(summaries, null, 1)}\n`);
 }
 
+/** The queue scenarios need a Redis: a private one, started for the run. */
+const REDIS_SCENARIOS: readonly ScenarioId[] = ['bull-local', 'bullmq-local'];
+
 async function main(): Promise<void> {
   const options = parseOptions(process.argv.slice(2));
-  if (options.mode === 'cpu') await cpuMode(options);
-  else await profileMode(options);
+  const unsupported = options.scenarios.filter((s) => !['sim5', 'sim25', 'sim5-tail', 'mix', ...REDIS_SCENARIOS].includes(s));
+  if (unsupported.length > 0) throw new Error(`profile.js cannot run ${unsupported.join(', ')} (it starts no proxy, receiver or broker)\n\n${USAGE}`);
+  const redis = options.scenarios.some((s) => REDIS_SCENARIOS.includes(s)) ? await startRedis() : undefined;
+  try {
+    const withRedis = { ...options, redisUrl: redis?.url };
+    if (options.mode === 'cpu') await cpuMode(withRedis);
+    else await profileMode(withRedis);
+  } finally {
+    await redis?.stop();
+  }
 }
 
 main().catch((error: unknown) => {
