@@ -491,10 +491,17 @@ async function testApp(dir, major, format, tarball, kind, redis) {
   const started = Date.now();
   if (kind === 'bullmq') {
     const prefix = `${BULLMQ_RUN}-nest${major}-${format}`;
-    await runApp(dir, main, (base, output) => driveBullMq(base, output, redis.server, prefix), {
-      CONSUMER_REDIS_PORT: String(redis.server.port),
-      CONSUMER_BULLMQ_PREFIX: prefix,
-    });
+    // The offloaded audit sink is spooled (issue 16): a fresh directory per app, removed after it.
+    const spoolDir = mkdtempSync(join(tmpdir(), 'consumer-spool-'));
+    try {
+      await runApp(dir, main, (base, output) => driveBullMq(base, output, redis.server, prefix), {
+        CONSUMER_REDIS_PORT: String(redis.server.port),
+        CONSUMER_BULLMQ_PREFIX: prefix,
+        CONSUMER_SPOOL_DIR: spoolDir,
+      });
+    } finally {
+      rmSync(spoolDir, { recursive: true, force: true });
+    }
   } else if (kind === 'graphql') {
     await runApp(dir, main, (base, output) => driveGraphql(base, output));
   } else {
@@ -670,6 +677,11 @@ async function driveBullMq(base, output, redis, prefix) {
   const offloaded = stats.sinks?.['audit-jobs'];
   if (offloaded?.delivered !== n || offloaded?.host?.thread !== 'worker' || offloaded?.host?.restarts !== 0) {
     problems.push(`sink "audit-jobs" (offloaded) delivered ${offloaded?.delivered} (expected ${n}), host ${JSON.stringify(offloaded?.host)}`);
+  }
+  // ...behind the disk spool: every job appended and acked, none left, nothing replayed (a fresh directory).
+  const spool = offloaded?.spool;
+  if (spool?.appended !== n || spool?.acked !== n || spool?.pending !== 0 || spool?.replayed !== 0 || spool?.refused !== 0) {
+    problems.push(`sink "audit-jobs" spool ${JSON.stringify(spool)}, expected ${n} appended and acked, none pending, replayed or refused`);
   }
   if (stats.accepted !== 3 * n || stats.delivered !== 3 * n) problems.push(`accepted ${stats.accepted}, delivered ${stats.delivered}, expected ${3 * n}`);
   if (stats.dropped || stats.deadLettered || stats.rejected || stats.pending) problems.push('items were dropped, dead-lettered, rejected or left pending');

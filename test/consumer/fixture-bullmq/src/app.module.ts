@@ -1,6 +1,6 @@
 // app.module.ts — the setup of docs/sinks/bullmq.md: a queue registered with @nestjs/bullmq, jobs
 // deferred to it with @AfterResponse() through BullMqSink, and a real @Processor consuming them.
-// (Redis port and key prefix come from the consumer test.)
+// (Redis port, key prefix and spool directory come from the consumer test.)
 import { BullModule, Processor, WorkerHost } from '@nestjs/bullmq';
 import { Controller, Module, Param, Post } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
@@ -63,6 +63,8 @@ const connection = { host: '127.0.0.1', port: Number(process.env.CONSUMER_REDIS_
           new MemorySink({ name: 'telemetry' }),
           BullMqSink.offloaded({ name: 'audit-jobs', connection, prefix: process.env.CONSUMER_BULLMQ_PREFIX, queues: ['audit'] }),
         ],
+        // The audit jobs survive a crash: spooled to disk until BullMQ has them (docs/durability.md).
+        sinkOptions: { 'audit-jobs': { spool: { dir: process.env.CONSUMER_SPOOL_DIR ?? 'deferred-spool' } } },
       }),
     }),
   ],
