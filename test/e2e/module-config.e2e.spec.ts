@@ -186,4 +186,22 @@ describe('bad configuration fails at bootstrap with a fix', () => {
     await expect(app.init()).rejects.toThrow(/@AfterResponse\(\{ sinks: \{ log \} \}\) on TypoController.typo\(\)": no sink is named "htp"/);
     await app.close();
   });
+
+  it('a bootstrap that fails lets go of the spools it opened: the fixed app (or the next start) opens them', async () => {
+    const { mkdtempSync, rmSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const dir = mkdtempSync(join(tmpdir(), 'dw-bootstrap-spool-'));
+    try {
+      const broken = await Test.createTestingModule({ imports: [DeferredWorkModule.forRoot({ spool: { dir } })], controllers: [TypoController] }).compile();
+      const failed = broken.createNestApplication({ logger: false });
+      await expect(failed.init()).rejects.toThrow(/no sink is named "htp"/);
+      const fixed = await Test.createTestingModule({ imports: [DeferredWorkModule.forRoot({ spool: { dir } })] }).compile();
+      const app = fixed.createNestApplication({ logger: false });
+      await expect(app.init()).resolves.toBe(app);
+      await app.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });

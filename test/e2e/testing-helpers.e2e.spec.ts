@@ -1,6 +1,6 @@
 import { Controller, Get, Module, Param } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { AfterResponse, Deferred, type DeferredScope, DeferredWorkModule } from 'nestjs-deferred-work';
+import { AfterResponse, Deferred, type DeferredScope, DeferredWork, DeferredWorkModule } from 'nestjs-deferred-work';
 import { DeferredWorkTesting, withMemorySinks } from 'nestjs-deferred-work/testing';
 import { failOnUnhandledRejection, platforms } from '../support/platforms';
 import { RecordingSink } from '../support/recording.sink';
@@ -69,5 +69,40 @@ describe.each(platforms)('nestjs-deferred-work/testing ($name)', (platform) => {
     await deferred.settled();
     expect(production.writes).toHaveLength(0);
     await app.close();
+  });
+});
+
+describe("withMemorySinks and the app's disk spool", () => {
+  it("never opens the app's spool (a test must not replay, ack away or lock what a real run left there)", async () => {
+    const { mkdtempSync, existsSync, rmSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const dir = mkdtempSync(join(tmpdir(), 'dw-testing-spool-'));
+    @Module({
+      imports: [
+        DeferredWorkModule.forRoot({
+          sinks: [new RecordingSink('http'), new RecordingSink('jobs')],
+          routing: { default: 'http', job: 'jobs' },
+          spool: { dir },
+          sinkOptions: { jobs: { spool: { dir: join(dir, 'own') }, maxBatchSize: 10 } },
+        }),
+      ],
+    })
+    class SpooledModule {}
+    try {
+      const first = await withMemorySinks(Test.createTestingModule({ imports: [SpooledModule] })).compile();
+      // A second one at the same time (another Jest worker) would have found the directory locked.
+      const second = await withMemorySinks(Test.createTestingModule({ imports: [SpooledModule] })).compile();
+      const work = first.get(DeferredWork);
+      work.metric('m', 1);
+      await DeferredWorkTesting.from(first).settled();
+      expect(DeferredWorkTesting.from(first).sink('http').items).toHaveLength(1);
+      expect(work.stats().sinks.http!.spool).toBeUndefined();
+      expect(work.stats().sinks.jobs!.spool).toBeUndefined();
+      expect(existsSync(join(dir, 'http')) || existsSync(join(dir, 'own'))).toBe(false);
+      await Promise.all([first.close(), second.close()]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -30,6 +30,17 @@ export class DeferredWorkLifecycle implements OnModuleInit, OnApplicationShutdow
   ) {}
 
   async onModuleInit(): Promise<void> {
+    try {
+      await this.init();
+    } catch (error) {
+      // Nest runs no shutdown hooks after a failed bootstrap: let go of the spools' locks (another app
+      // in this process, or the next start, must be able to open them).
+      await this.dispatcher.releaseSpools();
+      throw error;
+    }
+  }
+
+  private async init(): Promise<void> {
     this.checkInterceptor();
     checkDecoratedRoutes(this.discovery, this.scanner, this.reflector, this.dispatcher.options);
     const instance = this.frameworkInstance();
@@ -105,7 +116,6 @@ export class DeferredWorkLifecycle implements OnModuleInit, OnApplicationShutdow
     if (!failed) return;
     // Nest runs no shutdown hooks after a failed bootstrap: release what the others started (threads).
     await Promise.allSettled(attaching.map(({ sink }) => Promise.resolve().then(() => sink.shutdown?.())));
-    await this.dispatcher.releaseSpools();
     throw failed.reason;
   }
 

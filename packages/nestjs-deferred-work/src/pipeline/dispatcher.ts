@@ -229,8 +229,16 @@ export class Dispatcher {
         }
         if (!processor.spool) return;
         const left = processor.spool.leftForNextStart;
-        if (left > 0) spooled[name] = left;
-        await processor.spool.close().catch((error: unknown) => this.logger.error(`Spool of sink "${name}" could not be closed: ${errorMessage(error)}`));
+        const lostOnClose = await processor.spool.close().catch((error: unknown) => {
+          this.logger.error(`Spool of sink "${name}" could not be closed: ${errorMessage(error)}`);
+          return 0;
+        });
+        if (lostOnClose > 0) {
+          // Accepted, but the disk refused to write them to the end: not in the spool, gone with the process.
+          undelivered[name] = (undelivered[name] ?? 0) + lostOnClose;
+          this.logger.error(`Spool of sink "${name}": ${lostOnClose} item(s) could not be written to ${processor.spool.dir} (the disk refused) and are lost.`);
+        }
+        if (left - lostOnClose > 0) spooled[name] = left - lostOnClose;
       }),
     );
     const spooledTotal = Object.values(spooled).reduce((a, b) => a + b, 0);

@@ -72,6 +72,7 @@ export class SegmentFile {
   private sizes = new Uint32Array(256);
   /** Frames appended and not written yet (they follow the file's last byte), and their bytes. */
   private queued: Buffer[] = [];
+  private queuedSeqs: number[] = [];
   private queuedBytes = 0;
   /** Index below which no record is pending. */
   private cursor = 0;
@@ -125,6 +126,7 @@ export class SegmentFile {
     if (this.logFd === undefined || this.sealed) throw new Error(`Spool segment ${this.logPath} is sealed`);
     const offset = this.logBytes;
     this.queued.push(frame);
+    this.queuedSeqs.push(seq);
     this.queuedBytes += frame.length;
     this.logBytes += frame.length;
     this.logDirty = true;
@@ -134,6 +136,13 @@ export class SegmentFile {
   /** Bytes of frames appended and not yet written to the file. */
   get unwrittenBytes(): number {
     return this.queuedBytes;
+  }
+
+  /** Records not acked whose frames are not written to the file yet. */
+  get unwrittenRecords(): number {
+    let count = 0;
+    for (const seq of this.queuedSeqs) if (this.isPending(seq)) count++;
+    return count;
   }
 
   /**
@@ -163,10 +172,12 @@ export class SegmentFile {
         // Cutting a file shorter needs no space; should it fail, the partial frame fails its checksum on replay.
       }
       this.queued = frames.slice(whole);
+      this.queuedSeqs = this.queuedSeqs.slice(whole);
       this.queuedBytes -= kept;
       throw error;
     }
     this.queued = [];
+    this.queuedSeqs = [];
     this.queuedBytes = 0;
   }
 
@@ -294,6 +305,7 @@ export class SegmentFile {
     }
     this.logBytes = this.ackBytes = 0;
     this.queued = [];
+    this.queuedSeqs = [];
     this.queuedBytes = 0;
     this.logDirty = this.ackDirty = false;
     this.closeIdle();

@@ -107,13 +107,13 @@ describe('Spool: writes once per event-loop turn', () => {
     const seqs = ['a', 'b', 'c'].map((r) => spool.append(r));
     expect(logSize()).toBe(0); // still queued
     expect(spool.stats().unwrittenBytes).toBe(3 * (FRAME_HEADER_BYTES + 1));
-    expect(spool.readPending(0, 10).map((r) => [r.seq, r.payload.toString()])).toEqual([[seqs[0], 'a'], [seqs[1], 'b'], [seqs[2], 'c']]);
+    expect(spool.readPending(0, 10).records.map((r) => [r.seq, r.payload.toString()])).toEqual([[seqs[0], 'a'], [seqs[1], 'b'], [seqs[2], 'c']]);
     await new Promise((resolve) => setImmediate(resolve));
     expect(logSize()).toBe(3 * (FRAME_HEADER_BYTES + 1));
     expect(spool.stats()).toMatchObject({ unwrittenBytes: 0, writeErrors: 0 });
     // A record queued after written ones: one read spans the file and memory.
     spool.append('d');
-    expect(spool.readPending(seqs[1]!, 10).map((r) => r.payload.toString())).toEqual(['c', 'd']);
+    expect(spool.readPending(seqs[1]!, 10).records.map((r) => r.payload.toString())).toEqual(['c', 'd']);
   });
 
   it('writes at once past 1 MiB queued in one turn (a long synchronous loop stays bounded in memory)', () => {

@@ -55,6 +55,8 @@ export interface SpoolStats {
   writeErrors: number;
   /** Bytes of records appended and not written to their file yet (queued for the end of the turn, or refused by the disk). */
   unwrittenBytes: number;
+  /** Of those, the records not acked: after `close()`, the ones lost (the disk refused them to the end). */
+  unwrittenRecords: number;
 }
 
 /** Queued frames past this many bytes are written at once, not at the end of the turn (bounds memory in a long synchronous loop). */
@@ -278,20 +280,28 @@ export class Spool {
 
   /**
    * Up to `limit` pending (not acked) records with a seq above `afterSeq`, in seq order, from every
-   * segment — a previous process's and this one's. Reads each segment's span once (`readSync`). What a
-   * reader pages back in from disk: records appended but not held in memory (a backlog), or replayed.
-   * A record whose frame no longer checks out is left out (the caller sees fewer than it expected).
+   * segment — a previous process's and this one's. Reads each segment's span once (`readSync`; records
+   * not written yet come from memory). What a reader pages back in from disk: records appended but not
+   * held in memory (a backlog), or replayed. `missing` lists the pending seqs of that range whose frame
+   * no longer checks out (the disk changed under us): every pending seq tried is in one of the two lists.
    */
-  readPending(afterSeq: number, limit: number): SpoolRecord[] {
+  readPending(afterSeq: number, limit: number): { records: SpoolRecord[]; missing: number[] } {
     if (this.closing) throw new Error(`Spool ${this.dir} is closed`);
     const records: SpoolRecord[] = [];
+    const missing: number[] = [];
     for (const segment of this.segments) {
-      if (records.length >= limit) break;
+      const left = limit - records.length - missing.length;
+      if (left <= 0) break;
       if (segment.lastSeq <= afterSeq || segment.pending === 0) continue;
-      const seqs = segment.pendingAfter(afterSeq, limit - records.length);
-      for (const record of segment.read(seqs)) records.push(record);
+      const seqs = segment.pendingAfter(afterSeq, left);
+      const read = segment.read(seqs);
+      let r = 0;
+      for (const seq of seqs) {
+        if (r < read.length && read[r]!.seq === seq) records.push(read[r++]!);
+        else missing.push(seq);
+      }
     }
-    return records;
+    return { records, missing };
   }
 
   /** The highest seq of a record a previous process left (those `replay()` yields are at or below it); 0 when none. */
@@ -330,10 +340,14 @@ export class Spool {
       ackWriteFailures: this.counts.ackWriteFailures,
       writeErrors: this.counts.writeErrors,
       unwrittenBytes: [...this.unwritten].reduce((sum, segment) => sum + segment.unwrittenBytes, 0),
+      unwrittenRecords: [...this.unwritten].reduce((sum, segment) => sum + segment.unwrittenRecords, 0),
     };
   }
 
-  /** Fsyncs what is left, closes the files and releases the lock. Idempotent. */
+  /**
+   * Writes and fsyncs what is left, closes the files and releases the lock. Idempotent. Records the
+   * disk still refuses then are lost: `stats().unwrittenRecords` counts them afterwards.
+   */
   close(): Promise<void> {
     this.closing ??= (async () => {
       try {

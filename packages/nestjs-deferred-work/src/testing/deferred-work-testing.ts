@@ -36,7 +36,10 @@ export function withMemorySinks(builder: TestingModuleBuilder, options: MemorySi
       // The real sinks are never written to; let them release what they hold (agents, connections).
       for (const sink of replaced as DeferredSink[]) void Promise.resolve().then(() => sink.shutdown?.()).catch(() => undefined);
       const sinks = replaced.map((sink) => new MemorySink({ name: sink.name }));
-      return new Dispatcher(resolveOptions({ ...configured, sinks, deadLetter: undefined }), undefined, options.inline ?? false);
+      // Never the app's disk spool: a test must not replay (and ack away) what a real run left there,
+      // nor hold its lock.
+      const sinkOptions = Object.fromEntries(Object.entries(configured.sinkOptions ?? {}).map(([name, { spool: _spool, ...rest }]) => [name, rest]));
+      return new Dispatcher(resolveOptions({ ...configured, sinks, sinkOptions, spool: undefined, deadLetter: undefined }), undefined, options.inline ?? false);
     },
   });
 }

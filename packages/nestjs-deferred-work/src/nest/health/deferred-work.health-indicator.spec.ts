@@ -30,6 +30,8 @@ describe('DeferredWorkHealthIndicator with a spooled sink', () => {
     expect(full.deferredWork).toMatchObject({ status: 'down', degraded: true, reasons: ['sink "jobs" spool 800/1000 bytes is near full'] });
     expect(full.deferredWork.sinks.jobs!.spool).toEqual({ pending: 3, bytes: 800, maxBytes: 1000, oldestAgeMs: 10 });
     expect(indicator({ spool: spool({ bytes: 800 }) }).isHealthy('deferredWork', { spoolFullRatio: 0.9 }).deferredWork.status).toBe('up');
+    // Nothing pending: the bytes are a fully confirmed segment that the next append deletes.
+    expect(indicator({ pending: 0, spool: spool({ bytes: 1100, pending: 0 }) }).isHealthy().deferredWork.status).toBe('up');
     const old = indicator({ spool: spool({ oldestAgeMs: 301_000 }) }).isHealthy('deferredWork');
     expect(old.deferredWork.reasons).toEqual(['sink "jobs" spool holds an item waiting for 301 s (over 300000 ms)']);
     expect(indicator({ spool: spool({ oldestAgeMs: 301_000 }) }).isHealthy('deferredWork', { spoolMaxAgeMs: 600_000 }).deferredWork.status).toBe('up');

@@ -75,7 +75,8 @@ export class DeferredWorkHealthIndicator {
       if (s.spool) {
         const { pending, bytes, maxBytes, oldestAgeMs } = s.spool;
         sinks[name]!.spool = { pending, bytes, maxBytes, oldestAgeMs };
-        if (bytes >= maxBytes * spoolFullRatio) reasons.push(`sink "${name}" spool ${bytes}/${maxBytes} bytes is near full`);
+        // With nothing pending the bytes are a fully confirmed segment, deleted by the next append: not full.
+        if (pending > 0 && bytes >= maxBytes * spoolFullRatio) reasons.push(`sink "${name}" spool ${bytes}/${maxBytes} bytes is near full`);
         if (oldestAgeMs > spoolMaxAgeMs) reasons.push(`sink "${name}" spool holds an item waiting for ${Math.round(oldestAgeMs / 1000)} s (over ${spoolMaxAgeMs} ms)`);
       }
       if (s.lastDropAt !== undefined && now - s.lastDropAt <= recentMs) reasons.push(`sink "${name}" dropped items in the last ${recentMs} ms`);

@@ -5,6 +5,7 @@ import { retryDelayMs } from './backoff';
 import type { Entry } from './entry';
 import { ProcessorBase, type ProcessorHooks } from './processor-base';
 import type { SinkSpool } from './sink-spool';
+import { errorMessage } from '../../core/error-message';
 
 export type { ProcessorHooks } from './processor-base';
 
@@ -26,6 +27,9 @@ export class SinkProcessor extends ProcessorBase {
   private readonly onTimer: () => void;
   /** With a spool: the backlog is not read until `start()` (sinks are attached then). */
   private holdingBacklog = true;
+  /** After the disk refused a read of the backlog: how long the next try waits (ms; 0 when not paused). */
+  private readPausedFor = 0;
+  private lastReadPause = 0;
 
   constructor(sink: DeferredSink, options: SinkProcessorOptions, hooks: ProcessorHooks, spool?: SinkSpool) {
     super(sink, options, hooks, spool);
@@ -53,7 +57,7 @@ export class SinkProcessor extends ProcessorBase {
   }
 
   override get drainable(): number {
-    return this.held + (this.backlogReady ? this.spool!.backlog : 0);
+    return this.held + (this.backlogOwed ? this.spool!.backlog : 0);
   }
 
   /** Items held in memory (queued, in flight or waiting for a retry). */
@@ -61,8 +65,16 @@ export class SinkProcessor extends ProcessorBase {
     return this.queue.length + this.flight.length;
   }
 
-  /** Backlog on disk ready to be read back (a spool, started, with records not in memory). */
+  /**
+   * Backlog on disk ready to be read back: a spool, started, with records not in memory, not paused by
+   * a read error, and not past shutdown's deadline (what is left then stays on disk for the next start).
+   */
   private get backlogReady(): boolean {
+    return this.backlogOwed && this.readPausedFor === 0 && !this.hardStop.signal.aborted;
+  }
+
+  /** Backlog on disk this process owes now (a spool, started, records not in memory): what `flush()` and the drain wait for. */
+  private get backlogOwed(): boolean {
     return !this.holdingBacklog && (this.spool?.backlog ?? 0) > 0;
   }
 
@@ -119,12 +131,35 @@ export class SinkProcessor extends ProcessorBase {
     return true;
   }
 
-  /** Reads backlog records back from disk into the queue, as far as `maxQueueSize` allows. */
+  /**
+   * Reads backlog records back from disk into the queue, as far as `maxQueueSize` allows. A read the
+   * disk refuses (EMFILE, EIO) leaves the backlog as it was and pauses reading it, with a backoff
+   * (100 ms doubling to `maxBackoffMs`), said once per failure through the sink's warnings.
+   */
   private refill(): void {
     if (!this.backlogReady) return;
-    const { records, unreadable } = this.spool!.pageIn(this.options.maxQueueSize - this.held);
-    for (const record of records) this.queue.push({ item: record.item, attempts: 0, seq: record.spoolSeq, spoolSeq: record.spoolSeq });
-    this.buryUnreadable(unreadable);
+    let paged: ReturnType<SinkSpool['pageIn']>;
+    try {
+      paged = this.spool!.pageIn(this.options.maxQueueSize - this.held);
+    } catch (error) {
+      this.pauseReading(error);
+      return;
+    }
+    this.lastReadPause = 0;
+    for (const record of paged.records) this.queue.push({ item: record.item, attempts: 0, seq: record.spoolSeq, spoolSeq: record.spoolSeq });
+    this.buryUnreadable(paged.unreadable);
+  }
+
+  private pauseReading(error: unknown): void {
+    this.readPausedFor = this.lastReadPause = Math.min(Math.max(100, this.lastReadPause * 2), Math.max(100, this.options.maxBackoffMs));
+    this.hooks.writeFailed(
+      this.sink.name,
+      `could not read ${this.spool!.backlog} spooled item(s) back from ${this.spool!.dir}: ${errorMessage(error)}; trying again in ${this.readPausedFor} ms`,
+    );
+    setTimeout(() => {
+      this.readPausedFor = 0;
+      this.schedule();
+    }, this.readPausedFor).unref();
   }
 
   /**
@@ -155,7 +190,7 @@ export class SinkProcessor extends ProcessorBase {
   async shutdown(deadline: number): Promise<number> {
     if (this.stopped) return 0;
     this.stopped = true;
-    while ((this.held > 0 || this.backlogReady) && Date.now() < deadline) await this.flush(deadline);
+    while ((this.held > 0 || this.backlogOwed) && Date.now() < deadline) await this.flush(deadline);
     const before = this.counters.deadLettered;
     if (this.held > 0 || this.busy) {
       this.hardStop.abort(new Error('shutdown deadline reached'));
@@ -172,7 +207,7 @@ export class SinkProcessor extends ProcessorBase {
     let oldest = this.queue.length > 0 ? this.queue[0].seq : Number.POSITIVE_INFINITY;
     for (const entry of this.flight) if (entry.seq < oldest) oldest = entry.seq;
     // The backlog's records all come after what is in memory (seqs are the spool's, in order).
-    if (this.backlogReady) oldest = Math.min(oldest, this.spool!.backlogFrom);
+    if (this.backlogOwed) oldest = Math.min(oldest, this.spool!.backlogFrom);
     return oldest;
   }
 

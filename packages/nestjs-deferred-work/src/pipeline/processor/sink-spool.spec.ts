@@ -1,7 +1,8 @@
-import { appendFileSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { scanFrames } from '../../spool/frame';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from '@jest/globals';
+import { afterEach, describe, expect, it, jest } from '@jest/globals';
 import type { DeferredItem } from '../../core/items/deferred-item.interface';
 import type { DeferredSink, SinkWriteContext } from '../../core/sink.interface';
 import type { DeadLetter } from '../../core/dead-letter.interface';
@@ -42,11 +43,12 @@ function switchable() {
 function processorOn(sink: DeferredSink, settings: SinkSpoolSettings, options: Partial<typeof PROCESSOR_DEFAULTS> = {}) {
   const letters: DeadLetter[] = [];
   const logs: string[] = [];
+  const failures: string[] = [];
   const spool = new SinkSpool(sink.name, settings, { warn: (_k, m) => logs.push(m), log: (m) => logs.push(m) });
   const processor = new SinkProcessor(
     sink,
     { ...PROCESSOR_DEFAULTS, flushIntervalMs: 1, initialBackoffMs: 1, maxBackoffMs: 5, maxAttempts: Number.MAX_SAFE_INTEGER, ...options },
-    { deadLetter: (l) => letters.push(...l), writeFailed: () => undefined },
+    { deadLetter: (l) => letters.push(...l), writeFailed: (_name, message) => failures.push(message) },
     spool,
   );
   open.push(processor);
@@ -55,7 +57,17 @@ function processorOn(sink: DeferredSink, settings: SinkSpoolSettings, options: P
     expect(s.accepted).toBe(s.delivered + s.pending + s.dropped + s.deadLettered);
     return s;
   };
-  return { processor, letters, logs, identity };
+  return { processor, letters, logs, failures, identity };
+}
+
+/** A previous process's spool in `dir` holding items 0..count-1 (its sink down), closed. */
+async function leftBehind(dir: string, count: number): Promise<void> {
+  const down = switchable();
+  down.state.up = false;
+  const a = processorOn(down.sink, { dir });
+  for (let n = 0; n < count; n++) a.processor.enqueue(item(n));
+  await a.processor.spool!.close();
+  open.splice(open.indexOf(a.processor), 1);
 }
 
 const soon = (ms = 20) => new Promise((r) => setTimeout(r, ms));
@@ -181,5 +193,41 @@ describe('SinkProcessor with a spool', () => {
     await a.processor.spool!.close();
     const b = processorOn(switchable().sink, { dir });
     expect(b.identity().spool!.replayed).toBe(0);
+  });
+
+  it('one record that no longer checks out costs that record only: counted dead-lettered, the rest delivered in order before new items', async () => {
+    const dir = tempDir();
+    await leftBehind(dir, 20);
+    const log = readdirSync(dir).find((f) => f.endsWith('.log') && readFileSync(join(dir, f)).length > 0)!;
+    const { sink, state } = switchable();
+    const b = processorOn(sink, { dir }, { maxQueueSize: 5, maxBatchSize: 5 });
+    // Opened (20 counted), then a byte of record 8 flips on disk before it is read back.
+    const bytes = readFileSync(join(dir, log));
+    const frame = scanFrames(bytes).frames[7]!;
+    bytes[frame.offset + frame.size - 3]! ^= 0xff;
+    writeFileSync(join(dir, log), bytes);
+    b.processor.start();
+    for (let n = 100; n < 103; n++) b.processor.enqueue(item(n));
+    expect(await b.processor.flush(Date.now() + 5000)).toBe(true);
+    expect(state.got).toEqual([...Array.from({ length: 20 }, (_, n) => n).filter((n) => n !== 7), 100, 101, 102]);
+    expect(b.identity()).toMatchObject({ accepted: 23, delivered: 22, deadLettered: 1, pending: 0 });
+    expect(b.identity().spool).toMatchObject({ unreadable: 1, pending: 0, onDiskOnly: 0 });
+  });
+
+  it('a read of the backlog the disk refuses is neither an unhandled rejection nor a busy loop: reported, retried with a backoff, the items still pending', async () => {
+    const dir = tempDir();
+    await leftBehind(dir, 10);
+    const { sink, state } = switchable();
+    const b = processorOn(sink, { dir }, { maxBackoffMs: 100 });
+    for (const f of readdirSync(dir).filter((f) => f.endsWith('.log'))) unlinkSync(join(dir, f)); // the files vanish under us
+    const reads = jest.spyOn(b.processor.spool!, 'pageIn');
+    b.processor.start();
+    await soon(350);
+    expect(reads.mock.calls.length).toBeGreaterThanOrEqual(2); // retried…
+    expect(reads.mock.calls.length).toBeLessThan(15); // …with a backoff, not in a loop
+    expect(b.failures[0]).toMatch(/could not read 10 spooled item\(s\) back from .*ENOENT.*trying again in 100 ms/);
+    expect(state.got).toEqual([]);
+    expect(b.identity()).toMatchObject({ accepted: 10, pending: 10, deadLettered: 0 });
+    expect(await b.processor.flush(Date.now() + 100)).toBe(false); // still owed
   });
 });

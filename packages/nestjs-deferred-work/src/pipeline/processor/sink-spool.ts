@@ -113,29 +113,32 @@ export class SinkSpool {
 
   /**
    * Up to `limit` backlog records, in order, read back from disk and parsed into items. `unreadable`
-   * counts backlog records that could not be: not found on disk any more, or not an item (never
-   * expected: the checksums passed). Those are acked and the caller counts them dead-lettered.
+   * counts backlog records that could not be: their frame no longer checks out, or not an item (never
+   * expected: the checksums passed when they were written). Those are acked (they would fail again) and
+   * the caller counts them dead-lettered; the records after them are read as usual. Throws what the
+   * disk throws (a read error): the backlog is left as it was.
    */
   pageIn(limit: number): { records: PagedRecord[]; unreadable: number } {
     const wanted = Math.min(limit, this.backlog);
     if (wanted <= 0) return { records: [], unreadable: 0 };
+    const { records: read, missing } = this.spool.readPending(this.cursor, wanted);
     const records: PagedRecord[] = [];
-    const bad: number[] = [];
-    let read = 0;
-    for (const record of this.spool.readPending(this.cursor, wanted)) {
-      read++;
-      this.cursor = record.seq;
+    const bad = [...missing];
+    for (const record of read) {
       try {
         records.push({ spoolSeq: record.seq, item: JSON.parse(record.payload.toString('utf8')) as DeferredItem });
       } catch {
         bad.push(record.seq);
       }
     }
-    this.backlog -= read;
+    const tried = read.length + missing.length;
+    if (tried > 0) this.cursor = Math.max(read.at(-1)?.seq ?? 0, missing.at(-1) ?? 0);
+    this.backlog -= tried;
     let unreadable = bad.length;
     if (bad.length > 0) this.spool.ack(bad);
-    if (read < wanted) {
-      unreadable += this.backlog; // fewer on disk than counted: the files changed under us
+    if (tried < wanted) {
+      // Fewer pending records on disk than counted (never expected): the count is corrected.
+      unreadable += this.backlog;
       this.backlog = 0;
     }
     if (unreadable > 0) {
@@ -167,9 +170,13 @@ export class SinkSpool {
     return this.counts.kept + this.backlog;
   }
 
-  /** Fsyncs what is left and releases the directory's lock. */
-  close(): Promise<void> {
-    return this.spool.close();
+  /**
+   * Writes and fsyncs what is left and releases the directory's lock. Resolves with the number of items
+   * lost because the disk refused to write them to the end (0 unless it is full or failing).
+   */
+  async close(): Promise<number> {
+    await this.spool.close();
+    return this.spool.stats().unwrittenRecords;
   }
 
   stats(): SinkSpoolStats {
