@@ -61,6 +61,11 @@ export interface SinkSpoolStats {
   unreadable: number;
   /** Items still pending when shutdown's deadline passed: left in the spool (not acked) for the next start. */
   keptAtShutdown: number;
+  /**
+   * Times an item that used up `maxAttempts` was sent to the back of the spool to be tried again later
+   * (when the user set no `maxAttempts`), instead of holding the sink's other items.
+   */
+  requeued: number;
   /** Torn records (a write cut short by a crash, a checksum mismatch) found at bootstrap and skipped. */
   tornRecords: number;
   /** Fsyncs made (one per file per group commit), and group commits whose fsync failed. */

@@ -301,7 +301,8 @@ describe('Dispatcher with a spooled sink', () => {
     jest.spyOn(logger, 'warn').mockImplementation((m: unknown) => void warnings.push(String(m)));
     jest.spyOn(logger, 'log').mockImplementation(() => undefined);
     const down = { name: 'm', write: async () => Promise.reject(new Error('receiver down')) };
-    const first = new Dispatcher(resolveOptions({ sinks: [down], spool: { dir }, maxQueueSize: 10, maxBatchSize: 5, shutdownTimeoutMs: 200, initialBackoffMs: 5 }), logger);
+    // maxAttempts set (high): items stay in place, retried, rather than going to the back of the spool.
+    const first = new Dispatcher(resolveOptions({ sinks: [down], spool: { dir }, maxQueueSize: 10, maxBatchSize: 5, shutdownTimeoutMs: 200, initialBackoffMs: 5, maxAttempts: 1000 }), logger);
     first.start();
     for (let n = 0; n < 40; n++) first.dispatch(metric(n));
     expect(await first.shutdown()).toEqual({ drained: false, undelivered: {}, spooled: { m: 40 } });

@@ -57,8 +57,8 @@ export interface DeferredWorkModuleOptions extends Partial<SinkProcessorOptions>
    * A crash-durable disk spool for every sink (each in `<dir>/<sink name>`; a sink can opt out with
    * `sinkOptions[name].spool: false`, or have its own). At-least-once across kill -9 and restarts: items
    * not yet confirmed by their sink are delivered after the next start, before new ones. A spooled sink
-   * retries until delivered unless you set `maxAttempts` (for it, or globally; a sink's own default,
-   * such as the queue and broker sinks' 10, does not apply to a spooled sink). Callbacks
+   * never dead-letters for a retryable failure unless you set `maxAttempts` (for it, or globally; a
+   * sink's own default does not count): an item that used up its tries goes to the back of the spool. Callbacks
    * (`run(fn)`) are never spooled. Defaults of the rest: `maxBytes` 256 MiB per sink, `syncIntervalMs`
    * 200, `segmentBytes` 8 MiB. See docs/durability.md. Default: none.
    */

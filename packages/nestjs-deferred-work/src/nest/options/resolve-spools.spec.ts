@@ -4,7 +4,6 @@ import { MemorySink } from '../../sinks/memory/memory.sink';
 import { SPOOL_DEFAULTS } from '../../spool';
 import { configError } from '../../../../../test/support/config-error';
 import { resolveOptions } from './resolve-options';
-import { SPOOLED_MAX_ATTEMPTS } from './resolve-spools';
 
 const sinks = [new MemorySink({ name: 'a' }), new MemorySink({ name: 'b/../x' })];
 
@@ -18,29 +17,32 @@ describe('the spool option', () => {
 
   it('module-wide: each sink in its own subdirectory named after it (made safe as one path segment), defaults applied', () => {
     const resolved = resolveOptions({ sinks, spool: { dir: '/var/spool/app', syncIntervalMs: 50 } });
-    expect(resolved.spools?.get('a')).toEqual({ ...SPOOL_DEFAULTS, syncIntervalMs: 50, dir: '/var/spool/app/a' });
+    expect(resolved.spools?.get('a')).toEqual({ ...SPOOL_DEFAULTS, syncIntervalMs: 50, dir: '/var/spool/app/a', requeue: true });
     expect(resolved.spools?.get('b/../x')!.dir).toBe('/var/spool/app/b%2F..%2Fx');
   });
 
   it('per sink: its own directory as given, over the module-wide one; false leaves a sink out', () => {
     const resolved = resolveOptions({ sinks, spool: { dir: 'spool' }, sinkOptions: { a: { spool: { dir: 'only-a', maxBytes: 4 << 20 } }, 'b/../x': { spool: false } } });
     // segmentBytes left out: 8 MiB, or maxBytes when smaller.
-    expect(resolved.spools?.get('a')).toEqual({ ...SPOOL_DEFAULTS, maxBytes: 4 << 20, segmentBytes: 4 << 20, dir: resolve('only-a') });
+    expect(resolved.spools?.get('a')).toEqual({ ...SPOOL_DEFAULTS, maxBytes: 4 << 20, segmentBytes: 4 << 20, dir: resolve('only-a'), requeue: true });
     expect(resolved.spools?.has('b/../x')).toBe(false);
   });
 
-  it('a spooled sink retries until delivered unless the user sets maxAttempts (globally or for it)', () => {
-    expect(resolveOptions({ sinks, spool: { dir: 's' } }).processorOptions.get('a')!.maxAttempts).toBe(SPOOLED_MAX_ATTEMPTS);
-    expect(resolveOptions({ sinks, spool: { dir: 's' }, maxAttempts: 3 }).processorOptions.get('a')!.maxAttempts).toBe(3);
-    expect(resolveOptions({ sinks, spool: { dir: 's' }, sinkOptions: { a: { maxAttempts: 7 } } }).processorOptions.get('a')!.maxAttempts).toBe(7);
-    // A sink's own default (the queue and broker sinks' 10) bounds items held in memory; with a spool the disk is the buffer.
+  it('a spooled sink sends an item that used up its attempts to the back of the spool, unless the user sets maxAttempts (globally or for it)', () => {
+    const requeue = (options: Parameters<typeof resolveOptions>[0], name: string) => resolveOptions(options).spools?.get(name)?.requeue;
+    expect(requeue({ sinks, spool: { dir: 's' } }, 'a')).toBe(true);
+    expect(requeue({ sinks, spool: { dir: 's' }, maxAttempts: 3 }, 'a')).toBe(false);
+    expect(requeue({ sinks, spool: { dir: 's' }, sinkOptions: { a: { maxAttempts: 7 } } }, 'a')).toBe(false);
+    // maxAttempts itself is unchanged: it is how many tries an item gets before it goes to the back.
+    expect(resolveOptions({ sinks, spool: { dir: 's' } }).processorOptions.get('a')!.maxAttempts).toBe(5);
+    // A sink's own default (the queue and broker sinks' 10) is not the user's choice: it still requeues.
     const own = Object.assign(new MemorySink({ name: 'own' }), { defaults: { maxAttempts: 2, initialBackoffMs: 50 } });
-    expect(resolveOptions({ sinks: [own], spool: { dir: 's' } }).processorOptions.get('own')).toMatchObject({ maxAttempts: SPOOLED_MAX_ATTEMPTS, initialBackoffMs: 50 });
-    expect(resolveOptions({ sinks: [own] }).processorOptions.get('own')!.maxAttempts).toBe(2);
-    expect(resolveOptions({ sinks: [own], spool: { dir: 's' }, sinkOptions: { own: { maxAttempts: 4 } } }).processorOptions.get('own')!.maxAttempts).toBe(4);
+    expect(requeue({ sinks: [own], spool: { dir: 's' } }, 'own')).toBe(true);
+    expect(resolveOptions({ sinks: [own], spool: { dir: 's' } }).processorOptions.get('own')).toMatchObject({ maxAttempts: 2, initialBackoffMs: 50 });
+    expect(requeue({ sinks: [own], spool: { dir: 's' }, sinkOptions: { own: { maxAttempts: 4 } } }, 'own')).toBe(false);
     const bull = new BullSink({ queues: { mail: { addBulk: async () => [] } as never } });
     expect(bull.defaults.maxAttempts).toBe(10);
-    expect(resolveOptions({ sinks: [bull], spool: { dir: 's' } }).processorOptions.get('bull')!.maxAttempts).toBe(SPOOLED_MAX_ATTEMPTS);
+    expect(requeue({ sinks: [bull], spool: { dir: 's' } }, 'bull')).toBe(true);
   });
 
   it('refuses a spool without a dir, bad numbers, two sinks in one directory and segments too small for an item, saying how to fix it', () => {

@@ -5,8 +5,6 @@ import type { SinkSpoolSettings } from '../../pipeline/processor/sink-spool';
 import { resolveSpoolOptions } from '../../spool';
 import type { DeferredSpoolOptions, DeferredWorkModuleOptions } from './module-options.interface';
 
-/** Retries of a spooled sink when `maxAttempts` is set nowhere: until delivered (or shutdown). */
-export const SPOOLED_MAX_ATTEMPTS = Number.MAX_SAFE_INTEGER;
 
 function checkSpool(option: string, spool: unknown): asserts spool is DeferredSpoolOptions | false | undefined {
   if (spool === undefined || spool === false) return;
@@ -36,7 +34,7 @@ function sinkDir(dir: string, name: string): string {
 export function resolveSpools(
   options: DeferredWorkModuleOptions,
   sinks: ReadonlyMap<string, DeferredSink>,
-  processorOptions: Map<string, SinkProcessorOptions>,
+  _processorOptions: Map<string, SinkProcessorOptions>,
   maxItemBytes: number,
 ): ReadonlyMap<string, SinkSpoolSettings> {
   checkSpool('spool', options.spool);
@@ -68,9 +66,10 @@ export function resolveSpools(
       );
     }
     owners.set(path, name);
-    spools.set(name, { dir: path, ...resolved });
+    // Unless the user set maxAttempts (for the sink or globally), an item that used up its attempts goes
+    // to the back of the spool and is tried again later, never dead-lettered for a retryable failure.
     const explicit = options.sinkOptions?.[name]?.maxAttempts ?? options.maxAttempts;
-    if (explicit === undefined) processorOptions.get(name)!.maxAttempts = SPOOLED_MAX_ATTEMPTS;
+    spools.set(name, { dir: path, ...resolved, requeue: explicit === undefined });
   }
   return spools;
 }

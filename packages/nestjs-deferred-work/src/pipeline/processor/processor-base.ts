@@ -125,13 +125,18 @@ export abstract class ProcessorBase {
     const retry: Entry[] = [];
     const notRetryable: Failure[] = [];
     const exhausted: Failure[] = [];
+    const requeue: Entry[] = [];
+    const requeues = this.spool?.requeues === true && !oneTry && !stopping;
     for (const failure of failures) {
       if (!failure.retryable) notRetryable.push(failure);
+      else if (requeues && failure.entry.attempts >= this.options.maxAttempts) requeue.push(failure.entry);
       else if (oneTry || stopping || failure.entry.attempts >= this.options.maxAttempts) exhausted.push(failure);
       else retry.push(failure.entry);
     }
     this.counters.delivered += entries.length - failures.length;
     if (this.spool) this.ackDelivered(entries, failures);
+    // To the back of the spool (still pending, on disk); what the spool cannot take is retried here.
+    if (requeue.length > 0) for (const entry of this.spool!.requeue(requeue)) retry.push(entry);
     keep(retry);
     const letters = [...this.bury(notRetryable, 'not-retryable'), ...this.bury(exhausted, stopping ? 'shutdown' : 'attempts-exhausted')];
     this.reportWrite(summary, failures.length === 0);

@@ -230,4 +230,39 @@ describe('SinkProcessor with a spool', () => {
     expect(b.identity()).toMatchObject({ accepted: 10, pending: 10, deadLettered: 0 });
     expect(await b.processor.flush(Date.now() + 100)).toBe(false); // still owed
   });
+
+  it('with requeue, an item that keeps failing goes to the back of the spool after maxAttempts tries instead of holding the others (never dead-lettered), and is delivered once it goes through', async () => {
+    let poisoned = true;
+    const got: number[] = [];
+    const sink: DeferredSink = {
+      name: 'picky',
+      // Item 3 fails (retryable) while poisoned; the rest of each batch goes through.
+      write: async (batch) => {
+        const failed = batch.flatMap((i, index) => (poisoned && valueOf(i) === 3 ? [{ index, error: new Error('upstream refuses 3') }] : []));
+        for (const [index, i] of batch.entries()) if (!failed.some((f) => f.index === index)) got.push(valueOf(i));
+        return { failed };
+      },
+    };
+    const { processor, letters, identity } = processorOn(sink, { dir: tempDir(), requeue: true }, { maxAttempts: 3, maxBatchSize: 4, maxQueueSize: 8 });
+    processor.start();
+    for (let n = 0; n < 6; n++) processor.enqueue(item(n));
+    await soon(60);
+    for (let n = 6; n < 30; n++) processor.enqueue(item(n));
+    await soon(200);
+    // Everything else went through, 3 went round the spool several times, nothing was dead-lettered.
+    expect(got.filter((n) => n !== 3).sort((a, b) => a - b)).toEqual(Array.from({ length: 30 }, (_, n) => n).filter((n) => n !== 3));
+    expect(letters).toEqual([]);
+    const during = identity();
+    expect(during).toMatchObject({ pending: 1, deadLettered: 0 });
+    expect(during.spool!.requeued).toBeGreaterThanOrEqual(2);
+    expect(during.spool!.pending).toBe(1);
+    // Its age counts from when it was deferred (>= the 260 ms waited above), not from its last round.
+    expect(during.spool!.oldestAgeMs).toBeGreaterThanOrEqual(250);
+    expect(await processor.flush(Date.now() + 50)).toBe(false); // still owed: flush says so
+    poisoned = false;
+    expect(await processor.flush(Date.now() + 2000)).toBe(true);
+    expect(got.filter((n) => n === 3)).toEqual([3]);
+    expect(identity()).toMatchObject({ accepted: 30, delivered: 30, pending: 0, deadLettered: 0 });
+    expect(identity().spool).toMatchObject({ pending: 0, onDiskOnly: 0 });
+  });
 });

@@ -9,6 +9,12 @@ import type { Entry } from './entry';
 export interface SinkSpoolSettings extends SpoolOptions {
   /** The sink's own directory (the module option's `dir` plus the sink's name). */
   dir: string;
+  /**
+   * An entry that used up `maxAttempts` on a retryable failure goes to the back of the spool (appended
+   * again, its old record acked) and is tried again once the items after it had their turn, instead of
+   * being dead-lettered: it never holds the sink's other items for good. Default `false`.
+   */
+  requeue?: boolean;
 }
 
 /** What the spool reports to its processor's owner (the dispatcher's rate-limited warnings). */
@@ -39,7 +45,14 @@ export class SinkSpool {
   private readonly spool: Spool;
   /** Every record at or below it is held in memory or settled; the backlog is above it. */
   private cursor = 0;
-  private counts = { refused: 0, failed: 0, unreadable: 0, kept: 0 };
+  private counts = { refused: 0, failed: 0, unreadable: 0, kept: 0, requeued: 0 };
+  /**
+   * Records appended again by `requeue` and not settled yet, with when their item was deferred:
+   * `flush()` cannot place them by acceptance, and the oldest age must not restart at each round.
+   */
+  private readonly requeuedSeqs = new Map<number, number>();
+  /** See `SinkSpoolSettings.requeue`. */
+  readonly requeues: boolean;
   /** Refusals in the current spool-full episode (0 when the spool has room). */
   private refusing = 0;
 
@@ -48,7 +61,8 @@ export class SinkSpool {
     settings: SinkSpoolSettings,
     private readonly hooks: SinkSpoolHooks,
   ) {
-    const { dir, ...options } = settings;
+    const { dir, requeue, ...options } = settings;
+    this.requeues = requeue === true;
     this.spool = Spool.open(dir, options);
     this.replayed = this.backlog = this.spool.stats().pendingRecords;
     const torn = this.spool.stats().tornRecords;
@@ -135,7 +149,10 @@ export class SinkSpool {
     if (tried > 0) this.cursor = Math.max(read.at(-1)?.seq ?? 0, missing.at(-1) ?? 0);
     this.backlog -= tried;
     let unreadable = bad.length;
-    if (bad.length > 0) this.spool.ack(bad);
+    if (bad.length > 0) {
+      this.spool.ack(bad);
+      for (const seq of bad) this.requeuedSeqs.delete(seq);
+    }
     if (tried < wanted) {
       // Fewer pending records on disk than counted (never expected): the count is corrected.
       unreadable += this.backlog;
@@ -148,10 +165,41 @@ export class SinkSpool {
     return { records, unreadable };
   }
 
+  /**
+   * Sends entries that used up their attempts to the back of the spool: each item is appended again
+   * (same `id`) and its old record acked; it is read back after the backlog ahead of it. Returns the
+   * entries that could not be appended (spool full): the caller keeps retrying those in memory.
+   */
+  requeue(entries: readonly Entry[]): Entry[] {
+    const stuck: Entry[] = [];
+    const done: Entry[] = [];
+    for (const entry of entries) {
+      const old = entry.spoolSeq;
+      const again: Entry = { item: entry.item, attempts: 0, seq: 0 };
+      if (!this.append(again)) {
+        stuck.push(entry);
+        continue;
+      }
+      if (old) this.requeuedSeqs.delete(old);
+      this.requeuedSeqs.set(again.spoolSeq!, entry.item.createdAt);
+      this.backlog++;
+      done.push(entry);
+    }
+    this.counts.requeued += done.length;
+    this.ack(done);
+    return stuck;
+  }
+
+  /** Records sent to the back by `requeue` and not settled yet. */
+  get requeuedPending(): number {
+    return this.requeuedSeqs.size;
+  }
+
   /** Confirms settled entries (delivered, or dead-lettered for cause): their records leave the spool. */
   ack(entries: readonly Entry[]): void {
     const seqs: number[] = [];
     for (const entry of entries) if (entry.spoolSeq) seqs.push(entry.spoolSeq);
+    if (this.requeuedSeqs.size > 0) for (const seq of seqs) this.requeuedSeqs.delete(seq);
     if (seqs.length === 0) return;
     try {
       this.spool.ack(seqs);
@@ -181,18 +229,24 @@ export class SinkSpool {
 
   stats(): SinkSpoolStats {
     const s = this.spool.stats();
+    let oldestAgeMs = s.oldestPendingAgeMs;
+    if (this.requeuedSeqs.size > 0) {
+      const now = Date.now();
+      for (const createdAt of this.requeuedSeqs.values()) oldestAgeMs = Math.max(oldestAgeMs, now - createdAt);
+    }
     return {
       dir: this.dir,
       maxBytes: this.spool.options.maxBytes,
       pending: s.pendingRecords,
       onDiskOnly: this.backlog,
       bytes: s.bytesOnDisk,
-      oldestAgeMs: s.oldestPendingAgeMs,
+      oldestAgeMs,
       replayed: this.replayed,
       refused: this.counts.refused,
       failed: this.counts.failed,
       unreadable: this.counts.unreadable,
       keptAtShutdown: this.counts.kept,
+      requeued: this.counts.requeued,
       tornRecords: s.tornRecords,
       fsyncs: s.fsyncs,
       syncErrors: s.syncErrors,
