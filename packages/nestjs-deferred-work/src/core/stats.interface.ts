@@ -71,7 +71,7 @@ export interface SinkSpoolStats {
   /** Fsyncs made (one per file per group commit), and group commits whose fsync failed. */
   fsyncs: number;
   syncErrors: number;
-  /** Records appended and acked by this process. */
+  /** Items appended to the spool and acked (delivered, or dead-lettered for cause) by this process; a requeue counts in neither. */
   appended: number;
   acked: number;
 }

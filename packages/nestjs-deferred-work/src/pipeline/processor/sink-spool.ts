@@ -102,14 +102,7 @@ export class SinkSpool {
     try {
       seq = this.spool.append(JSON.stringify(entry.item));
     } catch (error) {
-      if (error instanceof SpoolFullError) {
-        this.counts.refused++;
-        if (this.refusing++ === 0) this.hooks.warn(`spool-full:${this.sinkName}`, `Sink "${this.sinkName}": ${error.message} Items are dropped (counted in stats().sinks["${this.sinkName}"].spool.refused) until it has room.`);
-      } else {
-        this.counts.failed++;
-        this.hooks.warn(`spool-failed:${this.sinkName}`, `Sink "${this.sinkName}": an item could not be spooled and was dropped: ${errorMessage(error)}`);
-      }
-      return false;
+      return this.refuse(error);
     }
     if (this.refusing > 0) {
       this.hooks.log(`Spool of sink "${this.sinkName}" has room again; ${this.refusing} item(s) were refused while it was full.`);
@@ -118,6 +111,18 @@ export class SinkSpool {
     entry.spoolSeq = seq;
     entry.seq = seq;
     return true;
+  }
+
+  /** Counts and reports a new item the spool refused; `false`. */
+  private refuse(error: unknown): false {
+    if (error instanceof SpoolFullError) {
+      this.counts.refused++;
+      if (this.refusing++ === 0) this.hooks.warn(`spool-full:${this.sinkName}`, `Sink "${this.sinkName}": ${error.message} Items are dropped (counted in stats().sinks["${this.sinkName}"].spool.refused) until it has room.`);
+    } else {
+      this.counts.failed++;
+      this.hooks.warn(`spool-failed:${this.sinkName}`, `Sink "${this.sinkName}": an item could not be spooled and was dropped: ${errorMessage(error)}`);
+    }
+    return false;
   }
 
   /** The appended entry is held in memory (there is no backlog to wait behind). */
@@ -175,13 +180,15 @@ export class SinkSpool {
     const done: Entry[] = [];
     for (const entry of entries) {
       const old = entry.spoolSeq;
-      const again: Entry = { item: entry.item, attempts: 0, seq: 0 };
-      if (!this.append(again)) {
-        stuck.push(entry);
+      let seq: number;
+      try {
+        seq = this.spool.append(JSON.stringify(entry.item));
+      } catch {
+        stuck.push(entry); // no room (or the disk refuses): it stays in memory, retried there
         continue;
       }
       if (old) this.requeuedSeqs.delete(old);
-      this.requeuedSeqs.set(again.spoolSeq!, entry.item.createdAt);
+      this.requeuedSeqs.set(seq, entry.item.createdAt);
       this.backlog++;
       done.push(entry);
     }
@@ -250,8 +257,9 @@ export class SinkSpool {
       tornRecords: s.tornRecords,
       fsyncs: s.fsyncs,
       syncErrors: s.syncErrors,
-      appended: s.appended,
-      acked: s.acked,
+      // Items, not records: a requeue appends an item's record again and acks the old one.
+      appended: s.appended - this.counts.requeued,
+      acked: s.acked - this.counts.requeued,
     };
   }
 }
