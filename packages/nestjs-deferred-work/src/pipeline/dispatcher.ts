@@ -302,6 +302,9 @@ export class Dispatcher {
         }
         fallback.enqueue(letter.item);
       }
+      // The dead letters' own records are already confirmed in their sink's spool: a spooled fallback
+      // writes them now, not at the end of the turn, so a crash in between cannot lose them.
+      fallback.spool?.writeNow();
       return;
     }
     Promise.resolve()

@@ -406,6 +406,15 @@ export class Spool {
   }
 
   /**
+   * Writes the records appended so far now, rather than at the end of the turn (what a caller does when
+   * it is about to confirm them elsewhere). Returns whether everything was written; a failure is kept
+   * and handled as at the end of a turn.
+   */
+  writeNow(): boolean {
+    return this.closing ? false : this.writeAll();
+  }
+
+  /**
    * Writes every segment's queued frames. On a failure the rest stays queued, the error is kept (new
    * appends are refused while it lasts) and a retry is timed; returns whether everything was written.
    */

@@ -125,6 +125,11 @@ export class SinkSpool {
     return false;
   }
 
+  /** Writes what was appended in this turn now (see `Spool.writeNow`). */
+  writeNow(): void {
+    this.spool.writeNow();
+  }
+
   /** The appended entry is held in memory (there is no backlog to wait behind). */
   held(entry: Entry): void {
     this.cursor = entry.spoolSeq!;
