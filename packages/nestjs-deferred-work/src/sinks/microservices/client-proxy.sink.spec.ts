@@ -100,3 +100,31 @@ describe('ClientProxySink → ClientKafka → producer.send (no broker)', () => 
     expect(String((result as { failed: Array<{ error: Error }> }).failed[0].error.message)).toMatch(/NOT_LEADER_FOR_PARTITION/);
   });
 });
+
+/**
+ * RabbitMQ on 127.0.0.1:5672 (the machine's broker; see docs/sinks/microservices.md). Nest 12's
+ * ClientRMQ makes two ChannelWrappers on its first connect and listens for 'error' on neither; one that
+ * errs while being set up again after a connection cut would end the process (seen in CI).
+ */
+describe('ClientProxySink and ClientRMQ channels', () => {
+  it("listens for 'error' on every channel of the client's connection manager once it is connected", async () => {
+    const { createConnection } = await import('node:net');
+    await new Promise<void>((resolve, reject) => {
+      const socket = createConnection(5672, '127.0.0.1', () => socket.end(resolve));
+      socket.on('error', (error) => reject(new Error(`RabbitMQ is not reachable on 127.0.0.1:5672 (${error.message}): start it (rabbitmq-server -detached; guest/guest).`)));
+    });
+    const { ClientRMQ } = await import('@nestjs/microservices');
+    const client = new ClientRMQ({ urls: ['amqp://guest:guest@127.0.0.1:5672'], queue: `dw-guard-${process.pid}`, queueOptions: { durable: false, autoDelete: true } });
+    const sink = new ClientProxySink({ client, name: 'events' });
+    const warnings: string[] = [];
+    try {
+      await sink.attach(context(warnings));
+      await expect(write(sink, [job('events', 'order.placed', { id: 1 })])).resolves.toBeUndefined();
+      const channels = (client as unknown as { client: { _channels: Array<{ listenerCount(event: string): number }> } }).client._channels;
+      expect(channels.length).toBeGreaterThan(0);
+      expect(channels.map((channel) => channel.listenerCount('error') > 0)).toEqual(channels.map(() => true));
+    } finally {
+      await client.close();
+    }
+  });
+});

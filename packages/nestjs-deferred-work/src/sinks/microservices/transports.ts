@@ -93,10 +93,15 @@ function withPayloadId(data: unknown, key: string | false | undefined, id: strin
   return { ...(data as object), [key]: id };
 }
 
+/** An amqp-connection-manager ChannelWrapper, as far as the sink listens to it. */
+interface ChannelLike {
+  on?: (event: 'error', listener: (error: unknown) => void) => unknown;
+}
+
 /** What the sink reads of a client's internals, per transport (fields of `@nestjs/microservices` 10–12). */
 interface Internals {
-  client?: { isConnected?: () => boolean } | null; // ClientRMQ: the amqp-connection-manager
-  channel?: { on?: (event: 'error', listener: (error: unknown) => void) => unknown } | null; // ClientRMQ: its ChannelWrapper
+  client?: { isConnected?: () => boolean; _channels?: unknown[] } | null; // ClientRMQ: the amqp-connection-manager (and its ChannelWrappers)
+  channel?: ChannelLike | null; // ClientRMQ: its ChannelWrapper
   natsClient?: NatsConnectionLike | null;
   pubClient?: RedisLike | null;
   mqttClient?: { connected?: boolean; disconnecting?: boolean; options?: { protocolVersion?: number } } | null;
@@ -125,14 +130,18 @@ function rmq(ctx: TransportContext): Transport {
   const c = internals(ctx.client);
   const guarded = new WeakSet<object>();
   /**
-   * ClientRMQ adds no 'error' listener to its ChannelWrapper, which emits 'error' when the connection
-   * drops while the channel is being set up: unheard, that event would end the process.
+   * ClientRMQ adds no 'error' listener to its ChannelWrappers, which emit 'error' when the connection
+   * drops while a channel is being set up: unheard, that event would end the process. Every channel of
+   * its connection manager is guarded, not only `channel`: Nest 12's first connect creates two (its
+   * 'connect' listener and its connection stream each make one), and the other one errs just the same.
    */
   const guard = () => {
-    const channel = c.channel;
-    if (!channel || typeof channel.on !== 'function' || guarded.has(channel)) return;
-    guarded.add(channel);
-    channel.on('error', (error) => ctx.warn(`RabbitMQ channel error (the client reconnects): ${errorMessage(error)}`));
+    const channels: unknown[] = [c.channel, ...(Array.isArray(c.client?._channels) ? c.client._channels : [])];
+    for (const channel of channels as Array<ChannelLike | null | undefined>) {
+      if (!channel || typeof channel.on !== 'function' || guarded.has(channel)) continue;
+      guarded.add(channel);
+      channel.on('error', (error) => ctx.warn(`RabbitMQ channel error (the client reconnects): ${errorMessage(error)}`));
+    }
   };
   return {
     transport: 'rmq',
