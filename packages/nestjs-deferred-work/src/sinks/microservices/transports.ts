@@ -136,11 +136,19 @@ function rmq(ctx: TransportContext): Transport {
    * 'connect' listener and its connection stream each make one), and the other one errs just the same.
    */
   const guard = () => {
-    const channels: unknown[] = [c.channel, ...(Array.isArray(c.client?._channels) ? c.client._channels : [])];
+    const manager = c.client as (Internals['client'] & { on?: (event: string, listener: () => void) => unknown }) | null | undefined;
+    const channels: unknown[] = [c.channel, ...(Array.isArray(manager?._channels) ? manager._channels : [])];
     for (const channel of channels as Array<ChannelLike | null | undefined>) {
       if (!channel || typeof channel.on !== 'function' || guarded.has(channel)) continue;
       guarded.add(channel);
       channel.on('error', (error) => ctx.warn(`RabbitMQ channel error (the client reconnects): ${errorMessage(error)}`));
+    }
+    // Channels made later (between two writes) are guarded when the connection manager (re)connects or
+    // drops: before a channel's setup on that connection can fail and emit.
+    if (manager && typeof manager.on === 'function' && !guarded.has(manager)) {
+      guarded.add(manager);
+      manager.on('connect', guard);
+      manager.on('disconnect', guard);
     }
   };
   return {
