@@ -39,6 +39,9 @@ const USAGE = `Usage: node dist/bench/profile.js [options]
   --warmup 2                seconds per route before measuring
   --repeats 5               measured runs per route (cpu mode)
   --connections 10
+  --rate 0                  total req/s autocannon sends (0: as fast as the server answers). A fixed rate
+                            below every variant's ceiling compares CPU per request at the same load, without the
+                            per-loop-turn work that a slower variant spreads over fewer requests
   --server label=main.js    a server build to measure (repeatable; default: this build's)
   --out profiles            where profile mode writes .cpuprofile files and summary.json
   --top 25                  functions listed per profile`;
@@ -54,6 +57,8 @@ interface Options {
   warmup: number;
   repeats: number;
   connections: number;
+  /** autocannon's `overallRate` in cpu mode; 0 = unbounded. */
+  rate: number;
   servers: Array<{ label: string; entry: string }>;
   out: string;
   top: number;
@@ -71,6 +76,7 @@ function parseOptions(argv: string[]): Options {
       warmup: { type: 'string', default: '2' },
       repeats: { type: 'string', default: '5' },
       connections: { type: 'string', default: '10' },
+      rate: { type: 'string', default: '0' },
       server: { type: 'string', multiple: true },
       out: { type: 'string', default: 'profiles' },
       top: { type: 'string', default: '25' },
@@ -102,31 +108,42 @@ function parseOptions(argv: string[]): Options {
     warmup: count(values.warmup, 'warmup', 0),
     repeats: count(values.repeats, 'repeats', 1),
     connections: count(values.connections, 'connections', 1),
+    rate: count(values.rate, 'rate', 0),
     servers,
     out: path.resolve(values.out),
     top: count(values.top, 'top', 0),
   };
 }
 
-async function drive(url: string, duration: number, connections: number): Promise<autocannon.Result> {
-  const result = await autocannon({ url, connections, duration, pipelining: 1, timeout: 10 });
+async function drive(url: string, duration: number, connections: number, rate = 0): Promise<autocannon.Result> {
+  const result = await autocannon({ url, connections, duration, pipelining: 1, timeout: 10, ...(rate > 0 ? { overallRate: rate } : {}) });
   if (result.errors > 0 || result.non2xx > 0) throw new Error(`${url}: ${result.errors} errors, ${result.non2xx} non-2xx responses`);
   return result;
 }
 
 interface CpuRun {
   cpuUsPerRequest: number;
+  /** The main (request) thread's own CPU µs per request (Linux schedstat); NaN elsewhere. */
+  mainUsPerRequest: number;
+  /** The sink worker threads' CPU µs per request (`deferred-offload`); 0 elsewhere. */
+  workerUsPerRequest: number;
   reqPerSec: number;
 }
 
 /** One measured run: the server's CPU over the requests it handled, drained before and after. */
 async function measureCpu(server: ServerHandle, key: string, options: Options): Promise<CpuRun> {
   const before = await snapshot(server, true);
-  const result = await drive(`${server.base}/${key}`, options.duration, options.connections);
+  const result = await drive(`${server.base}/${key}`, options.duration, options.connections, options.rate);
   const after = await snapshot(server, true);
   const handled = (after.handled[key] ?? 0) - (before.handled[key] ?? 0);
   const cpuUs = after.cpu.user + after.cpu.system - (before.cpu.user + before.cpu.system);
-  return { cpuUsPerRequest: cpuUs / handled, reqPerSec: result.requests.total / result.duration };
+  const mainMs = after.mainThreadCpuMs !== undefined && before.mainThreadCpuMs !== undefined ? after.mainThreadCpuMs - before.mainThreadCpuMs : NaN;
+  return {
+    cpuUsPerRequest: cpuUs / handled,
+    mainUsPerRequest: (mainMs * 1000) / handled,
+    workerUsPerRequest: ((after.workerActiveMs - before.workerActiveMs) * 1000) / handled,
+    reqPerSec: result.requests.total / result.duration,
+  };
 }
 
 const median = (xs: number[]) => {
@@ -165,22 +182,29 @@ async function cpuMode(options: Options): Promise<void> {
         }
         process.stdout.write(`${adapter}: repeat ${r + 1}/${options.repeats} done\n`);
       }
-      console.log(`\n${adapter}, ${options.duration} s × ${options.repeats} repeats, ${options.connections} connections (medians)`);
-      console.log('| scenario | build | variant | CPU µs/req | req/s | CPU ÷ plain | CPU ÷ event-emitter | req/s ÷ plain | req/s ÷ event-emitter |');
-      console.log('| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |');
+      const rate = options.rate > 0 ? `, ${options.rate} req/s offered` : '';
+      console.log(`\n${adapter}, ${options.duration} s × ${options.repeats} repeats, ${options.connections} connections${rate} (medians)`);
+      console.log(
+        '| scenario | build | variant | CPU µs/req | request-thread µs/req | worker µs/req | req/s | CPU ÷ plain | request-thread − plain µs | CPU ÷ event-emitter | req/s ÷ plain | req/s ÷ event-emitter |',
+      );
+      console.log('| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
       for (const scenario of options.scenarios) {
         for (const s of servers) {
           const med = (variant: string, pick: (run: CpuRun) => number) => median((runs.get(id(s.label, scenario, variant)) ?? []).map(pick));
           for (const variant of options.variants) {
             const cpu = med(variant, (x) => x.cpuUsPerRequest);
             const rps = med(variant, (x) => x.reqPerSec);
+            const main = med(variant, (x) => x.mainUsPerRequest);
             const cells = [
               scenario,
               s.label,
               variant,
               fixed(cpu),
+              fixed(main),
+              fixed(med(variant, (x) => x.workerUsPerRequest)),
               fixed(rps, 0),
               fixed(cpu / med('plain', (x) => x.cpuUsPerRequest), 2),
+              fixed(main - med('plain', (x) => x.mainUsPerRequest)),
               fixed(cpu / med('event-emitter', (x) => x.cpuUsPerRequest), 2),
               fixed(rps / med('plain', (x) => x.reqPerSec), 2),
               fixed(rps / med('event-emitter', (x) => x.reqPerSec), 2),
@@ -214,7 +238,7 @@ async function profileMode(options: Options): Promise<void> {
             if (options.warmup > 0) await drive(`${server.base}/${key}`, options.warmup, options.connections);
             const before = await snapshot(server, true);
             const from = Number(process.hrtime.bigint() / 1000n);
-            await drive(`${server.base}/${key}`, options.duration, options.connections);
+            await drive(`${server.base}/${key}`, options.duration, options.connections, options.rate);
             const to = Number(process.hrtime.bigint() / 1000n);
             const after = await snapshot(server, true);
             window = [from, to];
