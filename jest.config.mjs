@@ -6,6 +6,8 @@ export default {
   testMatch: ['**/*.spec.ts'],
   testPathIgnorePatterns: ['/node_modules/', '/dist/'],
   moduleNameMapper: {
+    // the benchmark app's sources import each other as `./x.js` (Node ESM); Jest reads the `.ts`
+    '^(\\.{1,2}/.*)\\.js$': '$1',
     '^nestjs-deferred-work$': '<rootDir>/packages/nestjs-deferred-work/src/index.ts',
     '^nestjs-deferred-work/testing$': '<rootDir>/packages/nestjs-deferred-work/src/testing/index.ts',
     '^nestjs-deferred-work/(.*)$': '<rootDir>/packages/nestjs-deferred-work/src/sinks/$1/index.ts',

@@ -26,6 +26,7 @@ export type FrameGroup =
   | 'fastify'
   | 'rxjs'
   | 'event-emitter'
+  | 'sink clients'
   | 'bench-app'
   | 'node:timers'
   | 'node:http'
@@ -45,6 +46,7 @@ const GROUP_RULES: Array<[FrameGroup, (url: string, name: string) => boolean]> =
   ['rxjs', (url) => url.includes('/rxjs/')],
   ['fastify', (url) => /\/(fastify|find-my-way|avvio|light-my-request|fast-json-stringify|@fastify|fast-querystring|toad-cache|process-warning)[/@+]/.test(url)],
   ['express', (url) => /\/(express|router|body-parser|finalhandler|on-finished|send|serve-static|path-to-regexp|parseurl|qs|content-type|type-is|accepts|depd|etag|fresh|vary|statuses|mime-types|negotiator|cookie|http-errors|proxy-addr|encodeurl|escape-html|range-parser|content-disposition|merge-descriptors|utils-merge|setprototypeof|ee-first|forwarded|media-typer|raw-body|iconv-lite|destroy|unpipe|bytes|safe-buffer|debug|ms|call-bind|side-channel|object-inspect|get-intrinsic|has-symbols|es-errors|function-bind|hasown|gopd|dunder-proto|math-intrinsics|es-object-atoms|get-proto|call-bound|side-channel-\w+)[/@+]/.test(url)],
+  ['sink clients', (url) => /\/(bull|bullmq|ioredis|msgpackr|cluster-key-slot|redis-errors|redis-parser|standard-as-callback|denque|cron-parser|amqplib|amqp-connection-manager|nats|mqtt|kafkajs)[/@+]/.test(url)],
   ['bench-app', (url) => url.includes('/benchmark-app/') || url.includes('/app/dist/')],
   ['node:timers', (url) => url === 'node:internal/timers' || url === 'node:timers' || url === 'node:internal/process/task_queues'],
   ['node:http', (url) => url.startsWith('node:_http') || url.startsWith('node:http') || url.startsWith('node:internal/http')],

@@ -7,7 +7,12 @@
  *   builds given with `--server`) alternating within each repeat; prints medians and ratios.
  * - `profile`: one server per (build, adapter, scenario, variant) under `node --cpu-prof`; only the
  *   samples taken while autocannon drives the route are summed (self time per group of code and per
- *   function), and printed per request.
+ *   function), and printed per request. It samples wall time: on a busy machine a preempted thread
+ *   is charged to what it runs when it gets the core back.
+ * - `perf`: the same, but Linux `perf record -e cpu-clock` samples the request (main) thread only
+ *   while it runs, so its shares, scaled by the thread's measured CPU time, are µs of CPU per request
+ *   — what each group of code costs the request thread (see `perf-summary.ts`). Needs `perf`
+ *   (Debian's linux-perf) and permission to record the server's thread.
  *
  * `--server label=path/to/server/main.js` (repeatable) compares builds in one run, e.g. the library
  * before and after a change; the default is this build's server.
@@ -18,7 +23,9 @@ import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs as parseCli } from 'node:util';
 import autocannon from 'autocannon';
+import { spawn } from 'node:child_process';
 import { type CpuProfile, type FrameGroup, summariseProfile } from './cpuprofile-summary.js';
+import { PerfMap, parsePerfScript, summarisePerf } from './perf-summary.js';
 import { startRedis } from './infra.js';
 import { forkServer, type ServerHandle, snapshot } from './server-process.js';
 import type { Adapter, ScenarioId, Variant } from './types.js';
@@ -31,7 +38,8 @@ async function spoolDirFor(options: { variants: Variant[] }): Promise<string | u
 }
 
 const USAGE = `Usage: node dist/bench/profile.js [options]
-  --mode cpu|profile        cpu: CPU µs/request, variants alternating (default); profile: --cpu-prof summaries
+  --mode cpu|profile|perf   cpu: CPU µs/request, variants alternating (default); profile: --cpu-prof summaries
+                            (wall time); perf: the request thread's CPU by whose code spends it (Linux perf)
   --adapters express,fastify
   --scenarios sim5,mix      sim5, sim25, sim5-tail, mix; bull-local and bullmq-local (a private redis-server is started)
   --variants plain,deferred,event-emitter
@@ -47,7 +55,7 @@ const USAGE = `Usage: node dist/bench/profile.js [options]
   --top 25                  functions listed per profile`;
 
 interface Options {
-  mode: 'cpu' | 'profile';
+  mode: 'cpu' | 'profile' | 'perf';
   /** The private Redis of the queue scenarios (set by `main`). */
   redisUrl?: string;
   adapters: Adapter[];
@@ -93,7 +101,7 @@ function parseOptions(argv: string[]): Options {
     if (!Number.isInteger(n) || n < min || n > 1_000_000) throw new Error(`--${name} must be an integer from ${min} to 1000000\n\n${USAGE}`);
     return n;
   };
-  if (values.mode !== 'cpu' && values.mode !== 'profile') throw new Error(`--mode must be cpu or profile\n\n${USAGE}`);
+  if (values.mode !== 'cpu' && values.mode !== 'profile' && values.mode !== 'perf') throw new Error(`--mode must be cpu, profile or perf\n\n${USAGE}`);
   const servers = (values.server ?? [`this=${path.resolve(here, '..', 'server', 'main.js')}`]).map((spec) => {
     const eq = spec.indexOf('=');
     if (eq <= 0) throw new Error(`--server takes label=path, got "${spec}"`);
@@ -279,6 +287,108 @@ async function profileMode(options: Options): Promise<void> {
   await writeFile(path.join(options.out, 'summary.json'), `${JSON.stringify(summaries, null, 1)}\n`);
 }
 
+/** Runs `command` to its end; rejects with what it printed when it fails or cannot start. */
+function run(command: string, args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout.on('data', (b: Buffer) => out.push(b));
+    child.stderr.on('data', (b: Buffer) => err.push(b));
+    child.once('error', (error) => reject(new Error(`${command} could not start (${error.message}); install Debian's linux-perf for --mode perf`)));
+    child.once('exit', (code) => (code === 0 ? resolve(Buffer.concat(out).toString('utf8')) : reject(new Error(`${command} ${args[0]} exited with ${code}: ${Buffer.concat(err).toString('utf8').slice(-500)}`))));
+  });
+}
+
+/** `perf record` of one thread until `stop()`; resolves once perf has written its file. */
+async function recordThread(tid: number, file: string): Promise<{ stop(): Promise<void> }> {
+  const child = spawn('perf', ['record', '-q', '-e', 'cpu-clock', '-F', '4999', '-g', '-t', String(tid), '-o', file], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const err: Buffer[] = [];
+  child.stderr.on('data', (b: Buffer) => err.push(b));
+  const exited = new Promise<number | null>((resolve, reject) => {
+    child.once('error', (error) => reject(new Error(`perf could not start (${error.message}); install Debian's linux-perf for --mode perf`)));
+    child.once('exit', (code) => resolve(code));
+  });
+  // perf needs a moment to attach; it exits at once when it cannot
+  const early = await Promise.race([exited, new Promise<'running'>((r) => setTimeout(() => r('running'), 500))]);
+  if (early !== 'running') throw new Error(`perf record exited with ${early}: ${Buffer.concat(err).toString('utf8').slice(-500)}`);
+  return {
+    async stop() {
+      child.kill('SIGINT');
+      const code = await exited;
+      if (code !== 0 && code !== null) throw new Error(`perf record exited with ${code}: ${Buffer.concat(err).toString('utf8').slice(-500)}`);
+    },
+  };
+}
+
+async function perfMode(options: Options): Promise<void> {
+  await mkdir(options.out, { recursive: true });
+  const summaries: Record<string, unknown> = {};
+  for (const adapter of options.adapters) {
+    for (const scenario of options.scenarios) {
+      for (const variant of options.variants) {
+        for (const s of options.servers) {
+          const name = `${s.label}-${adapter}-${scenario}-${variant}`;
+          const file = path.join(options.out, `${name}.perf.data`);
+          const config = { adapter, scenarios: [scenario], spoolDir: await spoolDirFor(options), redisUrl: options.redisUrl };
+          const server = await forkServer(s.entry, config, ['--perf-basic-prof-only-functions'], s.entry);
+          const key = `${scenario}/${variant}`;
+          let handled: number;
+          let mainUs: number;
+          let workerUs: number;
+          let reqPerSec: number;
+          try {
+            if (options.warmup > 0) await drive(`${server.base}/${key}`, options.warmup, options.connections, options.rate);
+            const before = await snapshot(server, true);
+            // the main thread's id is the process id
+            const recording = await recordThread(server.child.pid!, file);
+            const result = await drive(`${server.base}/${key}`, options.duration, options.connections, options.rate);
+            await recording.stop();
+            const after = await snapshot(server, true);
+            handled = (after.handled[key] ?? 0) - (before.handled[key] ?? 0);
+            if (after.mainThreadCpuMs === undefined || before.mainThreadCpuMs === undefined) throw new Error('the server cannot read its thread CPU time (Linux only)');
+            mainUs = ((after.mainThreadCpuMs - before.mainThreadCpuMs) * 1000) / handled;
+            workerUs = ((after.workerActiveMs - before.workerActiveMs) * 1000) / handled;
+            reqPerSec = result.requests.total / result.duration;
+          } finally {
+            await server.stop();
+          }
+          const mapFile = `/tmp/perf-${server.child.pid}.map`;
+          const map = new PerfMap(await readFile(mapFile, 'utf8'));
+          const summary = summarisePerf(parsePerfScript(await run('perf', ['script', '-i', file, '-F', 'ip,sym,dso']), map));
+          // the samples cover the run (and the flush after it); their shares scale the thread's measured CPU
+          const us = (n: number) => (n / summary.samples) * mainUs;
+          const rate = options.rate > 0 ? `${options.rate} req/s offered, ` : '';
+          console.log(`\n## ${name}: ${handled} requests (${rate}${fixed(reqPerSec, 0)} req/s), request thread ${fixed(mainUs)} µs CPU/request, sink workers ${fixed(workerUs)}; ${summary.samples} samples`);
+          console.log('| owner (leaf-most JavaScript frame) | µs CPU/req | of which in the kernel | share | inclusive µs/req |');
+          console.log('| --- | ---: | ---: | ---: | ---: |');
+          for (const [owner, n] of Object.entries(summary.owners).sort((a, b) => b[1] - a[1])) {
+            console.log(`| ${owner} | ${fixed(us(n), 2)} | ${fixed(us(summary.kernel[owner] ?? 0), 2)} | ${fixed((100 * n) / summary.samples)}% | ${fixed(us(summary.inclusive[owner] ?? n), 2)} |`);
+          }
+          const ours = summary.functions.filter((f) => f.group === 'deferred-work').slice(0, options.top);
+          if (ours.length > 0) {
+            console.log('\nthis library, by inclusive CPU µs/request:');
+            for (const f of ours) console.log(`  ${fixed(us(f.inclusive), 2)}  ${f.name} (${f.where})`);
+          }
+          summaries[name] = {
+            handled,
+            reqPerSec,
+            requestThreadCpuUsPerRequest: mainUs,
+            workerCpuUsPerRequest: workerUs,
+            ownersUsPerRequest: Object.fromEntries(Object.entries(summary.owners).map(([k, n]) => [k, us(n)])),
+            kernelUsPerRequest: Object.fromEntries(Object.entries(summary.kernel).map(([k, n]) => [k, us(n)])),
+            inclusiveUsPerRequest: Object.fromEntries(Object.entries(summary.inclusive).map(([k, n]) => [k, us(n)])),
+            functions: summary.functions.slice(0, 200).map((f) => ({ ...f, inclusiveUsPerRequest: us(f.inclusive) })),
+          };
+          await rm(file, { force: true });
+          await rm(mapFile, { force: true });
+        }
+      }
+    }
+  }
+  await writeFile(path.join(options.out, 'perf-summary.json'), `${JSON.stringify(summaries, null, 1)}\n`);
+}
+
 /** The queue scenarios need a Redis: a private one, started for the run. */
 const REDIS_SCENARIOS: readonly ScenarioId[] = ['bull-local', 'bullmq-local'];
 
@@ -290,6 +400,7 @@ async function main(): Promise<void> {
   try {
     const withRedis = { ...options, redisUrl: redis?.url };
     if (options.mode === 'cpu') await cpuMode(withRedis);
+    else if (options.mode === 'perf') await perfMode(withRedis);
     else await profileMode(withRedis);
   } finally {
     await redis?.stop();
