@@ -51,7 +51,7 @@ const USAGE = `Usage: node dist/bench/profile.js [options]
                             below every variant's ceiling compares CPU per request at the same load, without the
                             per-loop-turn work that a slower variant spreads over fewer requests
   --server label=main.js    a server build to measure (repeatable; default: this build's)
-  --out profiles            where profile mode writes .cpuprofile files and summary.json
+  --out profiles            where profile mode writes .cpuprofile files and summary.json, perf mode perf-summary.json
   --top 25                  functions listed per profile`;
 
 interface Options {

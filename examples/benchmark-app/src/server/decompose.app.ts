@@ -1,0 +1,115 @@
+/**
+ * The server of `dist/bench/decompose.js` (issue 12): one route per step of what a deferred route
+ * adds to a plain one, so that the request thread's CPU per request can be split step by step —
+ * a parameter at all, the `@Deferred()` scope with nothing deferred, a no-op `run(fn)`, a `run(fn)`
+ * that waits 5 ms on a timer (the `sim5` scenario) — next to the same 5 ms effect started by
+ * `@nestjs/event-emitter`, by a bare `setImmediate` and by a hand-written `close` listener.
+ * Listens on 127.0.0.1 (random port), prints `{"port":…}` on stdout; `GET /__cpu` answers the main
+ * thread's CPU time (µs, Linux schedstat) and the effects completed.
+ */
+import 'reflect-metadata';
+import { readFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Controller, Get, Inject, Injectable, Module, Req, Res } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { EventEmitter2, EventEmitterModule, OnEvent } from '@nestjs/event-emitter';
+import { ExpressAdapter } from '@nestjs/platform-express';
+import { FastifyAdapter } from '@nestjs/platform-fastify';
+import { AfterResponse, Deferred, type DeferredScope, DeferredWorkModule } from 'nestjs-deferred-work';
+
+const OK = { ok: true } as const;
+let done = 0;
+const effect = async (): Promise<void> => {
+  await sleep(5);
+  done++;
+};
+
+@Injectable()
+class EffectListener {
+  @OnEvent('decompose.effect', { async: true })
+  async handle(): Promise<void> {
+    await effect();
+  }
+}
+
+@Controller()
+class DecomposeController {
+  constructor(@Inject(EventEmitter2) private readonly emitter: EventEmitter2) {}
+
+  @Get('plain')
+  plain() {
+    return OK;
+  }
+
+  /** A parameter decorator of Nest's own: what any route with a parameter pays. */
+  @Get('param')
+  param(@Req() _request: unknown) {
+    return OK;
+  }
+
+  /** The scope is opened (collector, `close` listener, settling), nothing is deferred. */
+  @Get('scope')
+  @AfterResponse()
+  scope(@Deferred() _work: DeferredScope) {
+    return OK;
+  }
+
+  @Get('run-noop')
+  @AfterResponse()
+  runNoop(@Deferred() work: DeferredScope) {
+    work.run(() => {
+      done++;
+    });
+    return OK;
+  }
+
+  @Get('run-timer')
+  @AfterResponse()
+  runTimer(@Deferred() work: DeferredScope) {
+    work.run(effect);
+    return OK;
+  }
+
+  @Get('emit-timer')
+  emitTimer() {
+    this.emitter.emit('decompose.effect', OK);
+    return OK;
+  }
+
+  /** The least a fire-and-forget can do: no outcome, no accounting, no timeout, starts before the response. */
+  @Get('immediate-timer')
+  immediateTimer() {
+    setImmediate(() => void effect());
+    return OK;
+  }
+
+  /** A hand-written after-response: one `close` listener on the Node response, nothing else. */
+  @Get('close-timer')
+  closeTimer(@Res({ passthrough: true }) response: { raw?: NodeJS.EventEmitter } & NodeJS.EventEmitter) {
+    (response.raw ?? response).once('close', () => void effect());
+    return OK;
+  }
+
+  @Get('__cpu')
+  cpu() {
+    return { mainCpuUs: Number(readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ', 1)[0]) / 1e3, done };
+  }
+}
+
+@Module({ imports: [EventEmitterModule.forRoot(), DeferredWorkModule.forRoot({})], controllers: [DecomposeController], providers: [EffectListener] })
+class DecomposeModule {}
+
+async function main(): Promise<void> {
+  const adapter = process.argv[2] === 'fastify' ? new FastifyAdapter() : new ExpressAdapter();
+  const app = await NestFactory.create(DecomposeModule, adapter, { logger: ['error', 'warn'] });
+  app.enableShutdownHooks();
+  await app.listen(0, '127.0.0.1');
+  console.log(JSON.stringify({ port: (app.getHttpServer().address() as { port: number }).port }));
+}
+
+if (process.argv[1]?.endsWith('decompose.app.js')) {
+  main().catch((error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  });
+}
