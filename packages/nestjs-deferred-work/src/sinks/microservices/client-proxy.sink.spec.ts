@@ -127,4 +127,40 @@ describe('ClientProxySink and ClientRMQ channels', () => {
       await client.close();
     }
   });
+
+  it('a channel made later, also by a connection manager made on a reconnect, is heard from the moment it is made', async () => {
+    const { ClientRMQ } = await import('@nestjs/microservices');
+    const client = new ClientRMQ({ urls: ['amqp://guest:guest@127.0.0.1:5672'], queue: `dw-guard2-${process.pid}`, queueOptions: { durable: false, autoDelete: true } });
+    const sink = new ClientProxySink({ client, name: 'events' });
+    const warnings: string[] = [];
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    type Manager = { createChannel(options: { setup: () => Promise<void> }): unknown };
+    const manager = () => (client as unknown as { client: Manager }).client;
+    // what a connection cut during a channel's setup does: its setup fails after the call that made it returned
+    const failingChannel = (reason: string) => manager().createChannel({ setup: () => Promise.reject(new Error(reason)) });
+    const warned = async (reason: string) => {
+      for (let i = 0; i < 100 && !warnings.some((w) => w.includes(reason)); i++) await new Promise((r) => setTimeout(r, 20));
+      expect(warnings).toContainEqual(expect.stringContaining(reason));
+    };
+    try {
+      await sink.attach(context(warnings));
+      await expect(write(sink, [job('events', 'order.placed', { id: 1 })])).resolves.toBeUndefined();
+      // between two writes, with no connect or disconnect event in between
+      failingChannel('setup refused, first connection');
+      await warned('setup refused, first connection');
+      // a reconnect: ClientRMQ makes a new connection manager
+      const first = manager();
+      await client.close();
+      await expect(write(sink, [job('events', 'order.placed', { id: 2 })])).resolves.toBeUndefined();
+      expect(manager()).not.toBe(first);
+      failingChannel('setup refused, second connection');
+      await warned('setup refused, second connection');
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+      await client.close();
+    }
+  });
 });

@@ -98,6 +98,12 @@ interface ChannelLike {
   on?: (event: 'error', listener: (error: unknown) => void) => unknown;
 }
 
+/** An amqp-connection-manager `AmqpConnectionManager`, as far as the sink wraps it. */
+interface ConnectionManagerLike {
+  _channels?: unknown[];
+  createChannel?: (...args: unknown[]) => unknown;
+}
+
 /** What the sink reads of a client's internals, per transport (fields of `@nestjs/microservices` 10–12). */
 interface Internals {
   client?: { isConnected?: () => boolean; _channels?: unknown[] } | null; // ClientRMQ: the amqp-connection-manager (and its ChannelWrappers)
@@ -130,26 +136,42 @@ function rmq(ctx: TransportContext): Transport {
   const c = internals(ctx.client);
   const guarded = new WeakSet<object>();
   /**
-   * ClientRMQ adds no 'error' listener to its ChannelWrappers, which emit 'error' when the connection
-   * drops while a channel is being set up: unheard, that event would end the process. Every channel of
-   * its connection manager is guarded, not only `channel`: Nest 12's first connect creates two (its
-   * 'connect' listener and its connection stream each make one), and the other one errs just the same.
+   * ClientRMQ adds no 'error' listener to the ChannelWrappers it makes, and a ChannelWrapper emits
+   * 'error' when the connection drops while it is being set up: unheard, that event is an unhandled
+   * rejection, which ends the process. So each one gets a listener the moment it is made — through
+   * the connection manager's `createChannel`, and ClientRMQ's `createClient` for the managers it makes
+   * after a reconnect — besides those made before the sink saw the client (Nest 12's first connect
+   * makes two). A channel's setup cannot fail before the call that made it returns: it awaits the broker.
    */
+  const guardChannel = (channel: ChannelLike | null | undefined) => {
+    if (!channel || typeof channel.on !== 'function' || guarded.has(channel)) return;
+    guarded.add(channel);
+    channel.on('error', (error) => ctx.warn(`RabbitMQ channel error (the client reconnects): ${errorMessage(error)}`));
+  };
+  const guardManager = (manager: ConnectionManagerLike | null | undefined) => {
+    if (!manager || guarded.has(manager)) return;
+    guarded.add(manager);
+    for (const channel of Array.isArray(manager._channels) ? manager._channels : []) guardChannel(channel as ChannelLike);
+    const createChannel = manager.createChannel;
+    if (typeof createChannel !== 'function') return;
+    manager.createChannel = function (this: unknown, ...args: unknown[]) {
+      const channel = createChannel.apply(this, args);
+      guardChannel(channel as ChannelLike);
+      return channel;
+    };
+  };
+  const rmqClient = ctx.client as unknown as { createClient?: (...args: unknown[]) => unknown };
+  const createClient = rmqClient.createClient;
+  if (typeof createClient === 'function') {
+    rmqClient.createClient = function (this: unknown, ...args: unknown[]) {
+      const manager = createClient.apply(this, args);
+      guardManager(manager as ConnectionManagerLike);
+      return manager;
+    };
+  }
   const guard = () => {
-    const manager = c.client as (Internals['client'] & { on?: (event: string, listener: () => void) => unknown }) | null | undefined;
-    const channels: unknown[] = [c.channel, ...(Array.isArray(manager?._channels) ? manager._channels : [])];
-    for (const channel of channels as Array<ChannelLike | null | undefined>) {
-      if (!channel || typeof channel.on !== 'function' || guarded.has(channel)) continue;
-      guarded.add(channel);
-      channel.on('error', (error) => ctx.warn(`RabbitMQ channel error (the client reconnects): ${errorMessage(error)}`));
-    }
-    // Channels made later (between two writes) are guarded when the connection manager (re)connects or
-    // drops: before a channel's setup on that connection can fail and emit.
-    if (manager && typeof manager.on === 'function' && !guarded.has(manager)) {
-      guarded.add(manager);
-      manager.on('connect', guard);
-      manager.on('disconnect', guard);
-    }
+    guardManager(c.client as ConnectionManagerLike | null | undefined);
+    guardChannel(c.channel);
   };
   return {
     transport: 'rmq',
