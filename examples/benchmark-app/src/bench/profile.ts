@@ -23,12 +23,12 @@ import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs as parseCli } from 'node:util';
 import autocannon from 'autocannon';
-import { spawn } from 'node:child_process';
 import { type CpuProfile, type FrameGroup, summariseProfile } from './cpuprofile-summary.js';
+import { recordThread, runPerf } from './perf-record.js';
 import { PerfMap, parsePerfScript, summarisePerf } from './perf-summary.js';
 import { startRedis } from './infra.js';
 import { forkServer, type ServerHandle, snapshot } from './server-process.js';
-import type { Adapter, ScenarioId, Variant } from './types.js';
+import type { Adapter, ScenarioId, ServerConfig, Variant } from './types.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
@@ -227,164 +227,137 @@ async function cpuMode(options: Options): Promise<void> {
   }
 }
 
-async function profileMode(options: Options): Promise<void> {
-  await mkdir(options.out, { recursive: true });
-  const summaries: Record<string, unknown> = {};
+/** One measured route: each (adapter, scenario, variant, server build) in turn, its own server each. */
+interface RouteRun {
+  name: string;
+  entry: string;
+  key: string;
+  config: ServerConfig;
+}
+
+async function* routeRuns(options: Options): AsyncGenerator<RouteRun> {
   for (const adapter of options.adapters) {
     for (const scenario of options.scenarios) {
       for (const variant of options.variants) {
         for (const s of options.servers) {
-          const name = `${s.label}-${adapter}-${scenario}-${variant}`;
-          const dir = path.join(options.out, name);
-          await rm(dir, { recursive: true, force: true });
           const config = { adapter, scenarios: [scenario], spoolDir: await spoolDirFor(options), redisUrl: options.redisUrl };
-          const server = await forkServer(s.entry, config, ['--cpu-prof', `--cpu-prof-dir=${dir}`, '--cpu-prof-interval=100'], s.entry);
-          const key = `${scenario}/${variant}`;
-          let window: [number, number];
-          let handled: number;
-          try {
-            if (options.warmup > 0) await drive(`${server.base}/${key}`, options.warmup, options.connections);
-            const before = await snapshot(server, true);
-            const from = Number(process.hrtime.bigint() / 1000n);
-            await drive(`${server.base}/${key}`, options.duration, options.connections, options.rate);
-            const to = Number(process.hrtime.bigint() / 1000n);
-            const after = await snapshot(server, true);
-            window = [from, to];
-            handled = (after.handled[key] ?? 0) - (before.handled[key] ?? 0);
-          } finally {
-            await server.stop();
-          }
-          // The main thread's profile (thread id 0 in Node's file name); a sink worker writes its own.
-          const files = (await readdir(dir)).filter((f) => f.endsWith('.cpuprofile'));
-          const file = files.find((f) => /\.\d+\.0\.\d+\.cpuprofile$/.test(f)) ?? files[0];
-          if (!file) throw new Error(`no .cpuprofile in ${dir}`);
-          const summary = summariseProfile(JSON.parse(await readFile(path.join(dir, file), 'utf8')) as CpuProfile, ...window);
-          const perReq = (us: number) => us / handled;
-          const busy = summary.windowUs - summary.groups.idle;
-          console.log(`\n## ${name}: ${handled} requests, ${fixed(perReq(busy))} µs busy/request (sampled)`);
-          console.log('| group | self µs/req | share of busy | inclusive µs/req |');
-          console.log('| --- | ---: | ---: | ---: |');
-          for (const [group, us] of Object.entries(summary.groups).sort((a, b) => b[1] - a[1]) as Array<[FrameGroup, number]>) {
-            if (group === 'idle' || us === 0) continue;
-            console.log(`| ${group} | ${fixed(perReq(us), 2)} | ${fixed((100 * us) / busy)}% | ${fixed(perReq(summary.groupsInclusive[group]), 2)} |`);
-          }
-          const top = summary.functions.filter((f) => f.group !== 'idle').slice(0, options.top);
-          console.log('\n| function | where | group | self µs/req | total µs/req |');
-          console.log('| --- | --- | --- | ---: | ---: |');
-          for (const f of top) console.log(`| ${f.name} | ${f.where} | ${f.group} | ${fixed(perReq(f.selfUs), 2)} | ${fixed(perReq(f.totalUs), 2)} |`);
-          const ours = summary.functions.filter((f) => f.group === 'deferred-work');
-          if (ours.length > 0) {
-            console.log('\nthis library, by total (inclusive) time:');
-            for (const f of [...ours].sort((a, b) => b.totalUs - a.totalUs).slice(0, options.top)) {
-              console.log(`  ${f.name} (${f.where}): self ${fixed(perReq(f.selfUs), 2)}, total ${fixed(perReq(f.totalUs), 2)} µs/req`);
-            }
-          }
-          summaries[name] = { handled, busyUsPerRequest: perReq(busy), groups: summary.groups, groupsInclusive: summary.groupsInclusive, functions: summary.functions.slice(0, 200) };
+          yield { name: `${s.label}-${adapter}-${scenario}-${variant}`, entry: s.entry, key: `${scenario}/${variant}`, config };
         }
       }
     }
   }
+}
+
+async function profileMode(options: Options): Promise<void> {
+  await mkdir(options.out, { recursive: true });
+  const summaries: Record<string, unknown> = {};
+  for await (const { name, entry, key, config } of routeRuns(options)) {
+    const dir = path.join(options.out, name);
+    await rm(dir, { recursive: true, force: true });
+    const server = await forkServer(entry, config, ['--cpu-prof', `--cpu-prof-dir=${dir}`, '--cpu-prof-interval=100'], entry);
+    let window: [number, number];
+    let handled: number;
+    try {
+      if (options.warmup > 0) await drive(`${server.base}/${key}`, options.warmup, options.connections);
+      const before = await snapshot(server, true);
+      const from = Number(process.hrtime.bigint() / 1000n);
+      await drive(`${server.base}/${key}`, options.duration, options.connections, options.rate);
+      const to = Number(process.hrtime.bigint() / 1000n);
+      const after = await snapshot(server, true);
+      window = [from, to];
+      handled = (after.handled[key] ?? 0) - (before.handled[key] ?? 0);
+    } finally {
+      await server.stop();
+    }
+    // The main thread's profile (thread id 0 in Node's file name); a sink worker writes its own.
+    const files = (await readdir(dir)).filter((f) => f.endsWith('.cpuprofile'));
+    const file = files.find((f) => /\.\d+\.0\.\d+\.cpuprofile$/.test(f)) ?? files[0];
+    if (!file) throw new Error(`no .cpuprofile in ${dir}`);
+    const summary = summariseProfile(JSON.parse(await readFile(path.join(dir, file), 'utf8')) as CpuProfile, ...window);
+    const perReq = (us: number) => us / handled;
+    const busy = summary.windowUs - summary.groups.idle;
+    console.log(`\n## ${name}: ${handled} requests, ${fixed(perReq(busy))} µs busy/request (sampled)`);
+    console.log('| group | self µs/req | share of busy | inclusive µs/req |');
+    console.log('| --- | ---: | ---: | ---: |');
+    for (const [group, us] of Object.entries(summary.groups).sort((a, b) => b[1] - a[1]) as Array<[FrameGroup, number]>) {
+      if (group === 'idle' || us === 0) continue;
+      console.log(`| ${group} | ${fixed(perReq(us), 2)} | ${fixed((100 * us) / busy)}% | ${fixed(perReq(summary.groupsInclusive[group]), 2)} |`);
+    }
+    const top = summary.functions.filter((f) => f.group !== 'idle').slice(0, options.top);
+    console.log('\n| function | where | group | self µs/req | total µs/req |');
+    console.log('| --- | --- | --- | ---: | ---: |');
+    for (const f of top) console.log(`| ${f.name} | ${f.where} | ${f.group} | ${fixed(perReq(f.selfUs), 2)} | ${fixed(perReq(f.totalUs), 2)} |`);
+    const ours = summary.functions.filter((f) => f.group === 'deferred-work');
+    if (ours.length > 0) {
+      console.log('\nthis library, by total (inclusive) time:');
+      for (const f of [...ours].sort((a, b) => b.totalUs - a.totalUs).slice(0, options.top)) {
+        console.log(`  ${f.name} (${f.where}): self ${fixed(perReq(f.selfUs), 2)}, total ${fixed(perReq(f.totalUs), 2)} µs/req`);
+      }
+    }
+    summaries[name] = { handled, busyUsPerRequest: perReq(busy), groups: summary.groups, groupsInclusive: summary.groupsInclusive, functions: summary.functions.slice(0, 200) };
+  }
   await writeFile(path.join(options.out, 'summary.json'), `${JSON.stringify(summaries, null, 1)}\n`);
-}
-
-/** Runs `command` to its end; rejects with what it printed when it fails or cannot start. */
-function run(command: string, args: string[]): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
-    child.stdout.on('data', (b: Buffer) => out.push(b));
-    child.stderr.on('data', (b: Buffer) => err.push(b));
-    child.once('error', (error) => reject(new Error(`${command} could not start (${error.message}); install Debian's linux-perf for --mode perf`)));
-    child.once('exit', (code) => (code === 0 ? resolve(Buffer.concat(out).toString('utf8')) : reject(new Error(`${command} ${args[0]} exited with ${code}: ${Buffer.concat(err).toString('utf8').slice(-500)}`))));
-  });
-}
-
-/** `perf record` of one thread until `stop()`; resolves once perf has written its file. */
-async function recordThread(tid: number, file: string): Promise<{ stop(): Promise<void> }> {
-  const child = spawn('perf', ['record', '-q', '-e', 'cpu-clock', '-F', '4999', '-g', '-t', String(tid), '-o', file], { stdio: ['ignore', 'ignore', 'pipe'] });
-  const err: Buffer[] = [];
-  child.stderr.on('data', (b: Buffer) => err.push(b));
-  const exited = new Promise<number | null>((resolve, reject) => {
-    child.once('error', (error) => reject(new Error(`perf could not start (${error.message}); install Debian's linux-perf for --mode perf`)));
-    child.once('exit', (code) => resolve(code));
-  });
-  // perf needs a moment to attach; it exits at once when it cannot
-  const early = await Promise.race([exited, new Promise<'running'>((r) => setTimeout(() => r('running'), 500))]);
-  if (early !== 'running') throw new Error(`perf record exited with ${early}: ${Buffer.concat(err).toString('utf8').slice(-500)}`);
-  return {
-    async stop() {
-      child.kill('SIGINT');
-      const code = await exited;
-      if (code !== 0 && code !== null) throw new Error(`perf record exited with ${code}: ${Buffer.concat(err).toString('utf8').slice(-500)}`);
-    },
-  };
 }
 
 async function perfMode(options: Options): Promise<void> {
   await mkdir(options.out, { recursive: true });
   const summaries: Record<string, unknown> = {};
-  for (const adapter of options.adapters) {
-    for (const scenario of options.scenarios) {
-      for (const variant of options.variants) {
-        for (const s of options.servers) {
-          const name = `${s.label}-${adapter}-${scenario}-${variant}`;
-          const file = path.join(options.out, `${name}.perf.data`);
-          const config = { adapter, scenarios: [scenario], spoolDir: await spoolDirFor(options), redisUrl: options.redisUrl };
-          const server = await forkServer(s.entry, config, ['--perf-basic-prof-only-functions'], s.entry);
-          const key = `${scenario}/${variant}`;
-          let handled: number;
-          let mainUs: number;
-          let workerUs: number;
-          let reqPerSec: number;
-          try {
-            if (options.warmup > 0) await drive(`${server.base}/${key}`, options.warmup, options.connections, options.rate);
-            const before = await snapshot(server, true);
-            // the main thread's id is the process id
-            const recording = await recordThread(server.child.pid!, file);
-            const result = await drive(`${server.base}/${key}`, options.duration, options.connections, options.rate);
-            await recording.stop();
-            const after = await snapshot(server, true);
-            handled = (after.handled[key] ?? 0) - (before.handled[key] ?? 0);
-            if (after.mainThreadCpuMs === undefined || before.mainThreadCpuMs === undefined) throw new Error('the server cannot read its thread CPU time (Linux only)');
-            mainUs = ((after.mainThreadCpuMs - before.mainThreadCpuMs) * 1000) / handled;
-            workerUs = ((after.workerActiveMs - before.workerActiveMs) * 1000) / handled;
-            reqPerSec = result.requests.total / result.duration;
-          } finally {
-            await server.stop();
-          }
-          const mapFile = `/tmp/perf-${server.child.pid}.map`;
-          const map = new PerfMap(await readFile(mapFile, 'utf8'));
-          const summary = summarisePerf(parsePerfScript(await run('perf', ['script', '-i', file, '-F', 'ip,sym,dso']), map));
-          // the samples cover the run (and the flush after it); their shares scale the thread's measured CPU
-          const us = (n: number) => (n / summary.samples) * mainUs;
-          const rate = options.rate > 0 ? `${options.rate} req/s offered, ` : '';
-          console.log(`\n## ${name}: ${handled} requests (${rate}${fixed(reqPerSec, 0)} req/s), request thread ${fixed(mainUs)} µs CPU/request, sink workers ${fixed(workerUs)}; ${summary.samples} samples`);
-          console.log('| owner (leaf-most JavaScript frame) | µs CPU/req | of which in the kernel | share | inclusive µs/req |');
-          console.log('| --- | ---: | ---: | ---: | ---: |');
-          for (const [owner, n] of Object.entries(summary.owners).sort((a, b) => b[1] - a[1])) {
-            console.log(`| ${owner} | ${fixed(us(n), 2)} | ${fixed(us(summary.kernel[owner] ?? 0), 2)} | ${fixed((100 * n) / summary.samples)}% | ${fixed(us(summary.inclusive[owner] ?? n), 2)} |`);
-          }
-          const ours = summary.functions.filter((f) => f.group === 'deferred-work').slice(0, options.top);
-          if (ours.length > 0) {
-            console.log('\nthis library, by inclusive CPU µs/request:');
-            for (const f of ours) console.log(`  ${fixed(us(f.inclusive), 2)}  ${f.name} (${f.where})`);
-          }
-          summaries[name] = {
-            handled,
-            reqPerSec,
-            requestThreadCpuUsPerRequest: mainUs,
-            workerCpuUsPerRequest: workerUs,
-            ownersUsPerRequest: Object.fromEntries(Object.entries(summary.owners).map(([k, n]) => [k, us(n)])),
-            kernelUsPerRequest: Object.fromEntries(Object.entries(summary.kernel).map(([k, n]) => [k, us(n)])),
-            inclusiveUsPerRequest: Object.fromEntries(Object.entries(summary.inclusive).map(([k, n]) => [k, us(n)])),
-            functions: summary.functions.slice(0, 200).map((f) => ({ ...f, inclusiveUsPerRequest: us(f.inclusive) })),
-          };
-          await rm(file, { force: true });
-          await rm(mapFile, { force: true });
-        }
+  for await (const { name, entry, key, config } of routeRuns(options)) {
+    const file = path.join(options.out, `${name}.perf.data`);
+    const server = await forkServer(entry, config, ['--perf-basic-prof-only-functions'], entry);
+    let handled: number;
+    let mainUs: number;
+    let workerUs: number;
+    let reqPerSec: number;
+    try {
+      if (options.warmup > 0) await drive(`${server.base}/${key}`, options.warmup, options.connections, options.rate);
+      const before = await snapshot(server, true);
+      // the main thread's id is the process id
+      const recording = await recordThread(server.child.pid!, file);
+      let result: autocannon.Result;
+      try {
+        result = await drive(`${server.base}/${key}`, options.duration, options.connections, options.rate);
+      } finally {
+        await recording.stop();
       }
+      const after = await snapshot(server, true);
+      handled = (after.handled[key] ?? 0) - (before.handled[key] ?? 0);
+      if (after.mainThreadCpuMs === undefined || before.mainThreadCpuMs === undefined) throw new Error('the server cannot read its thread CPU time (Linux only)');
+      mainUs = ((after.mainThreadCpuMs - before.mainThreadCpuMs) * 1000) / handled;
+      workerUs = ((after.workerActiveMs - before.workerActiveMs) * 1000) / handled;
+      reqPerSec = result.requests.total / result.duration;
+    } finally {
+      await server.stop();
     }
+    const mapFile = `/tmp/perf-${server.child.pid}.map`;
+    const map = new PerfMap(await readFile(mapFile, 'utf8'));
+    const summary = summarisePerf(parsePerfScript(await runPerf(['script', '-i', file, '-F', 'ip,sym,dso']), map));
+    // the samples cover the run (and the flush after it); their shares scale the thread's measured CPU
+    const us = (n: number) => (n / summary.samples) * mainUs;
+    const rate = options.rate > 0 ? `${options.rate} req/s offered, ` : '';
+    console.log(`\n## ${name}: ${handled} requests (${rate}${fixed(reqPerSec, 0)} req/s), request thread ${fixed(mainUs)} µs CPU/request, sink workers ${fixed(workerUs)}; ${summary.samples} samples`);
+    console.log('| owner (leaf-most JavaScript frame) | µs CPU/req | of which in the kernel | share | inclusive µs/req |');
+    console.log('| --- | ---: | ---: | ---: | ---: |');
+    for (const [owner, n] of Object.entries(summary.owners).sort((a, b) => b[1] - a[1])) {
+      console.log(`| ${owner} | ${fixed(us(n), 2)} | ${fixed(us(summary.kernel[owner] ?? 0), 2)} | ${fixed((100 * n) / summary.samples)}% | ${fixed(us(summary.inclusive[owner] ?? n), 2)} |`);
+    }
+    const ours = summary.functions.filter((f) => f.group === 'deferred-work').slice(0, options.top);
+    if (ours.length > 0) {
+      console.log('\nthis library, by inclusive CPU µs/request:');
+      for (const f of ours) console.log(`  ${fixed(us(f.inclusive), 2)}  ${f.name} (${f.where})`);
+    }
+    summaries[name] = {
+      handled,
+      reqPerSec,
+      requestThreadCpuUsPerRequest: mainUs,
+      workerCpuUsPerRequest: workerUs,
+      ownersUsPerRequest: Object.fromEntries(Object.entries(summary.owners).map(([k, n]) => [k, us(n)])),
+      kernelUsPerRequest: Object.fromEntries(Object.entries(summary.kernel).map(([k, n]) => [k, us(n)])),
+      inclusiveUsPerRequest: Object.fromEntries(Object.entries(summary.inclusive).map(([k, n]) => [k, us(n)])),
+      functions: summary.functions.slice(0, 200).map((f) => ({ ...f, inclusiveUsPerRequest: us(f.inclusive) })),
+    };
+    await rm(file, { force: true });
+    await rm(mapFile, { force: true });
   }
   await writeFile(path.join(options.out, 'perf-summary.json'), `${JSON.stringify(summaries, null, 1)}\n`);
 }
