@@ -106,7 +106,7 @@ interface ConnectionManagerLike {
 
 /** What the sink reads of a client's internals, per transport (fields of `@nestjs/microservices` 10–12). */
 interface Internals {
-  client?: { isConnected?: () => boolean; _channels?: unknown[] } | null; // ClientRMQ: the amqp-connection-manager (and its ChannelWrappers)
+  client?: (ConnectionManagerLike & { isConnected?: () => boolean }) | null; // ClientRMQ: the amqp-connection-manager
   channel?: ChannelLike | null; // ClientRMQ: its ChannelWrapper
   natsClient?: NatsConnectionLike | null;
   pubClient?: RedisLike | null;
@@ -131,6 +131,18 @@ interface RedisLike {
 
 const internals = (client: ClientProxyLike) => client as unknown as Internals;
 
+/** Makes `target[method]` (when it is a function) hand what each call returns to `then`, then return it. */
+function afterEachCall(target: object, method: string, then: (result: unknown) => void): void {
+  const owner = target as Record<string, unknown>;
+  const original = owner[method];
+  if (typeof original !== 'function') return;
+  owner[method] = function (this: unknown, ...args: unknown[]) {
+    const result = (original as (...a: unknown[]) => unknown).apply(this, args);
+    then(result);
+    return result;
+  };
+}
+
 /** `ClientRMQ`: `emit` resolves on the publisher confirm of amqp-connection-manager's confirm channel. */
 function rmq(ctx: TransportContext): Transport {
   const c = internals(ctx.client);
@@ -152,25 +164,11 @@ function rmq(ctx: TransportContext): Transport {
     if (!manager || guarded.has(manager)) return;
     guarded.add(manager);
     for (const channel of Array.isArray(manager._channels) ? manager._channels : []) guardChannel(channel as ChannelLike);
-    const createChannel = manager.createChannel;
-    if (typeof createChannel !== 'function') return;
-    manager.createChannel = function (this: unknown, ...args: unknown[]) {
-      const channel = createChannel.apply(this, args);
-      guardChannel(channel as ChannelLike);
-      return channel;
-    };
+    afterEachCall(manager, 'createChannel', (channel) => guardChannel(channel as ChannelLike));
   };
-  const rmqClient = ctx.client as unknown as { createClient?: (...args: unknown[]) => unknown };
-  const createClient = rmqClient.createClient;
-  if (typeof createClient === 'function') {
-    rmqClient.createClient = function (this: unknown, ...args: unknown[]) {
-      const manager = createClient.apply(this, args);
-      guardManager(manager as ConnectionManagerLike);
-      return manager;
-    };
-  }
+  afterEachCall(ctx.client as object, 'createClient', (manager) => guardManager(manager as ConnectionManagerLike));
   const guard = () => {
-    guardManager(c.client as ConnectionManagerLike | null | undefined);
+    guardManager(c.client);
     guardChannel(c.channel);
   };
   return {
