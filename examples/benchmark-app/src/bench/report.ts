@@ -360,6 +360,19 @@ export function checkTargets(rows: readonly ResultRow[], skipped: readonly Skipp
         measured: worst === undefined ? 'n/a' : `${times(worst.best.value)} (${worst.scenario}, ${worst.best.variant})`,
         pass: worst === undefined ? undefined : worst.best.value >= min,
       });
+      // What the threshold asks of deferred ÷ plain: the peer's own ÷ plain × min. Above 1.00× it asks
+      // the deferred route to serve more than the same route with no side effect at all.
+      const asks = scenarios
+        .map((scenario) => ({ scenario, value: ratio(find(rows, scenario, adapter, peer)?.reqPerSec, find(rows, scenario, adapter, 'plain')?.reqPerSec) }))
+        .filter((x): x is { scenario: ScenarioId; value: number } => x.value !== undefined)
+        .map((x) => ({ ...x, value: x.value * min }))
+        .sort((a, b) => b.value - a.value)[0];
+      checks.push({
+        adapter,
+        target: `issue 12: what deferred/${label} ≥ ${min.toFixed(2)}× asks of deferred/plain req/s (${label}/plain × ${min.toFixed(2)}; highest)`,
+        measured: asks === undefined ? 'n/a' : `${times(asks.value)} (${asks.scenario})${asks.value > 1 ? ' — more than the route with no side effect' : ''}`,
+        reportOnly: true,
+      });
     };
     lowestVs('article-tap', 'article-tap', adapter === 'express' ? 1.15 : 1.5);
     lowestVs('event-emitter', 'event-emitter', 1.05);
