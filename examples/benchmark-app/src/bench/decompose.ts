@@ -5,13 +5,20 @@
  * each route's cost is taken against `plain` *in the same round* — adjacent in time, so that a host
  * whose speed drifts (this 2-core VM's does, by up to 2× within minutes) moves both alike. Prints the
  * median and quartiles of those per-round differences, in µs of the main thread's CPU per request
- * (Linux schedstat), and of the req/s ratios.
+ * (Linux schedstat), and of the req/s ratios. With `--perf`, each measurement is also recorded with
+ * Linux `perf` (see `perf-summary.ts`) and a second table splits each route's request-thread CPU by
+ * whose code spent it (mean µs/request over the rounds), next to the baseline's — which of the
+ * differences are the library's own frames, and which are shared code that ran slower.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import autocannon from 'autocannon';
+import { recordThread, runPerf } from './perf-record.js';
+import { PerfMap, parsePerfScript, summarisePerf } from './perf-summary.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const ROUTES = ['plain', 'param', 'scope', 'run-noop', 'run-timer', 'emit-timer', 'immediate-timer', 'close-timer'];
@@ -23,15 +30,19 @@ const USAGE = `Usage: node dist/bench/decompose.js [options]
   --rounds 8                 rounds; each measures every route once
   --duration 3               seconds per route per round
   --connections 10
-  --rate 0                   total req/s offered (0: as fast as the server answers)`;
+  --rate 0                   total req/s offered (0: as fast as the server answers)
+  --perf                     also split each route's CPU by whose code spent it (Linux perf; Debian's linux-perf)`;
 
 interface Sample {
   cpuUs: number;
   reqPerSec: number;
+  /** With `--perf`: µs of request-thread CPU per request, by owner (they add up to `cpuUs`). */
+  owners?: Record<string, number>;
 }
 
-function startServer(adapter: string): Promise<{ base: string; child: ChildProcess }> {
-  const child = spawn(process.execPath, [path.join(here, '..', 'server', 'decompose.app.js'), adapter], {
+function startServer(adapter: string, perf: boolean): Promise<{ base: string; child: ChildProcess }> {
+  const flags = perf ? ['--perf-basic-prof-only-functions'] : [];
+  const child = spawn(process.execPath, [...flags, path.join(here, '..', 'server', 'decompose.app.js'), adapter], {
     stdio: ['ignore', 'pipe', 'inherit'],
     env: { ...process.env, NODE_ENV: 'production' },
   });
@@ -61,6 +72,7 @@ async function main(): Promise<void> {
       duration: { type: 'string', default: '3' },
       connections: { type: 'string', default: '10' },
       rate: { type: 'string', default: '0' },
+      perf: { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
     },
   });
@@ -70,7 +82,14 @@ async function main(): Promise<void> {
   if (unknown.length > 0 || routes.length < 2) throw new Error(`--routes takes two or more of ${ROUTES.join(', ')}\n\n${USAGE}`);
   if (values.adapter !== 'fastify' && values.adapter !== 'express') throw new Error(`--adapter must be fastify or express\n\n${USAGE}`);
   const [rounds, duration, connections, rate] = [values.rounds, values.duration, values.connections, values.rate].map(Number);
-  const { base, child } = await startServer(values.adapter);
+  const { base, child } = await startServer(values.adapter, values.perf);
+  const perfFile = path.join(tmpdir(), `decompose-${process.pid}.perf.data`);
+  /** The request thread's CPU of one measurement by owner, scaled to `cpuUs` per request. */
+  const owners = async (cpuUs: number): Promise<Record<string, number>> => {
+    const map = new PerfMap(await readFile(`/tmp/perf-${child.pid}.map`, 'utf8'));
+    const summary = summarisePerf(parsePerfScript(await runPerf(['script', '-i', perfFile, '-F', 'ip,sym,dso']), map));
+    return Object.fromEntries(Object.entries(summary.owners).map(([owner, n]) => [owner, (n / summary.samples) * cpuUs]));
+  };
   const drive = (route: string, seconds: number) =>
     autocannon({ url: `${base}/${route}`, connections, duration: seconds, pipelining: 1, ...(rate > 0 ? { overallRate: rate } : {}) });
   try {
@@ -79,12 +98,20 @@ async function main(): Promise<void> {
     for (let round = 0; round < rounds; round++) {
       for (const route of routes.map((_, i) => routes[(i + round) % routes.length])) {
         const before = await mainCpuUs(base);
-        const result = await drive(route, duration);
-        // let the 5 ms effects end, so their CPU is counted with their route
-        await new Promise((r) => setTimeout(r, 50));
+        // the main thread's id is the process id
+        const recording = values.perf ? await recordThread(child.pid!, perfFile) : undefined;
+        let result: autocannon.Result;
+        try {
+          result = await drive(route, duration);
+          // let the 5 ms effects end, so their CPU is counted with their route
+          await new Promise((r) => setTimeout(r, 50));
+        } finally {
+          await recording?.stop();
+        }
         const after = await mainCpuUs(base);
         if (result.errors > 0 || result.non2xx > 0) throw new Error(`${route}: ${result.errors} errors, ${result.non2xx} non-2xx responses`);
-        samples.get(route)!.push({ cpuUs: (after - before) / result.requests.total, reqPerSec: result.requests.total / result.duration });
+        const cpuUs = (after - before) / result.requests.total;
+        samples.get(route)!.push({ cpuUs, reqPerSec: result.requests.total / result.duration, owners: recording ? await owners(cpuUs) : undefined });
       }
       process.stderr.write(`round ${round + 1}/${rounds}\n`);
     }
@@ -102,8 +129,35 @@ async function main(): Promise<void> {
         `| ${route} | ${f(quantile(s.map((x) => x.cpuUs), 0.5))} | ${f(quantile(diff, 0.5))} | ${f(quantile(diff, 0.25))} | ${f(quantile(diff, 0.75))} | ${f(quantile(ratio, 0.5), 2)} | ${f(quantile(ratio, 0.25), 2)} | ${f(quantile(ratio, 0.75), 2)} |`,
       );
     }
+    if (values.perf) printOwners(routes, samples);
   } finally {
     child.kill();
+    await rm(perfFile, { force: true });
+    await rm(`/tmp/perf-${child.pid}.map`, { force: true });
+  }
+}
+
+/** Mean µs/request per owner and route over the rounds (owners as columns, largest first), then each route's difference to the baseline. */
+function printOwners(routes: string[], samples: Map<string, Sample[]>): void {
+  const mean = new Map<string, Record<string, number>>();
+  for (const route of routes) {
+    const all = samples.get(route)!;
+    const sum: Record<string, number> = {};
+    for (const s of all) for (const [owner, us] of Object.entries(s.owners ?? {})) sum[owner] = (sum[owner] ?? 0) + us / all.length;
+    mean.set(route, sum);
+  }
+  const total = (r: Record<string, number>) => Object.values(r).reduce((a, b) => a + b, 0);
+  const base = mean.get(routes[0])!;
+  const columns = [...new Set(routes.flatMap((r) => Object.keys(mean.get(r)!)))].sort((a, b) => (base[b] ?? 0) - (base[a] ?? 0));
+  console.log(`\nrequest-thread CPU by whose code spent it (perf, leaf-most JavaScript frame), mean µs/request over the rounds; below each route its difference to ${routes[0]}`);
+  console.log(`| route | total | ${columns.join(' | ')} |`);
+  console.log(`| --- | ---: | ${columns.map(() => '---:').join(' | ')} |`);
+  for (const route of routes) {
+    const m = mean.get(route)!;
+    console.log(`| ${route} | ${total(m).toFixed(1)} | ${columns.map((c) => (m[c] ?? 0).toFixed(2)).join(' | ')} |`);
+    if (route === routes[0]) continue;
+    const d = (c: string) => (m[c] ?? 0) - (base[c] ?? 0);
+    console.log(`| − ${routes[0]} | ${(total(m) - total(base)).toFixed(1)} | ${columns.map((c) => `${d(c) >= 0 ? '+' : ''}${d(c).toFixed(2)}`).join(' | ')} |`);
   }
 }
 

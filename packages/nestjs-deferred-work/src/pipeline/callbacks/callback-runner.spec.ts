@@ -92,6 +92,31 @@ describe('CallbackRunner', () => {
     expect(identity()).toMatchObject({ delivered: 6, deadLettered: 1 }); // still counted as what it was
   });
 
+  it('times each callback out at its own deadline, counted from its own start, also one started by a freed slot', async () => {
+    const { runner, letters, identity } = setup({ concurrency: 2, timeoutMs: 60 });
+    const t0 = performance.now();
+    const ran: Record<string, { started: number; aborted?: number }> = {};
+    // honours its signal: ends when aborted, freeing its slot
+    const honouring = (name: string) =>
+      callback((signal) => {
+        const run = (ran[name] = { started: performance.now() - t0 });
+        return new Promise<void>((resolve) => signal.addEventListener('abort', () => ((run.aborted = performance.now() - t0), resolve())));
+      });
+    runner.enqueue(honouring('a'));
+    await later(25);
+    runner.enqueue(honouring('b'));
+    runner.enqueue(honouring('c')); // waits for a slot: starts when `a` times out
+    let quick = 0;
+    runner.enqueue(callback(() => void (quick = performance.now() - t0))); // starts when `b` times out
+    await later(300);
+    expect(letters.map((l) => l.reason)).toEqual(['timeout', 'timeout', 'timeout']);
+    for (const name of ['a', 'b', 'c']) expect(ran[name].aborted! - ran[name].started).toBeGreaterThanOrEqual(59);
+    expect(ran.c.started).toBeGreaterThanOrEqual(ran.a.aborted! - 1);
+    expect(ran.c.aborted! - ran.c.started).toBeLessThan(150);
+    expect(quick).toBeGreaterThanOrEqual(ran.b.aborted! - 1);
+    expect(identity()).toMatchObject({ accepted: 4, delivered: 1, deadLettered: 3, pending: 0 });
+  });
+
   it('gives a signal only to a callback that declares a parameter; one without is still timed out', async () => {
     const { runner, letters } = setup({ timeoutMs: 20 });
     const seen: unknown[] = [];

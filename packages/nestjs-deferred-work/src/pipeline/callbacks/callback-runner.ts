@@ -21,6 +21,8 @@ interface Task {
   attempts: number;
   /** Acceptance order, for `flush()`. */
   seq: number;
+  /** `performance.now()` when the current attempt started. */
+  started: number;
 }
 
 class CallbackTimeoutError extends Error {
@@ -44,8 +46,13 @@ export class CallbackRunner {
   private closedForGood = false;
   /** Aborted when shutdown's deadline passes: aborts running callbacks and cuts retry waits. */
   private readonly hardStop = new AbortController();
-  /** Running callbacks, with their controller (only those that declared a `signal` parameter have one). */
+  /**
+   * Running callbacks, with their controller (only those that declared a `signal` parameter have one),
+   * in the order they started — which, with one `timeoutMs` for all, is the order of their deadlines.
+   */
   private readonly live = new Map<Task, AbortController | undefined>();
+  /** One timer for all running callbacks, armed for the oldest one's deadline (see `checkTimeouts`). */
+  private timeoutTimer: NodeJS.Timeout | undefined;
   private readonly waiters = new SettleWaiters();
   private seq = 0;
   /** Starts what fits, always in the async context the runner was created in, never in a request's. */
@@ -87,7 +94,7 @@ export class CallbackRunner {
    */
   enqueue(item: CallbackItem, inline = false): boolean {
     this.counters.accepted++;
-    const task: Task = { item, attempts: 0, seq: ++this.seq };
+    const task: Task = { item, attempts: 0, seq: ++this.seq, started: 0 };
     if (this.closedForGood) {
       this.bury(task, 'closed', 'deferred after the application shut down');
       return false;
@@ -176,9 +183,9 @@ export class CallbackRunner {
     // declares a parameter (`run((signal) => …)`) gets one. Timeouts and shutdown apply either way.
     const controller = task.item.fn.length > 0 ? new AbortController() : undefined;
     this.live.set(task, controller);
-    const started = performance.now();
-    const timer = setTimeout(() => this.onTimeout(task, controller), this.options.timeoutMs);
-    timer.unref();
+    task.started = performance.now();
+    // One timer serves every running callback (a timer each cost an allocation and two list updates per callback).
+    if (this.timeoutTimer === undefined) this.armTimeout(this.options.timeoutMs);
     let result: Promise<unknown>;
     try {
       // Called synchronously: in inline mode (testing) the callback's synchronous part runs at once.
@@ -186,17 +193,40 @@ export class CallbackRunner {
     } catch (error) {
       result = Promise.reject(error);
     }
-    result
-      .then(
-        () => this.onSettled(task, timer, started, undefined),
-        (error: unknown) => this.onSettled(task, timer, started, error ?? new Error('callback rejected')),
-      )
-      .catch((error: unknown) => this.internalError(error));
+    // onSettled never throws (it catches its own errors): no `.catch()` link, one promise less per callback
+    result.then(
+      () => this.onSettled(task, undefined),
+      (error: unknown) => this.onSettled(task, error ?? new Error('callback rejected')),
+    );
+  }
+
+  private armTimeout(ms: number): void {
+    this.timeoutTimer = setTimeout(() => this.checkTimeouts(), ms);
+    this.timeoutTimer.unref();
+  }
+
+  /**
+   * Times out every running callback past its deadline (oldest first), then re-arms for the oldest
+   * left. The fired timer stays in `timeoutTimer` meanwhile, so callbacks started by the freed slots
+   * do not arm a second one.
+   */
+  private checkTimeouts(): void {
+    try {
+      const now = performance.now();
+      for (const [task, controller] of this.live) {
+        if (task.started + this.options.timeoutMs > now) break;
+        this.onTimeout(task, controller);
+      }
+    } catch (error) {
+      this.internalError(error);
+    }
+    this.timeoutTimer = undefined;
+    const oldest = this.live.keys().next();
+    if (!oldest.done) this.armTimeout(Math.max(1, Math.ceil(oldest.value.started + this.options.timeoutMs - performance.now())));
   }
 
   private onTimeout(task: Task, controller: AbortController | undefined): void {
     try {
-      if (!this.live.has(task)) return;
       this.timedOut++;
       this.overdue++;
       const message = `callback timed out after ${this.options.timeoutMs} ms${controller ? '; its signal was aborted' : ''}`;
@@ -217,27 +247,30 @@ export class CallbackRunner {
     }
   }
 
-  private onSettled(task: Task, timer: NodeJS.Timeout, started: number, error: unknown): void {
-    clearTimeout(timer);
-    const ms = performance.now() - started;
-    this.counters.lastWriteMs = ms;
-    this.slowest.record(ms);
-    if (!this.live.has(task)) {
-      // Timed out or cut by shutdown before: already dead-lettered; it ended after all, freeing its slot.
-      this.overdue--;
-      this.finishedLate++;
+  /** A callback's promise settled (`error` undefined: fulfilled). Never throws. */
+  private onSettled(task: Task, error: unknown): void {
+    try {
+      const ms = performance.now() - task.started;
+      this.counters.lastWriteMs = ms;
+      this.slowest.record(ms);
+      if (!this.live.delete(task)) {
+        // Timed out or cut by shutdown before: already dead-lettered; it ended after all, freeing its slot.
+        this.overdue--;
+        this.finishedLate++;
+        this.pump();
+        return;
+      }
+      this.running--;
+      if (error === undefined) {
+        this.counters.delivered++;
+        this.waiters.settled(task.seq);
+      } else {
+        this.fail(task, error);
+      }
       this.pump();
-      return;
+    } catch (e) {
+      this.internalError(e);
     }
-    this.live.delete(task);
-    this.running--;
-    if (error === undefined) {
-      this.counters.delivered++;
-      this.waiters.settled(task.seq);
-    } else {
-      this.fail(task, error);
-    }
-    this.pump();
   }
 
   private fail(task: Task, error: unknown): void {
