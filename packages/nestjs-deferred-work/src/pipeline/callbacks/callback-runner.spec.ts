@@ -99,7 +99,7 @@ describe('CallbackRunner', () => {
     // honours its signal: ends when aborted, freeing its slot
     const honouring = (name: string) =>
       callback((signal) => {
-        const run = (ran[name] = { started: performance.now() - t0 });
+        const run: { started: number; aborted?: number } = (ran[name] = { started: performance.now() - t0 });
         return new Promise<void>((resolve) => signal.addEventListener('abort', () => ((run.aborted = performance.now() - t0), resolve())));
       });
     runner.enqueue(honouring('a'));
