@@ -26,7 +26,7 @@ import autocannon from 'autocannon';
 import { type CpuProfile, type FrameGroup, summariseProfile } from './cpuprofile-summary.js';
 import { recordThread, runPerf } from './perf-record.js';
 import { PerfMap, parsePerfScript, summarisePerf } from './perf-summary.js';
-import { startRedis } from './infra.js';
+import { startLogReceiver, startRedis } from './infra.js';
 import { forkServer, type ServerHandle, snapshot } from './server-process.js';
 import type { Adapter, ScenarioId, ServerConfig, Variant } from './types.js';
 
@@ -41,7 +41,7 @@ const USAGE = `Usage: node dist/bench/profile.js [options]
   --mode cpu|profile|perf   cpu: CPU µs/request, variants alternating (default); profile: --cpu-prof summaries
                             (wall time); perf: the request thread's CPU by whose code spends it (Linux perf)
   --adapters express,fastify
-  --scenarios sim5,mix      sim5, sim25, sim5-tail, mix; bull-local and bullmq-local (a private redis-server is started)
+  --scenarios sim5,mix      sim5, sim25, sim5-tail, mix, http-log (a log receiver in this process); bull-local and bullmq-local (a private redis-server is started)
   --variants plain,deferred,event-emitter
   --duration 5              seconds per measured run
   --warmup 2                seconds per route before measuring
@@ -58,6 +58,8 @@ interface Options {
   mode: 'cpu' | 'profile' | 'perf';
   /** The private Redis of the queue scenarios (set by `main`). */
   redisUrl?: string;
+  /** The log receiver of `http-log` (set by `main`). */
+  logReceiverUrl?: string;
   adapters: Adapter[];
   scenarios: ScenarioId[];
   variants: Variant[];
@@ -166,7 +168,7 @@ async function cpuMode(options: Options): Promise<void> {
     const servers = await Promise.all(
       options.servers.map(async (s) => ({
         ...s,
-        server: await forkServer(s.entry, { adapter, scenarios: options.scenarios, spoolDir: await spoolDirFor(options), redisUrl: options.redisUrl }, [], s.entry),
+        server: await forkServer(s.entry, { adapter, scenarios: options.scenarios, spoolDir: await spoolDirFor(options), redisUrl: options.redisUrl, logReceiverUrl: options.logReceiverUrl }, [], s.entry),
       })),
     );
     try {
@@ -240,7 +242,7 @@ async function* routeRuns(options: Options): AsyncGenerator<RouteRun> {
     for (const scenario of options.scenarios) {
       for (const variant of options.variants) {
         for (const s of options.servers) {
-          const config = { adapter, scenarios: [scenario], spoolDir: await spoolDirFor(options), redisUrl: options.redisUrl };
+          const config = { adapter, scenarios: [scenario], spoolDir: await spoolDirFor(options), redisUrl: options.redisUrl, logReceiverUrl: options.logReceiverUrl };
           yield { name: `${s.label}-${adapter}-${scenario}-${variant}`, entry: s.entry, key: `${scenario}/${variant}`, config };
         }
       }
@@ -367,16 +369,18 @@ const REDIS_SCENARIOS: readonly ScenarioId[] = ['bull-local', 'bullmq-local'];
 
 async function main(): Promise<void> {
   const options = parseOptions(process.argv.slice(2));
-  const unsupported = options.scenarios.filter((s) => !['sim5', 'sim25', 'sim5-tail', 'mix', ...REDIS_SCENARIOS].includes(s));
-  if (unsupported.length > 0) throw new Error(`profile.js cannot run ${unsupported.join(', ')} (it starts no proxy, receiver or broker)\n\n${USAGE}`);
+  const unsupported = options.scenarios.filter((s) => !['sim5', 'sim25', 'sim5-tail', 'mix', 'http-log', ...REDIS_SCENARIOS].includes(s));
+  if (unsupported.length > 0) throw new Error(`profile.js cannot run ${unsupported.join(', ')} (it starts no proxy or broker)\n\n${USAGE}`);
   const redis = options.scenarios.some((s) => REDIS_SCENARIOS.includes(s)) ? await startRedis() : undefined;
+  // http-log's destination: a receiver in this process, as in `pnpm bench`
+  const receiver = options.scenarios.includes('http-log') ? await startLogReceiver() : undefined;
   try {
-    const withRedis = { ...options, redisUrl: redis?.url };
+    const withRedis = { ...options, redisUrl: redis?.url, logReceiverUrl: receiver?.url };
     if (options.mode === 'cpu') await cpuMode(withRedis);
     else if (options.mode === 'perf') await perfMode(withRedis);
     else await profileMode(withRedis);
   } finally {
-    await redis?.stop();
+    await Promise.allSettled([redis?.stop(), receiver?.close()]);
   }
 }
 

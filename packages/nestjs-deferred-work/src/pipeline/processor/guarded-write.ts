@@ -23,10 +23,19 @@ export async function guardedWrite(
   hardStop: AbortSignal,
 ): Promise<void | SinkWriteResult> {
   const controller = new AbortController();
-  const timeout = setTimeout(() => controller.abort(new WriteTimeoutError(`write timed out after ${timeoutMs} ms`)), timeoutMs);
+  // The write's outcome or its abort, whichever comes first — without an 'abort' listener per write on
+  // either signal (EventTarget listeners cost more than the rest of this function): the timeout and the
+  // hard stop call `abort` directly.
+  let settle!: { resolve: (value: void | SinkWriteResult) => void; reject: (reason: unknown) => void };
+  const raced = new Promise<void | SinkWriteResult>((resolve, reject) => (settle = { resolve, reject }));
+  const abort = (reason: unknown) => {
+    if (controller.signal.aborted) return;
+    controller.abort(reason);
+    settle.reject(controller.signal.reason);
+  };
+  const timeout = setTimeout(() => abort(new WriteTimeoutError(`write timed out after ${timeoutMs} ms`)), timeoutMs);
   timeout.unref();
-  const onStop = () => controller.abort(hardStop.reason);
-  hardStop.addEventListener('abort', onStop, { once: true });
+  const stopWatching = onHardStop(hardStop, abort);
   let write: Promise<void | SinkWriteResult>;
   try {
     // Called synchronously, so an inline-mode write does its synchronous part right away.
@@ -34,9 +43,10 @@ export async function guardedWrite(
   } catch (error) {
     write = Promise.reject(error);
   }
-  write.catch(() => undefined); // a write that settles after its timeout must not become unhandled
+  // Also keeps a write that settles after its timeout from becoming an unhandled rejection.
+  write.then(settle.resolve, settle.reject);
   try {
-    return await Promise.race([write, rejectOnAbort(controller.signal)]);
+    return await raced;
   } catch (error) {
     if (!controller.signal.aborted || error !== controller.signal.reason) throw error;
     const grace = hardStop.aborted ? 0 : Math.min(ABORT_GRACE_MS, timeoutMs);
@@ -45,16 +55,29 @@ export async function guardedWrite(
     throw late.status === 'rejected' ? late.reason : error;
   } finally {
     clearTimeout(timeout);
-    hardStop.removeEventListener('abort', onStop);
+    stopWatching();
   }
 }
 
-/** Rejects with the signal's reason once it aborts. */
-export function rejectOnAbort(signal: AbortSignal): Promise<never> {
-  return new Promise((_, reject) => {
-    if (signal.aborted) reject(signal.reason);
-    else signal.addEventListener('abort', () => reject(signal.reason), { once: true });
-  });
+/** The writes in flight per hard-stop signal, aborted by one listener on it (added on first use). */
+const inFlight = new WeakMap<AbortSignal, Set<(reason: unknown) => void>>();
+
+/**
+ * Calls `abort(hardStop.reason)` when `hardStop` aborts (not when it already has: as with a listener
+ * added then). Returns the function that stops watching.
+ */
+function onHardStop(hardStop: AbortSignal, abort: (reason: unknown) => void): () => void {
+  let writes = inFlight.get(hardStop);
+  if (writes === undefined) {
+    const created = new Set<(reason: unknown) => void>();
+    hardStop.addEventListener('abort', () => {
+      for (const each of [...created]) each(hardStop.reason);
+    }, { once: true });
+    inFlight.set(hardStop, (writes = created));
+  }
+  const watched = writes;
+  watched.add(abort);
+  return () => watched.delete(abort);
 }
 
 /**
