@@ -31,7 +31,10 @@ export async function guardedWrite(
   const abort = (reason: unknown) => {
     if (controller.signal.aborted) return;
     controller.abort(reason);
-    settle.reject(controller.signal.reason);
+    // One microtask later: a write that its own 'abort' listener settled (resolved with what it did, or
+    // rejected with its own error) wins, as it would in a race against the signal.
+    const why = controller.signal.reason;
+    queueMicrotask(() => settle.reject(why));
   };
   const timeout = setTimeout(() => abort(new WriteTimeoutError(`write timed out after ${timeoutMs} ms`)), timeoutMs);
   timeout.unref();

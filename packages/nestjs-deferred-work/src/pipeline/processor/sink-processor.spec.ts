@@ -231,6 +231,25 @@ describe('SinkProcessor', () => {
     expect(await processor.shutdown(Date.now() + 100)).toBe(0); // idempotent
   });
 
+  it("at the shutdown deadline, a write's own answer to its abort signal counts: delivered, or its own error", async () => {
+    // A sink that ends its write when aborted, e.g. by flushing what it has: the write did happen.
+    const delivered = setup((_b, { signal }) => new Promise((resolve) => signal.addEventListener('abort', () => resolve())), { writeTimeoutMs: 60_000 });
+    delivered.processor.enqueue(item(1));
+    expect(await delivered.processor.shutdown(Date.now() + 100)).toBe(0);
+    expect(delivered.letters).toHaveLength(0);
+    expect(delivered.identity()).toMatchObject({ accepted: 1, delivered: 1, deadLettered: 0 });
+    // A sink that rejects with its own (non-retryable) error when aborted: that error is what is recorded.
+    const failed = setup(
+      (_b, { signal }) =>
+        new Promise((_, reject) => signal.addEventListener('abort', () => reject(new SinkWriteError('refused while closing', { retryable: false })))),
+      { writeTimeoutMs: 60_000 },
+    );
+    failed.processor.enqueue(item(2));
+    expect(await failed.processor.shutdown(Date.now() + 100)).toBe(1);
+    expect(failed.failures.join('\n')).toMatch(/refused while closing/);
+    expect(failed.identity()).toMatchObject({ accepted: 1, deadLettered: 1 });
+  });
+
   it('shutdown with a healthy sink loses nothing', async () => {
     const { processor, identity } = setup(async () => later(2), { maxBatchSize: 10, flushIntervalMs: 60_000 });
     for (let i = 0; i < 95; i++) processor.enqueue(item(i));
