@@ -375,10 +375,10 @@ async function main(): Promise<void> {
   // http-log's destination: a receiver in this process, as in `pnpm bench`
   const receiver = options.scenarios.includes('http-log') ? await startLogReceiver() : undefined;
   try {
-    const withRedis = { ...options, redisUrl: redis?.url, logReceiverUrl: receiver?.url };
-    if (options.mode === 'cpu') await cpuMode(withRedis);
-    else if (options.mode === 'perf') await perfMode(withRedis);
-    else await profileMode(withRedis);
+    const withServices = { ...options, redisUrl: redis?.url, logReceiverUrl: receiver?.url };
+    if (options.mode === 'cpu') await cpuMode(withServices);
+    else if (options.mode === 'perf') await perfMode(withServices);
+    else await profileMode(withServices);
   } finally {
     await Promise.allSettled([redis?.stop(), receiver?.close()]);
   }

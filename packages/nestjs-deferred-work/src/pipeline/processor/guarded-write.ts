@@ -1,6 +1,7 @@
 import type { DeferredItem } from '../../core/items/deferred-item.interface';
 import type { DeferredSink, SinkWriteResult } from '../../core/sink.interface';
 import { MAX_TIMER_MS } from '../../core/timers';
+import type { HardStop } from './hard-stop';
 
 /** After a write's timeout, how long to let it settle before the next write may start. */
 const ABORT_GRACE_MS = 1000;
@@ -20,12 +21,11 @@ export async function guardedWrite(
   items: DeferredItem[],
   attempt: number,
   timeoutMs: number,
-  hardStop: AbortSignal,
+  hardStop: HardStop,
 ): Promise<void | SinkWriteResult> {
   const controller = new AbortController();
-  // The write's outcome or its abort, whichever comes first — without an 'abort' listener per write on
-  // either signal (EventTarget listeners cost more than the rest of this function): the timeout and the
-  // hard stop call `abort` directly.
+  // The write's outcome or its abort, whichever comes first — without an 'abort' listener per write:
+  // the timeout and the hard stop call `abort` directly.
   let settle!: { resolve: (value: void | SinkWriteResult) => void; reject: (reason: unknown) => void };
   const raced = new Promise<void | SinkWriteResult>((resolve, reject) => (settle = { resolve, reject }));
   const abort = (reason: unknown) => {
@@ -38,7 +38,7 @@ export async function guardedWrite(
   };
   const timeout = setTimeout(() => abort(new WriteTimeoutError(`write timed out after ${timeoutMs} ms`)), timeoutMs);
   timeout.unref();
-  const stopWatching = onHardStop(hardStop, abort);
+  const stopWatching = hardStop.watch(abort);
   let write: Promise<void | SinkWriteResult>;
   try {
     // Called synchronously, so an inline-mode write does its synchronous part right away.
@@ -52,7 +52,7 @@ export async function guardedWrite(
     return await raced;
   } catch (error) {
     if (!controller.signal.aborted || error !== controller.signal.reason) throw error;
-    const grace = hardStop.aborted ? 0 : Math.min(ABORT_GRACE_MS, timeoutMs);
+    const grace = hardStop.signal.aborted ? 0 : Math.min(ABORT_GRACE_MS, timeoutMs);
     const late = await settleWithin(write, grace);
     if (late.status === 'fulfilled') return late.value;
     throw late.status === 'rejected' ? late.reason : error;
@@ -60,27 +60,6 @@ export async function guardedWrite(
     clearTimeout(timeout);
     stopWatching();
   }
-}
-
-/** The writes in flight per hard-stop signal, aborted by one listener on it (added on first use). */
-const inFlight = new WeakMap<AbortSignal, Set<(reason: unknown) => void>>();
-
-/**
- * Calls `abort(hardStop.reason)` when `hardStop` aborts (not when it already has: as with a listener
- * added then). Returns the function that stops watching.
- */
-function onHardStop(hardStop: AbortSignal, abort: (reason: unknown) => void): () => void {
-  let writes = inFlight.get(hardStop);
-  if (writes === undefined) {
-    const created = new Set<(reason: unknown) => void>();
-    hardStop.addEventListener('abort', () => {
-      for (const each of [...created]) each(hardStop.reason);
-    }, { once: true });
-    inFlight.set(hardStop, (writes = created));
-  }
-  const watched = writes;
-  watched.add(abort);
-  return () => watched.delete(abort);
 }
 
 /**

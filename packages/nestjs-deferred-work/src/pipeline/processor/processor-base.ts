@@ -7,6 +7,7 @@ import type { SinkStats } from '../../core/stats.interface';
 import { sleepUnlessAborted } from '../sleep';
 import type { Entry, Failure } from './entry';
 import { guardedWrite } from './guarded-write';
+import { HardStop } from './hard-stop';
 import { SinkCounters } from './sink-counters';
 import type { SinkSpool } from './sink-spool';
 import { failureSummary, failuresOf } from './write-result';
@@ -29,7 +30,7 @@ export interface ProcessorHooks {
 export abstract class ProcessorBase {
   protected readonly counters = new SinkCounters();
   /** Aborted when shutdown's deadline passes: cuts retry waits and in-flight writes short. */
-  protected readonly hardStop = new AbortController();
+  protected readonly hardStop = new HardStop();
   /** Shutdown finished: new items are dead-lettered (`closed`) at once. */
   protected closedForGood = false;
   protected seq = 0;
@@ -106,7 +107,7 @@ export abstract class ProcessorBase {
     let cutByShutdown = false;
     try {
       const items = entries.map((e) => e.item);
-      const result = await guardedWrite(this.sink, items, attempt, this.options.writeTimeoutMs, this.hardStop.signal);
+      const result = await guardedWrite(this.sink, items, attempt, this.options.writeTimeoutMs, this.hardStop);
       failures = failuresOf(result, entries, this.sink.name);
       retryAfterMs = failures.length > 0 ? result?.retryAfterMs : undefined;
     } catch (error) {
