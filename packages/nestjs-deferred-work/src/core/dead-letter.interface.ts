@@ -18,6 +18,8 @@ export interface DeadLetter {
   reason: DeadLetterReason;
   /** The last error's message, if there was one. */
   error?: string;
+  /** The server's code for the last error (SQLSTATE, errno, Redis reply prefix, AWS code), when the sink gave one. */
+  code?: string;
   /** Tries made. */
   attempts: number;
   /** Epoch ms when it was dead-lettered. */

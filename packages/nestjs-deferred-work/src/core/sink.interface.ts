@@ -8,14 +8,21 @@ export interface SinkWriteContext {
   attempt: number;
 }
 
-/** One item of a batch that did not go through. */
+/**
+ * One item of a batch that did not go through. Where a field is left out, the pipeline reads it from
+ * `error` when that is a `SinkWriteError` (its `retryable`, `retryAfterMs` and `code`).
+ */
 export interface SinkItemFailure {
   /** Index of the item in the batch passed to `write`. */
   index: number;
   /** Why; logged (message only) and kept on the dead letter. */
   error: unknown;
-  /** `false` when retrying cannot help (e.g. the item was refused as invalid). Default `true`. */
+  /** `false` when retrying cannot help (e.g. the item was refused as invalid). Default: `error.retryable` of a `SinkWriteError`, else `true`. */
   retryable?: boolean;
+  /** The server asked to wait this long before this item's next try, in ms. Default: `error.retryAfterMs` of a `SinkWriteError`, else none. */
+  retryAfterMs?: number;
+  /** The server's code for the failure (SQLSTATE, errno, Redis prefix, AWS code). Default: `error.code` of a `SinkWriteError`, else none. */
+  code?: string;
 }
 
 /**
@@ -25,6 +32,11 @@ export interface SinkItemFailure {
 export interface SinkWriteResult {
   /** The items that failed; only these are retried or dead-lettered. */
   failed?: SinkItemFailure[];
+  /**
+   * Indexes of items the server already had (same item id: a retry after a lost reply, or a spool
+   * replay) and skipped. They count as delivered, and in `stats().sinks[name].duplicates`.
+   */
+  duplicates?: number[];
   /** The receiver asked to wait this long before the next try (e.g. `Retry-After`). */
   retryAfterMs?: number;
 }

@@ -20,12 +20,19 @@ export interface SinkStats extends ItemCounts {
   queueDepth: number;
   /** Items in the write in flight or waiting for its retry. */
   inFlight: number;
+  /**
+   * Items the server already had and skipped (same item id: a retry after a lost reply, or a spool
+   * replay), as the sink reported them. Counted in `delivered` too. Default `0`.
+   */
+  duplicates: number;
   /** Writes started, and those that failed in whole or part. */
   writes: number;
   failedWrites: number;
   /** The last write error's message, and when (epoch ms). */
   lastError?: string;
   lastErrorAt?: number;
+  /** The server's code for the last write error (SQLSTATE, errno, Redis prefix, AWS code), when the sink gave one. */
+  lastErrorCode?: string;
   /** Duration of the last write, in ms. */
   lastWriteMs?: number;
   /** When an item was last dropped, and last dead-lettered (epoch ms). */

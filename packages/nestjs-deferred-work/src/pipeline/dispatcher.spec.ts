@@ -43,6 +43,22 @@ describe('Dispatcher', () => {
     expect(warnings.join('\n')).toMatch(message);
   });
 
+  it('gives every accepted item one id, kept on its dead letter and when forwarded to a fallback sink', async () => {
+    const fallback = new MemorySink({ name: 'fallback' });
+    const failing = { name: 'failing', write: async () => Promise.reject(new SinkWriteError('no', { retryable: false })) };
+    const { logger } = quiet();
+    const dispatcher = new Dispatcher(resolveOptions({ sinks: [new MemorySink(), failing, fallback], deadLetter: 'fallback' }), logger);
+    const items = [job(1), job(2), job(3, { sink: 'failing' })];
+    for (const item of items) dispatcher.dispatch(item);
+    await dispatcher.flush(1000);
+    await dispatcher.flush(1000);
+    const ids = items.map((item) => item.id);
+    expect(ids).toEqual([expect.stringMatching(/^dw-[0-9a-f-]{36}$/), expect.any(String), expect.any(String)]);
+    expect(new Set(ids).size).toBe(3);
+    expect(dispatcher.deadLetters()[0].item.id).toBe(ids[2]);
+    expect(fallback.items.map((item) => item.id)).toEqual([ids[2]]);
+  });
+
   it('rejects (and counts) an item sent by its own sink option to a sink that does not take its kind', async () => {
     const bull = Object.assign(new MemorySink({ name: 'bull' }), { kinds: ['job'] as const });
     const memory = new MemorySink();

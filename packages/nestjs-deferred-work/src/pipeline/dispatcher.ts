@@ -8,6 +8,7 @@ import { settleWithin } from './processor/guarded-write';
 import type { ResolvedDeferredWorkOptions } from './resolved-options.interface';
 import type { DeadLetter } from '../core/dead-letter.interface';
 import { describeItem, validateItem } from '../core/items/item-validator';
+import { newItemId } from '../core/items/item-id';
 import { RateLimitedLogger } from './warnings/rate-limited-logger';
 import { InlineProcessor } from './processor/inline-processor';
 import type { ProcessorBase } from './processor/processor-base';
@@ -92,6 +93,8 @@ export class Dispatcher {
   dispatch(item: DeferredItem): void {
     try {
       validateItem(item, this.options.maxItemBytes);
+      // Its id, once, at acceptance: the same across retries, the worker thread, the spool and its dead letter.
+      item.id ??= newItemId();
       if (item.kind === 'callback') {
         if (!this.runner.enqueue(item, this.inline)) this.refused(CALLBACK_RUNNER_NAME, this.runner);
         return;

@@ -7,7 +7,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { errorMessage } from '../core/error-message';
 import type { SinkItem } from '../core/items/deferred-item.interface';
-import type { DeferredSink } from '../core/sink.interface';
+import type { DeferredSink, SinkItemFailure } from '../core/sink.interface';
 import type { FromHost, HostItemFailure, SinkHostData, ToHost } from '../sinks/offload/host-protocol';
 import { buildSink } from './build-sink';
 import { threadCpuMs } from './thread-cpu';
@@ -30,13 +30,18 @@ function reply(message: Extract<FromHost, { type: 'result' | 'error' }>): void {
   send(message);
 }
 
-/** A `SinkWriteError` from any copy of the library (the user's module may import another build). */
-function retryInfo(error: unknown): { retryable: boolean; retryAfterMs?: number } {
-  const e = error as { name?: unknown; retryable?: unknown; retryAfterMs?: unknown } | null;
-  if (e && e.name === 'SinkWriteError' && typeof e.retryable === 'boolean') {
-    return { retryable: e.retryable, retryAfterMs: typeof e.retryAfterMs === 'number' ? e.retryAfterMs : undefined };
-  }
-  return { retryable: true };
+/** What a failure says, read from the failure and, where it is silent, from a `SinkWriteError` of any copy of the library (the user's module may import another build). */
+function retryInfo(error: unknown, failure: Partial<SinkItemFailure> = {}): { retryable: boolean; retryAfterMs?: number; code?: string } {
+  const e = error as { name?: unknown; retryable?: unknown; retryAfterMs?: unknown; code?: unknown } | null;
+  const typed = e !== null && typeof e === 'object' && e.name === 'SinkWriteError';
+  const info: { retryable: boolean; retryAfterMs?: number; code?: string } = {
+    retryable: failure.retryable ?? (typed && typeof e.retryable === 'boolean' ? e.retryable : true),
+  };
+  const retryAfterMs = failure.retryAfterMs ?? (typed && typeof e.retryAfterMs === 'number' ? e.retryAfterMs : undefined);
+  const code = failure.code ?? (typed && e.code !== undefined ? String(e.code) : undefined);
+  if (retryAfterMs !== undefined) info.retryAfterMs = retryAfterMs;
+  if (code !== undefined) info.code = code;
+  return info;
 }
 
 async function write(sink: DeferredSink<SinkItem>, id: number, batch: readonly SinkItem[], attempt: number): Promise<void> {
@@ -57,14 +62,15 @@ async function write(sink: DeferredSink<SinkItem>, id: number, batch: readonly S
   try {
     const result = kept.length > 0 ? await sink.write(kept, { signal: controller.signal, attempt }) : undefined;
     for (const failure of result?.failed ?? []) {
-      failed.push({ index: at[failure.index], message: errorMessage(failure.error), retryable: failure.retryable !== false });
+      failed.push({ index: at[failure.index], message: errorMessage(failure.error), ...retryInfo(failure.error, failure) });
     }
-    reply({ type: 'result', id, failed, retryAfterMs: failed.length > 0 ? result?.retryAfterMs : undefined });
+    const duplicates = result?.duplicates?.map((index) => at[index]);
+    reply({ type: 'result', id, failed, duplicates, retryAfterMs: failed.length > 0 ? result?.retryAfterMs : undefined });
   } catch (error) {
-    const { retryable, retryAfterMs } = retryInfo(error);
+    const info = retryInfo(error);
     const message = errorMessage(error);
-    if (failed.length === 0) reply({ type: 'error', id, message, retryable, retryAfterMs });
-    else reply({ type: 'result', id, failed: [...failed, ...at.map((index) => ({ index, message, retryable }))], retryAfterMs });
+    if (failed.length === 0) reply({ type: 'error', id, message, ...info });
+    else reply({ type: 'result', id, failed: [...failed, ...at.map((index) => ({ index, message, ...info }))], retryAfterMs: info.retryAfterMs });
   } finally {
     writes.delete(id);
   }

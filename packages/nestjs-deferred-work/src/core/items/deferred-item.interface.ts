@@ -75,9 +75,12 @@ interface ItemBase {
   /** The request and trace it came from, when correlation is on and there is something to carry. */
   correlation?: Readonly<ItemCorrelation>;
   /**
-   * A stable id (`dw-<uuid>`), given when the item is spooled (the `spool` option) and kept on disk with
-   * it, so a sink can drop the copy a replay delivers again: Bull and BullMQ use it as the `jobId` when the
-   * job has none, the HTTP sink sends it per item and in `Idempotency-Key`, broker sinks as the message id.
+   * The item's stable id (`dw-<uuid>`), given once when the dispatcher accepts it and kept with it
+   * everywhere after: across retries, in a worker thread (offloaded sinks), on disk (the spool) and on
+   * its dead letter. Every item a sink receives carries one, so a sink can make its write idempotent
+   * and a receiver can drop the copy that a retry after a lost reply or a spool replay delivers again:
+   * Bull and BullMQ use it as the `jobId` when the job has none, the HTTP sink sends it per item and in
+   * `Idempotency-Key`, broker sinks as the message id. Unset only on an item not yet accepted.
    */
   id?: string;
 }

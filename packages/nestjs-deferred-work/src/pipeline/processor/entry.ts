@@ -15,4 +15,8 @@ export interface Failure {
   entry: Entry;
   retryable: boolean;
   message: string;
+  /** The server asked to wait this long before the entry's next try. */
+  retryAfterMs?: number;
+  /** The server's code for the failure, kept on the dead letter. */
+  code?: string;
 }

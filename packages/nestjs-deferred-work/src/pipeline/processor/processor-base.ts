@@ -1,6 +1,5 @@
 import type { DeadLetter, DeadLetterReason } from '../../core/dead-letter.interface';
 import { errorMessage } from '../../core/error-message';
-import { SinkWriteError } from '../../core/errors/sink-write.error';
 import type { DeferredItem } from '../../core/items/deferred-item.interface';
 import type { DeferredSink, SinkProcessorOptions } from '../../core/sink.interface';
 import type { SinkStats } from '../../core/stats.interface';
@@ -10,7 +9,7 @@ import { guardedWrite } from './guarded-write';
 import { HardStop } from './hard-stop';
 import { SinkCounters } from './sink-counters';
 import type { SinkSpool } from './sink-spool';
-import { failureSummary, failuresOf } from './write-result';
+import { failureOf, failureSummary, outcomeOf, retryAfterOf } from './write-result';
 
 /** What a processor reports to its dispatcher. */
 export interface ProcessorHooks {
@@ -108,19 +107,20 @@ export abstract class ProcessorBase {
     try {
       const items = entries.map((e) => e.item);
       const result = await guardedWrite(this.sink, items, attempt, this.options.writeTimeoutMs, this.hardStop);
-      failures = failuresOf(result, entries, this.sink.name);
-      retryAfterMs = failures.length > 0 ? result?.retryAfterMs : undefined;
+      const outcome = outcomeOf(result, entries, this.sink.name);
+      failures = outcome.failures;
+      this.counters.duplicates += outcome.duplicates;
+      retryAfterMs = failures.length > 0 ? retryAfterOf(failures, result?.retryAfterMs) : undefined;
     } catch (error) {
       cutByShutdown = this.hardStop.signal.aborted && error === this.hardStop.signal.reason;
-      const retryable = !(error instanceof SinkWriteError) || error.retryable;
-      retryAfterMs = error instanceof SinkWriteError ? error.retryAfterMs : undefined;
-      const message = errorMessage(error);
-      failures = entries.map((entry) => ({ entry, retryable, message }));
+      // Every entry failed the same way: the one failure shape, read from the error.
+      failures = entries.map((entry) => failureOf(entry, { error }));
+      retryAfterMs = failures[0]?.retryAfterMs;
     }
     this.counters.lastWriteMs = performance.now() - started;
     // A write cut short by the shutdown deadline is not the sink's failure: keep its last real error.
     const summary = failures.length > 0 && !cutByShutdown ? failureSummary(failures, entries.length) : undefined;
-    if (summary !== undefined) this.counters.failedWrite(summary);
+    if (summary !== undefined) this.counters.failedWrite(summary, failures[0].code);
     // From here to the end: one synchronous step, so the counters always add up.
     const stopping = this.hardStop.signal.aborted;
     const retry: Entry[] = [];
@@ -180,7 +180,11 @@ export abstract class ProcessorBase {
       this.spool.ack(entries);
     }
     const at = this.counters.buried(failures.length);
-    return failures.map(({ entry, message }) => ({ item: entry.item, sink: this.sink.name, reason, error: message, attempts: entry.attempts, at }));
+    return failures.map(({ entry, message, code }) => {
+      const letter: DeadLetter = { item: entry.item, sink: this.sink.name, reason, error: message, attempts: entry.attempts, at };
+      if (code !== undefined) letter.code = code;
+      return letter;
+    });
   }
 
   /** Last line of defence: entries caught in an unexpected error (already taken out by the caller) are dead-lettered, never lost. */

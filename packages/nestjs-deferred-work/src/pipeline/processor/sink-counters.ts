@@ -11,10 +11,12 @@ export class SinkCounters {
   dropped = 0;
   deadLettered = 0;
   retried = 0;
+  duplicates = 0;
   writes = 0;
   failedWrites = 0;
   lastError: string | undefined;
   lastErrorAt: number | undefined;
+  lastErrorCode: string | undefined;
   lastWriteMs: number | undefined;
   lastDropAt: number | undefined;
   lastDeadLetterAt: number | undefined;
@@ -24,10 +26,11 @@ export class SinkCounters {
     this.lastDropAt = Date.now();
   }
 
-  failedWrite(summary: string): void {
+  failedWrite(summary: string, code?: string): void {
     this.failedWrites++;
     this.lastError = summary;
     this.lastErrorAt = Date.now();
+    this.lastErrorCode = code;
   }
 
   /** Counts `count` dead letters; returns the time to stamp them with. */
@@ -46,12 +49,14 @@ export class SinkCounters {
       dropped: this.dropped,
       deadLettered: this.deadLettered,
       retried: this.retried,
+      duplicates: this.duplicates,
       queueDepth,
       inFlight,
       writes: this.writes,
       failedWrites: this.failedWrites,
       lastError: this.lastError,
       lastErrorAt: this.lastErrorAt,
+      lastErrorCode: this.lastErrorCode,
       lastWriteMs: this.lastWriteMs,
       lastDropAt: this.lastDropAt,
       lastDeadLetterAt: this.lastDeadLetterAt,

@@ -185,6 +185,54 @@ describe('SinkProcessor', () => {
     expect(identity()).toMatchObject({ deadLettered: 1, retried: 0 });
   });
 
+  it('reads a failed entry from its SinkWriteError where the failure is silent: not retryable, its wait, and the server code kept on the dead letter', async () => {
+    const at: number[] = [];
+    const { processor, batches, letters, identity } = setup(async (batch, { attempt }) => {
+      at.push(Date.now());
+      if (attempt > 1) return undefined;
+      return {
+        failed: [
+          { index: 0, error: new SinkWriteError('null value in column "kind" violates not-null constraint', { retryable: false, code: '23502' }) },
+          { index: 1, error: new SinkWriteError('throttled', { retryAfterMs: 150, code: 'ThrottlingException' }) },
+        ],
+      };
+    });
+    processor.enqueue(item(0));
+    processor.enqueue(item(1));
+    processor.enqueue(item(2));
+    await processor.flush(Date.now() + 2000);
+    expect(batches.map((b) => b.map((i) => (i as { name: string }).name))).toEqual([['m0', 'm1', 'm2'], ['m1']]);
+    expect(at[1] - at[0]).toBeGreaterThanOrEqual(140); // the entry's own retryAfterMs
+    expect(letters).toEqual([expect.objectContaining({ reason: 'not-retryable', code: '23502', error: expect.stringMatching(/not-null/) })]);
+    expect(identity()).toMatchObject({ delivered: 2, deadLettered: 1, lastErrorCode: '23502' });
+  });
+
+  it('a flag on the failure wins over its error, and a code on the failure is kept too', async () => {
+    const { processor, letters, identity } = setup(async () => ({
+      failed: [{ index: 0, error: new SinkWriteError('refused', { retryable: true, code: 'X' }), retryable: false, code: 'ERR' }],
+    }));
+    processor.enqueue(item(0));
+    await processor.flush(Date.now() + 1000);
+    expect(letters).toEqual([expect.objectContaining({ reason: 'not-retryable', code: 'ERR' })]);
+    expect(identity().retried).toBe(0);
+  });
+
+  it('counts the duplicates a sink skipped as delivered and as duplicates', async () => {
+    const { processor, identity } = setup(async () => ({ duplicates: [0, 2] }));
+    for (let i = 0; i < 3; i++) processor.enqueue(item(i));
+    await processor.flush(Date.now() + 1000);
+    expect(identity()).toMatchObject({ accepted: 3, delivered: 3, duplicates: 2, deadLettered: 0 });
+  });
+
+  it('keeps the code of a whole failed write on its dead letters', async () => {
+    const { processor, letters } = setup(async () => {
+      throw new SinkWriteError('WRONGTYPE Operation against a key holding the wrong kind of value', { retryable: false, code: 'WRONGTYPE' });
+    });
+    processor.enqueue(item(0));
+    await processor.flush(Date.now() + 1000);
+    expect(letters).toEqual([expect.objectContaining({ code: 'WRONGTYPE' })]);
+  });
+
   it('waits at least the retryAfterMs a sink asks for', async () => {
     const at: number[] = [];
     const { processor, identity } = setup(async (_b, { attempt }) => {

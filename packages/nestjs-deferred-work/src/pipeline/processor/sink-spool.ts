@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { newItemId } from '../../core/items/item-id';
 import { errorMessage } from '../../core/error-message';
 import type { DeferredItem } from '../../core/items/deferred-item.interface';
 import type { SinkSpoolStats } from '../../core/stats.interface';
@@ -97,7 +97,7 @@ export class SinkSpool {
    */
   append(entry: Entry): boolean {
     const item = entry.item as { id?: string };
-    item.id ??= `dw-${randomUUID()}`;
+    item.id ??= newItemId(); // set at acceptance; an entry built outside the dispatcher gets one here
     let seq: number;
     try {
       seq = this.spool.append(JSON.stringify(entry.item));

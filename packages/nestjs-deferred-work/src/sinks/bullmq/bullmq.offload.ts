@@ -1,5 +1,4 @@
-import { randomUUID } from 'node:crypto';
-import type { JobItem, SinkItem } from '../../core/items/deferred-item.interface';
+import type { SinkItem } from '../../core/items/deferred-item.interface';
 import type { SinkProcessorOptions } from '../../core/sink.interface';
 import { OffloadedSink } from '../offload/offloaded.sink';
 import { checkQueueOffloadOptions, type QueueOffloadOptions, queueNameCheck } from '../queue/queue-offload';
@@ -14,8 +13,8 @@ export interface BullMqOffloadOptions extends QueueOffloadOptions {
 
 /**
  * The request-thread check of a BullMQ job: its queue and options (BullMQ's rules, as `BullMqSink`
- * checks them). A job without a `jobId` gets its stable one here, once, so that the copy the worker
- * receives on every retry carries the same id and a retried batch cannot add a job twice.
+ * checks them). The worker's copy of a job without a `jobId` uses the item's id, given at acceptance
+ * and carried across the thread, so a retried batch cannot add a job twice.
  */
 function bullMqJobCheck(queues: readonly string[]): (item: SinkItem) => void {
   const checkQueue = queueNameCheck('BullMqSink', queues);
@@ -24,7 +23,6 @@ function bullMqJobCheck(queues: readonly string[]): (item: SinkItem) => void {
     if (item.kind !== 'job') return;
     const problem = bullMqOptionsProblem(item.opts);
     if (problem) throw new Error(problem);
-    if (item.opts?.jobId === undefined) (item as { opts?: JobItem['opts'] }).opts = { ...item.opts, jobId: `dw-${randomUUID()}` };
   };
 }
 

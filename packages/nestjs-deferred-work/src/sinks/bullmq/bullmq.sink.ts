@@ -1,8 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import { errorMessage } from '../../core/error-message';
 import { SinkWriteError } from '../../core/errors/sink-write.error';
 import type { JobItem, SinkItem } from '../../core/items/deferred-item.interface';
 import type { SinkProcessorOptions } from '../../core/sink.interface';
+import { itemId } from '../kit/item-id';
 import { QueueSink } from '../queue/queue-sink';
 import type { QueueState } from '../queue/queue-sink.options';
 import { bullMqOptionsProblem } from './bullmq-job-options';
@@ -33,8 +33,8 @@ interface ClientHolder {
  * `moduleRef`) or the `Queue` instances it was given.
  *
  * BullMQ's `addBulk` sends its jobs in a pipeline, not a MULTI: when it throws, some jobs of the call
- * may already be in Redis. So every job carries a stable `jobId` — the one given, or one derived for
- * the item once and reused on every retry — and a retried batch cannot add a job twice. When
+ * may already be in Redis. So every job carries a stable `jobId` — the one given, or the item's own
+ * id, the same on every retry and replay — and a retried batch cannot add a job twice. When
  * `addBulk` throws while Redis is up, the sink adds the jobs one by one to find which were refused,
  * and only those are retried. Nothing is sent while Redis is not connected (no ioredis offline-queue
  * duplicates). Job options are checked when the item is deferred, with BullMQ's own rules.
@@ -52,8 +52,6 @@ export class BullMqSink extends QueueSink<BullMqQueueLike, BullMqBulkJob> {
   }
 
   readonly defaults: Partial<SinkProcessorOptions> = BULLMQ_PROCESSOR_DEFAULTS;
-  /** Job ids derived for items without one, kept while the item lives (across retries). */
-  private readonly derivedIds = new WeakMap<JobItem, string>();
 
   constructor(options: BullMqSinkOptions) {
     super(options, {
@@ -84,11 +82,7 @@ export class BullMqSink extends QueueSink<BullMqQueueLike, BullMqBulkJob> {
   }
 
   protected toJob(job: JobItem): BullMqBulkJob {
-    let jobId = (job.opts?.jobId as string | undefined) ?? job.id;
-    if (jobId === undefined) {
-      jobId = this.derivedIds.get(job);
-      if (jobId === undefined) this.derivedIds.set(job, (jobId = `dw-${randomUUID()}`));
-    }
+    const jobId = (job.opts?.jobId as string | undefined) ?? itemId(job);
     const opts = job.correlation ? { ...job.opts, jobId, correlation: job.correlation } : { ...job.opts, jobId };
     return { name: job.name, data: job.data, opts };
   }

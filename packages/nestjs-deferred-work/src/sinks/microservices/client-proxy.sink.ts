@@ -1,9 +1,9 @@
-import { randomUUID } from 'node:crypto';
 import { errorMessage } from '../../core/error-message';
 import { SinkWriteError } from '../../core/errors/sink-write.error';
 import type { JobItem, SinkItem, SinkKind } from '../../core/items/deferred-item.interface';
 import type { DeferredSink, SinkAttachContext, SinkItemFailure, SinkProcessorOptions, SinkWriteContext, SinkWriteResult } from '../../core/sink.interface';
 import { abortable } from '../kit/abortable';
+import { itemId } from '../kit/item-id';
 import { SinkConfigError } from '../kit/sink-config.error';
 import {
   BROKER_PROCESSOR_DEFAULTS,
@@ -35,8 +35,8 @@ const load = (name: string): Promise<Record<string, unknown>> => import(name) as
  * the pattern, its data the event's payload (see `emitEvent()`).
  *
  * An item counts as delivered only when the transport confirmed it, where it can (`confirmed`; see
- * `describe()`). Every message carries a stable id (the job's `jobId`, or `dw-<uuid>` derived once
- * per item). Nothing is sent while the client is not connected, so its own offline buffer never
+ * `describe()`). Every message carries a stable id (the job's `jobId`, or the item's own id, given
+ * when it was accepted). Nothing is sent while the client is not connected, so its own offline buffer never
  * holds a message the dispatcher gave up on; and a message still waiting for its confirmation when
  * its write timed out is not sent again by the retry: the retry waits for that send instead.
  */
@@ -49,7 +49,6 @@ export class ClientProxySink implements DeferredSink<SinkItem> {
   private transport: Transport | undefined;
   private transportName: BrokerTransport | undefined;
   private clientClosed = false;
-  private readonly derivedIds = new WeakMap<JobItem, string>();
   private readonly pending = new WeakMap<JobItem, PendingSend>();
 
   constructor(options: ClientProxySinkOptions) {
@@ -233,14 +232,11 @@ export class ClientProxySink implements DeferredSink<SinkItem> {
     this.transport?.dispose?.();
   }
 
-  /** The stable id of an item: its `jobId`, or one derived once and kept while the item lives. */
+  /** The stable id of an item: its `jobId`, or the item's own id (the same on every retry and replay). */
   private idOf(item: JobItem): string {
     const given = item.opts?.jobId;
     if (given !== undefined && given !== null && given !== '') return String(given);
-    if (item.id !== undefined) return item.id; // a spooled item's stable id
-    let id = this.derivedIds.get(item);
-    if (id === undefined) this.derivedIds.set(item, (id = `dw-${randomUUID()}`));
-    return id;
+    return itemId(item);
   }
 
   /** The client's state, connecting it first (bounded) if it never was. */

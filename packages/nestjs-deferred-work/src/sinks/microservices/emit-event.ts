@@ -5,7 +5,7 @@ export interface JobDeferrer {
   job(queue: string, name: string, data: unknown, opts?: DeferredJobOptions): void;
 }
 
-/** Options of one deferred event: `when`, and `jobId` — the message's stable id (default: `dw-<uuid>`, derived once). */
+/** Options of one deferred event: `when`, and `jobId` — the message's stable id (default: the item's id, `dw-<uuid>`, given when it is accepted). */
 export type DeferredEventOptions = Pick<DeferredJobOptions, 'when' | 'jobId'>;
 
 /**

@@ -20,6 +20,8 @@ export interface HostItemFailure {
   index: number;
   message: string;
   retryable: boolean;
+  retryAfterMs?: number;
+  code?: string;
 }
 
 /** From the request thread to the worker. */
@@ -33,7 +35,7 @@ export type ToHost =
 export type FromHost =
   | { type: 'ready'; kinds?: readonly SinkKind[] }
   | { type: 'failed-to-start'; message: string }
-  | { type: 'result'; id: number; failed?: HostItemFailure[]; retryAfterMs?: number; cpuMs?: number }
-  | { type: 'error'; id: number; message: string; retryable: boolean; retryAfterMs?: number; cpuMs?: number }
+  | { type: 'result'; id: number; failed?: HostItemFailure[]; duplicates?: number[]; retryAfterMs?: number; cpuMs?: number }
+  | { type: 'error'; id: number; message: string; retryable: boolean; retryAfterMs?: number; code?: string; cpuMs?: number }
   | { type: 'warning'; message: string }
   | { type: 'closed' };

@@ -133,9 +133,11 @@ export class OffloadedSink implements DeferredSink<SinkItem> {
       throw new SinkWriteError(`the worker thread of sink "${this.name}" could not start: ${errorMessage(error)}`);
     }
     // A reply that came after the signal aborted still counts: the worker did the write.
-    if (reply.type === 'error') throw new SinkWriteError(reply.message, { retryable: reply.retryable, retryAfterMs: reply.retryAfterMs });
-    if (!reply.failed || reply.failed.length === 0) return undefined;
-    return { failed: failuresOf(reply.failed), retryAfterMs: reply.retryAfterMs };
+    if (reply.type === 'error') throw new SinkWriteError(reply.message, { retryable: reply.retryable, retryAfterMs: reply.retryAfterMs, code: reply.code });
+    const failed = reply.failed && reply.failed.length > 0 ? failuresOf(reply.failed) : undefined;
+    const duplicates = reply.duplicates && reply.duplicates.length > 0 ? reply.duplicates : undefined;
+    if (!failed && !duplicates) return undefined;
+    return { failed, duplicates, retryAfterMs: reply.retryAfterMs };
   }
 
   hostStats(): SinkHostStats {

@@ -2,7 +2,7 @@ import { Worker } from 'node:worker_threads';
 import { errorMessage } from '../../core/error-message';
 import { SinkWriteError } from '../../core/errors/sink-write.error';
 import type { SinkItem, SinkKind } from '../../core/items/deferred-item.interface';
-import type { SinkHostStats } from '../../core/sink.interface';
+import type { SinkHostStats, SinkItemFailure } from '../../core/sink.interface';
 import type { FromHost, HostItemFailure, SinkHostData, ToHost } from './host-protocol';
 import { sinkHostScript } from './worker-script';
 
@@ -242,6 +242,6 @@ export class SinkHostThread {
 }
 
 /** The failures of a reply, as `SinkWriteResult.failed` wants them. */
-export function failuresOf(failed: readonly HostItemFailure[]): Array<{ index: number; error: string; retryable: boolean }> {
-  return failed.map(({ index, message, retryable }) => ({ index, error: message, retryable }));
+export function failuresOf(failed: readonly HostItemFailure[]): SinkItemFailure[] {
+  return failed.map(({ message, ...rest }) => ({ ...rest, error: message }));
 }
