@@ -71,9 +71,9 @@ export interface DeferredSink<T extends DeferredItem = DeferredItem> {
    */
   validate?(item: T): void;
   /**
-   * Called once at bootstrap, before any write, with what the library offers sinks: a way to wait
-   * for the drain (e.g. to keep a connection open until it ends) and the app's providers (e.g. to
-   * find the queues a Nest integration registered). May return a promise: bootstrap waits for it, and
+   * Called once at bootstrap, before any write, with what the library offers sinks: the app's
+   * providers by injection token (`resolve`: the queue, client or pool the app registered), a way to
+   * keep such a client open until the drain ends (`holdOpen`), and the drain itself. May return a promise: bootstrap waits for it, and
    * a rejection fails the bootstrap with its message (e.g. a worker thread that cannot build its sink).
    * Optional.
    */
@@ -117,14 +117,44 @@ export interface SinkHostStats {
 /** Passed to {@link DeferredSink.attach} at bootstrap. */
 export interface SinkAttachContext {
   /**
-   * Drains the deferred work (the library's shutdown: bounded by `shutdownTimeoutMs`, idempotent —
-   * every caller waits for the same drain). Resolves when it has ended.
+   * Resolves once the deferred work pending now (and what callbacks defer meanwhile) has been
+   * delivered, dropped or dead-lettered, bounded by `shutdownTimeoutMs`; during the application's
+   * shutdown, once the shutdown's own drain has ended. Every caller waits for the same drain.
    */
   drain(): Promise<unknown>;
+  /**
+   * The app's provider registered under `token`, found anywhere in the app (as
+   * `moduleRef.get(token, { strict: false })` would), or `undefined` when there is none. For sinks
+   * that use what the app already registered: a queue, a microservice client, a pool, a registry.
+   */
+  resolve<T = unknown>(token: unknown): T | undefined;
+  /**
+   * Keeps a client of the app open until this sink has drained, whichever module closes it and in
+   * whichever shutdown hook (`onModuleDestroy`, `beforeApplicationShutdown`, `onApplicationShutdown`):
+   * its close methods (`end`, `quit`, `disconnect`, `destroy`, `close`, or `options.methods`) and the
+   * Nest shutdown hooks on the instance first wait until every sink holding the client has delivered
+   * what it holds (bounded by `shutdownTimeoutMs`; what is left then is kept by a spool, or
+   * dead-lettered and reported by the shutdown) and closed, then close the client as before. Items
+   * deferred to those sinks afterwards are dead-lettered as `closed`. Idempotent. Returns the client's
+   * state (`closed` once its real close has started).
+   */
+  holdOpen(client: object, options?: HoldOpenOptions): HeldClient;
   /** The app's singleton providers, by injection token, as instantiated at bootstrap. */
   providers(): Iterable<{ token: unknown; instance: unknown }>;
   /** Logs a warning the way the library logs its own (Nest's `Logger`, context `DeferredWork`). */
   warn(message: string): void;
+}
+
+/** Options of {@link SinkAttachContext.holdOpen}. */
+export interface HoldOpenOptions {
+  /** The client's methods that close it. Default `['end', 'quit', 'disconnect', 'destroy', 'close']` (those it has). */
+  methods?: readonly string[];
+}
+
+/** A client held open by {@link SinkAttachContext.holdOpen}. */
+export interface HeldClient {
+  /** Whether its real close has started (after the drain): nothing more can be sent through it. */
+  readonly closed: boolean;
 }
 
 /** Dispatcher settings that can be set globally, per sink (`sinkOptions`) or by a sink (`defaults`). */

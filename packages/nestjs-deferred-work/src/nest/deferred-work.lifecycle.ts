@@ -1,13 +1,18 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit, Optional } from '@nestjs/common';
-import { DiscoveryService, HttpAdapterHost, MetadataScanner, Reflector } from '@nestjs/core';
+import { DiscoveryService, HttpAdapterHost, MetadataScanner, ModuleRef, Reflector } from '@nestjs/core';
 import { Correlator } from '../capture/correlation';
 import { openerOn, registerOpener, unregisterOpener } from '../capture/runtime-registry';
 import { ScopeOpener } from '../capture/scope-opener';
 import { DeferredWorkConfigError } from '../core/errors/deferred-work-config.error';
 import type { DeferredSink, SinkAttachContext } from '../core/sink.interface';
 import { Dispatcher } from '../pipeline/dispatcher';
+import { settleWithin } from '../pipeline/processor/guarded-write';
+import { ClientHolds } from '../sinks/kit/hold-open';
 import { checkDecoratedRoutes } from './decorated-routes.check';
 import { GLOBAL_INTERCEPTOR_REGISTERED, type GlobalInterceptorState } from './deferred-work.module-definition';
+
+/** How long shutdown waits, after the drain, for the closes that held clients postponed. */
+const HELD_CLOSE_WAIT_MS = 1000;
 
 /**
  * @internal What the module does at bootstrap and shutdown: checks the options and every
@@ -17,6 +22,10 @@ import { GLOBAL_INTERCEPTOR_REGISTERED, type GlobalInterceptorState } from './de
 @Injectable()
 export class DeferredWorkLifecycle implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger('DeferredWork');
+  /** The app's clients the sinks hold open until the drain ends. */
+  private readonly holds = new ClientHolds((owners, client) =>
+    this.dispatcher.closeSinks(owners, `the app closed the client of sink${owners.length > 1 ? 's' : ''} ${owners.map((o) => `"${o}"`).join(', ')} (${client})`),
+  );
 
   constructor(
     @Inject(Dispatcher) private readonly dispatcher: Dispatcher,
@@ -26,6 +35,7 @@ export class DeferredWorkLifecycle implements OnModuleInit, OnApplicationShutdow
     @Inject(ScopeOpener) private readonly opener: ScopeOpener,
     @Inject(GLOBAL_INTERCEPTOR_REGISTERED) private readonly globalInterceptor: GlobalInterceptorState,
     @Inject(Correlator) private readonly correlator: Correlator,
+    @Inject(ModuleRef) private readonly moduleRef: ModuleRef,
     @Optional() @Inject(HttpAdapterHost) private readonly adapterHost?: HttpAdapterHost,
   ) {}
 
@@ -72,6 +82,9 @@ export class DeferredWorkLifecycle implements OnModuleInit, OnApplicationShutdow
   async onApplicationShutdown(): Promise<void> {
     unregisterOpener(this.opener, this.frameworkInstance());
     await this.dispatcher.shutdown();
+    // Closes that held clients postponed until the drain and that nobody awaits (a synchronous
+    // `disconnect()` or `destroy()`): let them run before the process may exit, within a second.
+    await settleWithin(this.holds.closing(), HELD_CLOSE_WAIT_MS, true);
   }
 
   private checkInterceptor(): void {
@@ -101,14 +114,16 @@ export class DeferredWorkLifecycle implements OnModuleInit, OnApplicationShutdow
    * failure fails the bootstrap.
    */
   private async attachSinks(): Promise<void> {
-    const context: SinkAttachContext = {
-      drain: () => this.dispatcher.shutdown(),
+    const context = (sink: DeferredSink): SinkAttachContext => ({
+      drain: () => this.dispatcher.drain(),
+      resolve: <T>(token: unknown) => this.resolve(token) as T | undefined,
+      holdOpen: (client, options) => this.holds.hold(client, options, sink.name),
       providers: () => this.singletons(),
       warn: (message) => this.logger.warn(message),
-    };
+    });
     const attaching: Array<{ sink: DeferredSink; attached: Promise<void> }> = [];
     for (const sink of this.dispatcher.options.sinks.values()) {
-      const attached = sink.attach?.(context);
+      const attached = sink.attach?.(context(sink));
       if (attached) attaching.push({ sink, attached });
     }
     const settled = await Promise.allSettled(attaching.map(({ attached }) => attached));
@@ -117,6 +132,15 @@ export class DeferredWorkLifecycle implements OnModuleInit, OnApplicationShutdow
     // Nest runs no shutdown hooks after a failed bootstrap: release what the others started (threads).
     await Promise.allSettled(attaching.map(({ sink }) => Promise.resolve().then(() => sink.shutdown?.())));
     throw failed.reason;
+  }
+
+  /** The provider registered under `token` anywhere in the app, or `undefined`. */
+  private resolve(token: unknown): unknown {
+    try {
+      return this.moduleRef.get(token as string, { strict: false });
+    } catch {
+      return undefined;
+    }
   }
 
   private *singletons(): Iterable<{ token: unknown; instance: unknown }> {

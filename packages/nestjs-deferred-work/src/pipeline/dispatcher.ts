@@ -46,6 +46,9 @@ export class Dispatcher {
   private closed = 0;
   private skipped = 0;
   private shutdownPromise: Promise<ShutdownReport> | undefined;
+  private settling: Promise<void> | undefined;
+  /** Each sink's shutdown, once started (by the application's shutdown, or by the app closing its client). */
+  private readonly sinkShutdowns = new Map<string, Promise<number>>();
 
   /**
    * @param inline Testing only (see `nestjs-deferred-work/testing`): every item is written at once, in
@@ -140,10 +143,13 @@ export class Dispatcher {
     if (target instanceof SinkProcessor && target.spool && !target.closed) return; // the spool refused it, and said so
     if (target.closed) {
       this.closed++;
+      const because = target instanceof CallbackRunner ? undefined : target.closedBecause;
       this.warnings.warn(
         `closed:${name}`,
-        `An item for "${name}" was deferred after the application shut down; it was dead-lettered (reason "closed"). ` +
-          'Work deferred after app.close() does not run.',
+        because
+          ? `An item for "${name}" was deferred after ${because}; it was dead-lettered (reason "closed"). Close the client after app.close(), or keep it open.`
+          : `An item for "${name}" was deferred after the application shut down; it was dead-lettered (reason "closed"). ` +
+              'Work deferred after app.close() does not run.',
       );
       return;
     }
@@ -200,6 +206,61 @@ export class Dispatcher {
     return results.every(Boolean);
   }
 
+  /**
+   * Resolves once the items accepted before the call — and those that callbacks running then defer —
+   * have been delivered, dropped or dead-lettered, or after `shutdownTimeoutMs`; the sinks keep
+   * accepting, and items accepted later (under load, say) are not waited for. During shutdown, once
+   * the shutdown has ended. Concurrent callers share one drain. What a held client waits for before
+   * it closes (`SinkAttachContext.drain`).
+   */
+  drain(): Promise<unknown> {
+    if (this.shutdownPromise) return this.shutdownPromise;
+    this.settling ??= this.drainAccepted().finally(() => (this.settling = undefined));
+    return this.settling;
+  }
+
+  /** Two flushes: what was accepted, then what the callbacks that ran meanwhile deferred. */
+  private async drainAccepted(): Promise<void> {
+    const deadline = Date.now() + this.options.shutdownTimeoutMs;
+    const callbacks = this.runner.pending > 0;
+    await this.flush(this.options.shutdownTimeoutMs);
+    if (callbacks && Date.now() < deadline) await this.flush(deadline - Date.now());
+  }
+
+  /**
+   * What a held client's close waits for (`SinkAttachContext.holdOpen`): the sinks that use it drain
+   * within `shutdownTimeoutMs` and close, as at the application's shutdown — what they could not
+   * deliver by then is kept by their spool, or dead-lettered and reported as undelivered by
+   * `shutdown()`; items deferred to them later are dead-lettered as `closed`. The other sinks go on.
+   * During the application's shutdown, waits for it instead.
+   */
+  closeSinks(names: readonly string[], because: string): Promise<unknown> {
+    if (this.shutdownPromise) return this.shutdownPromise;
+    const deadline = Date.now() + this.options.shutdownTimeoutMs;
+    return Promise.all(
+      names.map((name) => {
+        const processor = this.processors.get(name);
+        if (processor && !this.sinkShutdowns.has(name)) processor.closedBecause = because;
+        return this.shutdownSink(name, deadline);
+      }),
+    );
+  }
+
+  /** The sink's processor's shutdown (drain until `deadline`, then give up), started once. */
+  private shutdownSink(name: string, deadline: number): Promise<number> {
+    let done = this.sinkShutdowns.get(name);
+    if (done) return done;
+    const processor = this.processors.get(name);
+    done = processor ? processor.shutdown(deadline) : Promise.resolve(0);
+    this.sinkShutdowns.set(name, done);
+    return done;
+  }
+
+  /** Flushes until nothing a drain can deliver is pending, or `deadline` (epoch ms) passes. */
+  private async settle(deadline: number): Promise<void> {
+    while (this.pending() > 0 && Date.now() < deadline) await this.flush(Math.max(0, deadline - Date.now()));
+  }
+
   /** Drains within `shutdownTimeoutMs`, then gives up on the rest and reports it. Idempotent. */
   shutdown(): Promise<ShutdownReport> {
     this.shutdownPromise ??= this.runShutdown();
@@ -212,12 +273,12 @@ export class Dispatcher {
     const spooled: Record<string, number> = {};
     // First drain everything together, with every sink still accepting: a callback still running
     // may defer more (a log, a job), and that belongs to the drain, not to after it.
-    while (this.pending() > 0 && Date.now() < deadline) await this.flush(Math.max(0, deadline - Date.now()));
+    await this.settle(deadline);
     const runnerLost = await this.runner.shutdown(deadline);
     if (runnerLost > 0) undelivered[CALLBACK_RUNNER_NAME] = runnerLost;
     await Promise.all(
       [...this.processors].map(async ([name, processor]) => {
-        const lost = await processor.shutdown(deadline);
+        const lost = await this.shutdownSink(name, deadline);
         if (lost > 0) undelivered[name] = lost;
         // A sink's own shutdown (closing a connection to a dead server, say) gets what is left of the
         // deadline, and at least a second; it never holds the application's shutdown longer.

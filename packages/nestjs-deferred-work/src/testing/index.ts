@@ -1,2 +1,3 @@
 export { MemorySink, type MemorySinkOptions } from '../sinks/memory/memory.sink';
 export { DeferredWorkTesting, withMemorySinks, type MemorySinksOptions } from './deferred-work-testing';
+export { sinkAttachContext, type SinkAttachContextOptions } from './sink-attach-context';

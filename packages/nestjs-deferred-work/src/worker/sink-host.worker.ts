@@ -101,7 +101,8 @@ async function main(): Promise<void> {
   try {
     const warn = (message: string) => send({ type: 'warning', message });
     sink = await buildSink(data, { warn });
-    await sink.attach?.({ drain: () => drained, providers: () => [], warn });
+    // The worker's sink owns its clients (made from plain options): nothing of the app's to resolve or hold.
+    await sink.attach?.({ drain: () => drained, resolve: () => undefined, holdOpen: () => ({ closed: false }), providers: () => [], warn });
   } catch (error) {
     send({ type: 'failed-to-start', message: errorMessage(error) });
     return;

@@ -32,6 +32,8 @@ export abstract class ProcessorBase {
   protected readonly hardStop = new HardStop();
   /** Shutdown finished: new items are dead-lettered (`closed`) at once. */
   protected closedForGood = false;
+  /** Why it closed, when not at the application's shutdown: e.g. the app closed the sink's client. */
+  closedBecause: string | undefined;
   protected seq = 0;
   private waiters: Array<() => void> = [];
   /** The last write failed (in whole or part): the next complete success is a recovery. */
@@ -84,7 +86,8 @@ export abstract class ProcessorBase {
     this.counters.accepted++;
     const entry: Entry = { item, attempts: 0, seq: ++this.seq };
     if (!this.closedForGood) return entry;
-    this.hooks.deadLetter(this.bury([{ entry, retryable: false, message: 'deferred after the application shut down' }], 'closed'));
+    const message = `deferred after ${this.closedBecause ?? 'the application shut down'}`;
+    this.hooks.deadLetter(this.bury([{ entry, retryable: false, message }], 'closed'));
     return undefined;
   }
 

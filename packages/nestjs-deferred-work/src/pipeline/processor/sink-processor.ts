@@ -57,6 +57,7 @@ export class SinkProcessor extends ProcessorBase {
   }
 
   override get drainable(): number {
+    if (this.closedForGood) return 0; // what a spool kept waits for the next start
     return this.held + (this.backlogOwed ? this.spool!.backlog : 0);
   }
 

@@ -21,7 +21,7 @@ export interface BullQueueLike {
 }
 
 /**
- * Options of {@link BullSink}. Give `moduleRef`, `queues`, or both. `name` defaults to `'bull'`,
+ * Options of {@link BullSink}, all optional (see `QueueSinkOptions`). `name` defaults to `'bull'`,
  * `queueToken` to `` `BullQueue_${name}` `` (what `getQueueToken(name)` of `@nestjs/bull` 10, 11 and
  * 12 returns), `drainBeforeQueueClose` to `true`.
  */

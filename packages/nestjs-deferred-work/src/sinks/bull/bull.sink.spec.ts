@@ -5,6 +5,7 @@ import type { JobItem, SinkItem } from '../../core/items/deferred-item.interface
 import type { SinkWriteResult } from '../../core/sink.interface';
 import { BULL_SINK_DEFAULTS, type BullBulkJob, bullQueueToken, type ModuleRefLike } from './bull-sink.options';
 import { BullSink } from './bull.sink';
+import { sinkAttachContext } from '../../testing/sink-attach-context';
 
 /** A stand-in for a Bull queue: records addBulk calls; `reply` decides what each call returns. */
 class FakeQueue {
@@ -57,9 +58,9 @@ describe('BullSink', () => {
   });
 
   it('refuses unusable options with a message that says what to pass', () => {
-    expect(() => new BullSink({})).toThrow(/moduleRef .*or queues/);
-    expect(() => new BullSink(undefined as never)).toThrow(/options are required/);
-    expect(() => new BullSink({ name: '', queues: [new FakeQueue('q')] })).toThrow(/name must be a non-empty string/);
+    expect(new BullSink().name).toBe('bull'); // no options: the queues the app registered
+    expect(() => new BullSink(null as never)).toThrow(/options must be an object, got null/);
+    expect(() => new BullSink({ name: '', queues: [new FakeQueue('q')] })).toThrow(/option "name" must be a non-empty string/);
     expect(() => new BullSink({ moduleRef: {} as never })).toThrow(/ModuleRef/);
     expect(() => new BullSink({ queues: { mail: {} as never } })).toThrow(/queues\.mail is not a Bull queue/);
     expect(() => new BullSink({ queues: [{ addBulk: () => Promise.resolve([]) } as never] })).toThrow(/has no name/);
@@ -181,10 +182,10 @@ describe('BullSink', () => {
     expect(moduleRef.get).not.toHaveBeenCalledWith('queue:direct', expect.anything());
   });
 
-  it('says which queues it knows when one is missing and there is no moduleRef', async () => {
+  it('says which queues it knows when one is missing and the sink was never attached to an app', async () => {
     const sink = new BullSink({ queues: [new FakeQueue('mail')] });
     const result = (await sink.write([job('other', 'a')], ctx())) as SinkWriteResult;
-    expect(String(result.failed?.[0].error)).toMatch(/no queue named "other" \(known: "mail"\).*queues: \{ 'other': queue \}/);
+    expect(String(result.failed?.[0].error)).toMatch(/no queue named "other" \(given: "mail"\).*queues: \{ 'other': queue \}/);
     expect(result.failed?.[0].retryable).toBe(false);
   });
 
@@ -261,8 +262,9 @@ describe('BullSink', () => {
       }),
     });
     const drain = jest.fn(async () => void order.push('drain'));
-    const sink = new BullSink({ moduleRef: moduleRefOf({ BullQueue_mail: mail }) });
-    sink.attach({ drain, providers: () => [], warn: () => undefined });
+    const sink = new BullSink();
+    const context = sinkAttachContext({ drain, providers: {} });
+    sink.attach({ ...context, resolve: (token) => (token === 'BullQueue_mail' ? mail : undefined) as never }); // registered, not listed among providers
 
     await sink.write([job('mail', 'a')], ctx());
     await sink.write([job('mail', 'b')], ctx()); // resolved once, wrapped once
@@ -279,18 +281,19 @@ describe('BullSink', () => {
     const cold = hooked('cold');
     const given = hooked('given');
     const other = hooked('other'); // a queue under a token that is not its Bull queue token: not ours
-    const sink = new BullSink({ moduleRef: moduleRefOf({ BullQueue_cold: cold }), queues: [given] });
-    sink.attach({
-      drain: async () => void order.push('drain'),
-      providers: () => [
-        { token: 'BullQueue_cold', instance: cold },
-        { token: 'SomethingElse', instance: other },
-        { token: 'BullQueue_x', instance: { name: 'x' } }, // not a queue
-        // A strict proxy provider (nestjs-cls) throws on any property access outside its context.
-        { token: 'Strict', instance: new Proxy({}, { get: () => { throw new Error('outside a CLS context'); } }) },
-      ],
-      warn: () => undefined,
-    });
+    const sink = new BullSink({ queues: [given] });
+    sink.attach(
+      sinkAttachContext({
+        drain: async () => void order.push('drain'),
+        providers: {
+          BullQueue_cold: cold,
+          SomethingElse: other,
+          BullQueue_x: { name: 'x' }, // not a queue
+          // A strict proxy provider (nestjs-cls) throws on any property access outside its context.
+          Strict: new Proxy({}, { get: () => { throw new Error('outside a CLS context'); } }),
+        },
+      }),
+    );
 
     await cold.onApplicationShutdown('SIGTERM');
     await given.onApplicationShutdown('SIGTERM');
@@ -309,8 +312,8 @@ describe('BullSink', () => {
 
     const untouched = jest.fn();
     const audit = Object.assign(new FakeQueue('audit'), { onApplicationShutdown: untouched });
-    const sink = new BullSink({ moduleRef: moduleRefOf({ BullQueue_audit: audit }), drainBeforeQueueClose: false });
-    sink.attach({ drain: async () => undefined, providers: () => [{ token: 'BullQueue_audit', instance: audit }], warn: () => undefined });
+    const sink = new BullSink({ drainBeforeQueueClose: false });
+    sink.attach(sinkAttachContext({ providers: { BullQueue_audit: audit } }));
     await sink.write([job('audit', 'a')], ctx());
     expect(audit.onApplicationShutdown).toBe(untouched);
   });

@@ -47,7 +47,7 @@ export class BullSink extends QueueSink<BullQueueLike, BullBulkJob> {
 
   readonly defaults: Partial<SinkProcessorOptions> = BULL_PROCESSOR_DEFAULTS;
 
-  constructor(options: BullSinkOptions) {
+  constructor(options?: BullSinkOptions) {
     super(options, {
       sinkClass: 'BullSink',
       library: 'Bull',

@@ -26,7 +26,7 @@ export interface BullMqQueueLike {
 }
 
 /**
- * Options of {@link BullMqSink}. Give `moduleRef`, `queues`, or both. `name` defaults to `'bullmq'`,
+ * Options of {@link BullMqSink}, all optional (see `QueueSinkOptions`). `name` defaults to `'bullmq'`,
  * `queueToken` to `` `BullQueue_${name}` `` (what `getQueueToken(name)` of `@nestjs/bullmq` 10–12
  * returns), `drainBeforeQueueClose` to `true`.
  */

@@ -53,7 +53,7 @@ export class BullMqSink extends QueueSink<BullMqQueueLike, BullMqBulkJob> {
 
   readonly defaults: Partial<SinkProcessorOptions> = BULLMQ_PROCESSOR_DEFAULTS;
 
-  constructor(options: BullMqSinkOptions) {
+  constructor(options?: BullMqSinkOptions) {
     super(options, {
       sinkClass: 'BullMqSink',
       library: 'BullMQ',

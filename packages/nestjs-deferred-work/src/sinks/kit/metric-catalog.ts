@@ -1,4 +1,5 @@
 import type { MetricItem } from '../../core/items/deferred-item.interface';
+import { checkWholeNumber, describeValue } from './option-checks';
 import { SinkConfigError } from './sink-config.error';
 
 /**
@@ -65,8 +66,7 @@ export interface CatalogRules {
 /** A metric stays "over its limit" (one episode, logged once) until a minute passes without a refusal. */
 const EPISODE_GAP_MS = 60_000;
 
-const describe = (value: unknown) =>
-  typeof value === 'string' ? JSON.stringify(value) : value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value === 'object' ? 'an object' : String(value);
+const describe = describeValue;
 
 /**
  * The metrics a metrics sink declared up front, and the checks every item passes before it is
@@ -269,18 +269,7 @@ export class MetricCatalog<D extends MetricDeclaration, I> {
 
 /** Checks a sink-wide `maxLabelSets` option. */
 export function checkMaxLabelSets(prefix: string, value: unknown, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1) {
-    throw new SinkConfigError(`${prefix}: option "maxLabelSets" must be a whole number >= 1, got ${describe(value)}. Leave it out for ${fallback}.`, 'maxLabelSets');
-  }
-  return value;
+  return checkWholeNumber(prefix, 'maxLabelSets', value, { min: 1, fallback });
 }
 
-/** Checks a sink's `name` option. */
-export function checkSinkName(sinkClass: string, value: unknown, fallback: string): string {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'string' || value === '') {
-    throw new SinkConfigError(`${sinkClass}: option "name" must be a non-empty string, got ${describe(value)}. Leave it out for "${fallback}".`, 'name');
-  }
-  return value;
-}
+export { checkSinkName } from './option-checks';

@@ -1,7 +1,7 @@
 import type { SinkProcessorOptions } from '../../core/sink.interface';
-import type { ModuleRefLike } from '../queue/queue-sink.options';
+import type { ModuleRefLike } from '../kit/app-client';
 
-export type { ModuleRefLike } from '../queue/queue-sink.options';
+export type { ModuleRefLike } from '../kit/app-client';
 
 /** The transports of `@nestjs/microservices` the sink knows (read from the client's class, or given). */
 export type BrokerTransport = 'rmq' | 'nats' | 'redis' | 'mqtt' | 'kafka';
@@ -20,8 +20,8 @@ export interface ClientProxyLike {
 export type NoSubscribersPolicy = 'fail' | 'count';
 
 /**
- * Options of {@link ClientProxySink}. Give `client`, or `moduleRef` and `clientToken` (the token
- * you registered the client under with `ClientsModule.register([{ name: clientToken, … }])`).
+ * Options of {@link ClientProxySink}. Give `clientToken` (the token you registered the client under
+ * with `ClientsModule.register([{ name: clientToken, … }])`), or `client`.
  */
 export interface ClientProxySinkOptions {
   /**
@@ -32,11 +32,11 @@ export interface ClientProxySinkOptions {
   /** The client to emit through (yours to close after `app.close()`, or a registered one). */
   client?: ClientProxyLike;
   /**
-   * The injection token of a client registered with `ClientsModule`; found with
-   * `moduleRef.get(clientToken, { strict: false })` at bootstrap. No second connection is opened.
+   * The injection token of a client registered with `ClientsModule`; found among the app's providers
+   * at bootstrap (a missing one fails the bootstrap). No second connection is opened.
    */
   clientToken?: string | symbol;
-  /** Nest's `ModuleRef` (inject it in `DeferredWorkModule.forRootAsync`), to find `clientToken`. */
+  /** @deprecated Not needed: the sink finds `clientToken` through the app itself. Still accepted (used to look it up when given). */
   moduleRef?: ModuleRefLike;
   /** The transport; default: read from the client's class (`ClientRMQ`, `ClientNats`, `ClientRedis`, `ClientMqtt`, `ClientKafka`). */
   transport?: BrokerTransport;

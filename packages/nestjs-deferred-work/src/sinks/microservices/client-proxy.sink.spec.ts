@@ -4,25 +4,25 @@ import type { JobItem, SinkItem } from '../../core/items/deferred-item.interface
 import type { SinkAttachContext } from '../../core/sink.interface';
 import { ClientProxySink } from './client-proxy.sink';
 import { emitEvent } from './emit-event';
+import { sinkAttachContext } from '../../testing/sink-attach-context';
 
 const job = (queue: string, name: string, data: unknown, opts?: JobItem['opts']): JobItem => ({ kind: 'job', queue, name, data, opts, when: 'success', createdAt: Date.now() });
-const context = (warnings: string[] = []): SinkAttachContext => ({ drain: async () => undefined, providers: () => [], warn: (m) => warnings.push(m) });
+const context = (warnings: string[] = []): SinkAttachContext => sinkAttachContext({ warn: (m) => warnings.push(m) });
 const write = (sink: ClientProxySink, batch: SinkItem[]) => sink.write(batch, { signal: new AbortController().signal, attempt: 1 });
 
 describe('ClientProxySink options', () => {
   it('fails at construction, saying what to pass', () => {
-    expect(() => new ClientProxySink(undefined as never)).toThrow(/options are required/);
-    expect(() => new ClientProxySink({ clientToken: 'EVENTS' })).toThrow(/Pass moduleRef and clientToken/);
-    expect(() => new ClientProxySink({ client: {} as never })).toThrow(/client must be a ClientProxy/);
-    expect(() => new ClientProxySink({ client: new ClientRedis({}), mqtt: { qos: 3 as never } })).toThrow(/mqtt.qos must be 0, 1 or 2/);
-    expect(() => new ClientProxySink({ client: new ClientRedis({}), redis: { noSubscribers: 'drop' as never } })).toThrow(/'fail' or 'count'/);
+    expect(() => new ClientProxySink(undefined as never)).toThrow(/options must be an object, got undefined\. Pass new ClientProxySink\(\{ clientToken: 'ORDERS' \}\)/);
+    expect(() => new ClientProxySink({})).toThrow(/Pass clientToken \(the name you gave ClientsModule\.register/);
+    expect(() => new ClientProxySink({ client: {} as never })).toThrow(/option "client" must be a ClientProxy/);
+    expect(() => new ClientProxySink({ client: new ClientRedis({}), mqtt: { qos: 3 as never } })).toThrow(/option "mqtt.qos" must be one of 0, 1, 2, got 3/);
+    expect(() => new ClientProxySink({ client: new ClientRedis({}), redis: { noSubscribers: 'drop' as never } })).toThrow(/must be one of 'fail', 'count', got "drop"/);
     const tcpLike = { emit: () => undefined, connect: async () => undefined, close: () => undefined };
     expect(() => new ClientProxySink({ client: tcpLike as never })).toThrow(/cannot tell the transport of a Object\. Pass transport/);
   });
 
   it('is named after its client token, knows its transport from the client, and says whether it confirms', () => {
-    const moduleRef = { get: () => undefined } as never;
-    expect(new ClientProxySink({ moduleRef, clientToken: 'ORDERS' }).name).toBe('ORDERS');
+    expect(new ClientProxySink({ clientToken: 'ORDERS' }).name).toBe('ORDERS');
     const redis = new ClientProxySink({ client: new ClientRedis({}), name: 'audit' });
     expect(redis.describe()).toMatchObject({ name: 'audit', transport: 'redis', confirmed: true });
     expect(new ClientProxySink({ client: new ClientRedis({}), redis: { noSubscribers: 'count' } }).confirmed).toBe(false);
@@ -40,9 +40,26 @@ describe('ClientProxySink options', () => {
     expect(calls).toEqual([['audit', 'user.login', { id: 1 }, { jobId: 'login-1', sink: 'audit' }]]);
   });
 
-  it('fails at bootstrap when no client is registered under the token', async () => {
-    const sink = new ClientProxySink({ moduleRef: { get: () => { throw new Error('nope'); } } as never, clientToken: 'EVENTS' });
-    await expect(sink.attach(context())).rejects.toThrow(/no client registered as EVENTS\. Register it with ClientsModule\.register/);
+  it('fails at bootstrap when no client is registered under the token, naming the module call that registers it', async () => {
+    const sink = new ClientProxySink({ clientToken: 'EVENTS' });
+    await expect(sink.attach(context())).rejects.toThrow(
+      /ClientProxySink "EVENTS": no client found as "EVENTS" \(nothing is registered\)\. Register it with ClientsModule\.register\(\[\{ name: 'EVENTS'/,
+    );
+    const wrong = new ClientProxySink({ clientToken: 'EVENTS' });
+    await expect(wrong.attach(sinkAttachContext({ providers: { EVENTS: { emit: 'no' } } }))).rejects.toThrow(/the provider is not a ClientProxy/);
+  });
+
+  it('finds the registered client by its token, without a ModuleRef, and holds it open until the drain', async () => {
+    const client = new ClientRedis({});
+    const order: string[] = [];
+    const close = client.close.bind(client);
+    client.close = async () => void order.push('close');
+    const sink = new ClientProxySink({ clientToken: 'EVENTS' });
+    await sink.attach(sinkAttachContext({ providers: { EVENTS: client }, drain: async () => void order.push('drain') }));
+    expect(sink.describe().transport).toBe('redis');
+    await client.close();
+    expect(order).toEqual(['drain', 'close']);
+    await close();
   });
 });
 
@@ -131,7 +148,8 @@ describe('ClientProxySink and ClientRMQ channels', () => {
   it('a channel made later, also by a connection manager made on a reconnect, is heard from the moment it is made', async () => {
     const { ClientRMQ } = await import('@nestjs/microservices');
     const client = new ClientRMQ({ urls: ['amqp://guest:guest@127.0.0.1:5672'], queue: `dw-guard2-${process.pid}`, queueOptions: { durable: false, autoDelete: true } });
-    const sink = new ClientProxySink({ client, name: 'events' });
+    // Not held open: the test closes the client itself to make ClientRMQ reconnect on the next emit.
+    const sink = new ClientProxySink({ client, name: 'events', drainBeforeClientClose: false });
     const warnings: string[] = [];
     const unhandled: unknown[] = [];
     const onUnhandled = (reason: unknown) => unhandled.push(reason);

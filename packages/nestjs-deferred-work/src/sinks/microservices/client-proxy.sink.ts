@@ -1,9 +1,11 @@
 import { errorMessage } from '../../core/error-message';
 import { SinkWriteError } from '../../core/errors/sink-write.error';
 import type { JobItem, SinkItem, SinkKind } from '../../core/items/deferred-item.interface';
-import type { DeferredSink, SinkAttachContext, SinkItemFailure, SinkProcessorOptions, SinkWriteContext, SinkWriteResult } from '../../core/sink.interface';
+import type { DeferredSink, HeldClient, SinkAttachContext, SinkItemFailure, SinkProcessorOptions, SinkWriteContext, SinkWriteResult } from '../../core/sink.interface';
 import { abortable } from '../kit/abortable';
 import { itemId } from '../kit/item-id';
+import { findAppClient } from '../kit/app-client';
+import { checkOneOf, checkOptionsObject, checkSinkName, optionError } from '../kit/option-checks';
 import { SinkConfigError } from '../kit/sink-config.error';
 import {
   BROKER_PROCESSOR_DEFAULTS,
@@ -22,6 +24,11 @@ const TRANSPORTS: readonly BrokerTransport[] = ['rmq', 'nats', 'redis', 'mqtt', 
 interface PendingSend {
   promise: Promise<void>;
   settled: boolean;
+}
+
+/** Whether `value` is a `ClientProxy` (it can emit and connect). */
+function isClientProxy(value: unknown): value is ClientProxyLike {
+  return typeof value === 'object' && value !== null && typeof (value as ClientProxyLike).emit === 'function' && typeof (value as ClientProxyLike).connect === 'function';
 }
 
 /** Loads a package by a name the bundler leaves alone (an optional peer, present when the sink is used). */
@@ -48,42 +55,35 @@ export class ClientProxySink implements DeferredSink<SinkItem> {
   private client: ClientProxyLike | undefined;
   private transport: Transport | undefined;
   private transportName: BrokerTransport | undefined;
-  private clientClosed = false;
+  /** The client as held open until the drain ends (`drainBeforeClientClose`). */
+  private held: HeldClient | undefined;
   private readonly pending = new WeakMap<JobItem, PendingSend>();
 
   constructor(options: ClientProxySinkOptions) {
     const C = 'ClientProxySink';
-    if (!options || typeof options !== 'object') {
-      throw new SinkConfigError(`${C}: options are required: new ${C}({ moduleRef, clientToken: 'ORDERS' }) or new ${C}({ client }).`);
-    }
+    checkOptionsObject(C, options, `new ${C}({ clientToken: 'ORDERS' }) or new ${C}({ client })`);
     const { client, clientToken, moduleRef, transport, name } = options;
-    if (client === undefined && (clientToken === undefined || moduleRef === undefined)) {
+    if (client === undefined && clientToken === undefined) {
       throw new SinkConfigError(
-        `${C}: no way to find the client. Pass moduleRef and clientToken (the name you gave ClientsModule.register([{ name, transport }])), ` +
+        `${C}: no way to find the client. Pass clientToken (the name you gave ClientsModule.register([{ name, transport }])), ` +
           'or client (a ClientProxy instance).',
+        'clientToken',
       );
     }
-    if (client !== undefined && (client === null || typeof client.emit !== 'function' || typeof client.connect !== 'function')) {
-      throw new SinkConfigError(`${C}: client must be a ClientProxy of @nestjs/microservices (with emit() and connect()).`, 'client');
+    if (client !== undefined && !isClientProxy(client)) {
+      throw optionError(C, 'client', 'must be a ClientProxy of @nestjs/microservices (with emit() and connect())', 'Pass the client ClientsModule registered, or its clientToken.', client);
     }
     if (moduleRef !== undefined && (moduleRef === null || typeof moduleRef.get !== 'function')) {
-      throw new SinkConfigError(`${C}: moduleRef must be Nest's ModuleRef; inject it with DeferredWorkModule.forRootAsync({ inject: [ModuleRef], useFactory }).`, 'moduleRef');
+      throw optionError(C, 'moduleRef', "must be Nest's ModuleRef", 'It is not needed any more: leave it out, and the sink finds clientToken itself.');
     }
-    if (transport !== undefined && !TRANSPORTS.includes(transport)) {
-      throw new SinkConfigError(`${C}: transport must be one of ${TRANSPORTS.map((t) => `'${t}'`).join(', ')}, got ${JSON.stringify(transport)}.`, 'transport');
-    }
-    const qos = options.mqtt?.qos;
-    if (qos !== undefined && qos !== 0 && qos !== 1 && qos !== 2) throw new SinkConfigError(`${C}: mqtt.qos must be 0, 1 or 2, got ${JSON.stringify(qos)}.`, 'mqtt.qos');
-    const policy = options.redis?.noSubscribers;
-    if (policy !== undefined && policy !== 'fail' && policy !== 'count') {
-      throw new SinkConfigError(`${C}: redis.noSubscribers must be 'fail' or 'count', got ${JSON.stringify(policy)}.`, 'redis.noSubscribers');
-    }
+    checkOneOf(C, 'transport', transport, TRANSPORTS, 'rmq');
+    checkOneOf(C, 'mqtt.qos', options.mqtt?.qos, [0, 1, 2], 1);
+    checkOneOf(C, 'redis.noSubscribers', options.redis?.noSubscribers, ['fail', 'count'], 'fail');
     const key = options.payloadIdKey;
     if (key !== undefined && key !== false && (typeof key !== 'string' || key === '')) {
-      throw new SinkConfigError(`${C}: payloadIdKey must be a non-empty string or false, got ${JSON.stringify(key)}.`, 'payloadIdKey');
+      throw optionError(C, 'payloadIdKey', 'must be a non-empty string or false', "Leave it out for the transport's default.", key);
     }
-    this.name = name ?? (typeof clientToken === 'string' ? clientToken : 'microservices');
-    if (typeof this.name !== 'string' || this.name === '') throw new SinkConfigError(`${C}: name must be a non-empty string, got ${JSON.stringify(name)}.`, 'name');
+    this.name = checkSinkName(C, name, typeof clientToken === 'string' ? clientToken : 'microservices');
     this.options = options;
     this.client = client;
     this.transportName = transport ?? (client ? detectTransport(client) : undefined);
@@ -119,22 +119,18 @@ export class ClientProxySink implements DeferredSink<SinkItem> {
   /** Finds the registered client, learns its transport, loads the record builders, and holds the client open until the drain ends. */
   async attach(context: SinkAttachContext): Promise<void> {
     if (!this.client) {
-      let found: unknown;
-      try {
-        found = this.options.moduleRef!.get(this.options.clientToken as string, { strict: false });
-      } catch {
-        found = undefined;
-      }
-      if (!found || typeof (found as ClientProxyLike).emit !== 'function') {
-        throw new SinkConfigError(
-          `ClientProxySink "${this.name}": no client registered as ${String(this.options.clientToken)}. Register it with ` +
-            `ClientsModule.register([{ name: ${typeof this.options.clientToken === 'string' ? `'${this.options.clientToken}'` : 'TOKEN'}, transport, options }]) in a module the app imports.`,
-          'clientToken',
-        );
-      }
-      this.client = found as ClientProxyLike;
-      this.transportName ??= detectTransport(found);
-      if (!this.transportName) throw this.unknownTransport(found);
+      const token = this.options.clientToken;
+      this.client = findAppClient(context, {
+        sink: `ClientProxySink "${this.name}"`,
+        option: 'clientToken',
+        token,
+        moduleRef: this.options.moduleRef,
+        is: isClientProxy,
+        what: 'a ClientProxy of @nestjs/microservices',
+        register: `ClientsModule.register([{ name: ${typeof token === 'string' ? `'${token}'` : 'TOKEN'}, transport, options }])`,
+      });
+      this.transportName ??= detectTransport(this.client);
+      if (!this.transportName) throw this.unknownTransport(this.client);
     }
     let records: NestRecords;
     try {
@@ -164,7 +160,7 @@ export class ClientProxySink implements DeferredSink<SinkItem> {
           `${this.transport.delivered}. See docs/sinks/microservices.md for a confirmed setup.`,
       );
     }
-    if (this.options.drainBeforeClientClose ?? true) this.hold(this.client, context.drain);
+    if (this.options.drainBeforeClientClose ?? true) this.held = context.holdOpen(this.client);
   }
 
   async write(batch: readonly SinkItem[], { signal }: SinkWriteContext): Promise<void | SinkWriteResult> {
@@ -241,7 +237,7 @@ export class ClientProxySink implements DeferredSink<SinkItem> {
 
   /** The client's state, connecting it first (bounded) if it never was. */
   private async ready(transport: Transport, signal: AbortSignal): Promise<ClientState> {
-    if (this.clientClosed) return 'closed';
+    if (this.held?.closed) return 'closed';
     const state = transport.state();
     if (state !== 'unconnected') return state;
     let timer: NodeJS.Timeout | undefined;
@@ -281,23 +277,6 @@ export class ClientProxySink implements DeferredSink<SinkItem> {
   private sendError(error: unknown): unknown {
     if (error instanceof SinkWriteError) return error;
     return new SinkWriteError(`ClientProxySink "${this.name}" (${this.transportName}): ${errorMessage(error)}`, { cause: error });
-  }
-
-  /** Wraps the registered client's `onApplicationShutdown` (set by `ClientsModule` to `close`) to await the drain first. */
-  private hold(client: object, drain: () => Promise<unknown>): void {
-    const target = client as { onApplicationShutdown?: (signal?: string) => unknown };
-    const close = target.onApplicationShutdown;
-    if (typeof close !== 'function') return;
-    const sink = this;
-    target.onApplicationShutdown = async function drainThenClose(this: unknown, signal?: string) {
-      try {
-        await drain();
-      } catch {
-        // The drain logs its own failures; the client closes regardless.
-      }
-      sink.clientClosed = true;
-      return close.call(this, signal);
-    };
   }
 
   private async natsHeaders(): Promise<(() => NatsHeaders) | undefined> {

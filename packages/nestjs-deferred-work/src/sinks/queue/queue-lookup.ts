@@ -1,10 +1,17 @@
 import { SinkWriteError } from '../../core/errors/sink-write.error';
+import type { SinkAttachContext } from '../../core/sink.interface';
+import { type ModuleRefLike, resolveToken } from '../kit/app-client';
+import { checkSinkName, describeValue } from '../kit/option-checks';
 import { SinkConfigError } from '../kit/sink-config.error';
-import type { ModuleRefLike, NamedQueue, QueueFlavor, QueueSinkOptions } from './queue-sink.options';
+import type { NamedQueue, QueueFlavor, QueueSinkOptions } from './queue-sink.options';
+
+/** Before the sink is attached: nothing is registered. */
+const NO_PROVIDERS: Pick<SinkAttachContext, 'resolve'> = { resolve: () => undefined };
 
 /**
- * Where a queue sink finds its queues: the ones it was given, else the ones registered in the app
- * (through the module ref, by injection token). Validates the options at construction.
+ * Where a queue sink finds its queues: the ones it was given, else the ones registered in the app,
+ * by injection token (through the attach context, or a `moduleRef` passed in older setups).
+ * Validates the options at construction.
  */
 export class QueueLookup<Q extends NamedQueue> {
   readonly sinkName: string;
@@ -14,40 +21,33 @@ export class QueueLookup<Q extends NamedQueue> {
   private readonly given = new Map<string, Q>();
   private readonly resolved = new Map<string, Q>();
   private readonly queueToken: (name: string) => unknown;
+  /** The app's providers by token, once attached. */
+  private context: Pick<SinkAttachContext, 'resolve'> | undefined;
 
   constructor(
-    options: QueueSinkOptions<Q>,
+    options: QueueSinkOptions<Q> = {},
     private readonly flavor: QueueFlavor,
     private readonly isQueue: (value: unknown) => value is Q,
     private readonly onFound: (queue: Q) => void,
   ) {
     const C = flavor.sinkClass;
-    if (!options || typeof options !== 'object') {
+    if (options === null || typeof options !== 'object') {
       throw new SinkConfigError(
-        `${C}: options are required. Pass new ${C}({ moduleRef }) (inject ModuleRef in ` +
-          `DeferredWorkModule.forRootAsync) or new ${C}({ queues: { name: queue } }).`,
+        `${C}: options must be an object, got ${describeValue(options)}. Leave them out to use the queues registered with ` +
+          `BullModule.registerQueue, or pass new ${C}({ queues: { name: queue } }).`,
       );
     }
-    this.sinkName = options.name ?? flavor.defaultName;
-    if (typeof this.sinkName !== 'string' || this.sinkName === '') {
-      throw new SinkConfigError(`${C}: name must be a non-empty string, got ${JSON.stringify(options.name)}.`, 'name');
-    }
+    this.sinkName = checkSinkName(C, options.name, flavor.defaultName);
     const moduleRef = options.moduleRef;
     if (moduleRef !== undefined && (moduleRef === null || typeof moduleRef.get !== 'function')) {
       throw new SinkConfigError(
-        `${C}: moduleRef must be Nest's ModuleRef (an object with get()). Inject it with ` +
-          `DeferredWorkModule.forRootAsync({ inject: [ModuleRef], useFactory: (moduleRef) => ({ sinks: [new ${C}({ moduleRef })] }) }).`,
+        `${C}: moduleRef must be Nest's ModuleRef (an object with get()). It is not needed any more: leave it out, and the sink ` +
+          'finds the registered queues itself.',
         'moduleRef',
       );
     }
     this.moduleRef = moduleRef;
     this.addAllGiven(options.queues);
-    if (!this.moduleRef && this.given.size === 0) {
-      throw new SinkConfigError(
-        `${C}: no way to find queues. Pass moduleRef (to reuse the queues registered with ` +
-          'BullModule.registerQueue) or queues ({ [queueName]: queue }).',
-      );
-    }
     if (options.queueToken !== undefined && typeof options.queueToken !== 'function') {
       throw new SinkConfigError(`${C}: queueToken must be a function (name) => token, e.g. getQueueToken from ${flavor.nestPackage}.`, 'queueToken');
     }
@@ -55,45 +55,45 @@ export class QueueLookup<Q extends NamedQueue> {
     this.holdsOpen = options.drainBeforeQueueClose ?? true;
   }
 
-  /** Every queue the sink may write to: the given ones and, with a module ref, every registered queue among `providers`. */
+  /** At bootstrap: from now on, queues not given are looked up among the app's providers. */
+  attach(context: Pick<SinkAttachContext, 'resolve'>): void {
+    this.context = context;
+  }
+
+  /** Every queue the sink may write to: the given ones and every queue registered in the app among `providers`. */
   *reachable(providers: Iterable<{ token: unknown; instance: unknown }>): Iterable<Q> {
     yield* this.given.values();
-    if (!this.moduleRef) return;
     for (const { token, instance } of providers) {
       let mine = false;
       let other: string | undefined;
       try {
         const name = (instance as { name?: unknown }).name;
-        if (typeof name !== 'string' || token !== this.queueToken(name)) continue;
+        if (typeof name !== 'string' || token !== this.queueToken(name) || this.given.has(name)) continue;
         mine = this.isQueue(instance);
         other = mine ? undefined : this.flavor.otherLibrary?.(instance);
       } catch {
         continue; // a provider that throws on property access (a strict proxy outside its context) is no queue of ours
       }
       if (mine) yield instance as Q;
-      else if (other) throw new SinkConfigError(`${this.flavor.sinkClass} "${this.sinkName}": the queue registered as ${String(token)} ${other}`, 'moduleRef');
+      else if (other) throw new SinkConfigError(`${this.flavor.sinkClass} "${this.sinkName}": the queue registered as ${String(token)} ${other}`, 'queues');
     }
   }
 
-  /** The queue for `name`: a given one, else one resolved (once) through the module ref. Throws a not-retryable `SinkWriteError`. */
+  /** The queue for `name`: a given one, else one resolved (once) among the app's providers. Throws a not-retryable `SinkWriteError`. */
   queue(name: string): Q {
     const queue = this.given.get(name) ?? this.resolved.get(name);
     if (queue) return queue;
     const { sinkClass: C, library } = this.flavor;
-    if (!this.moduleRef) {
+    const token = this.queueToken(name);
+    if (!this.context && !this.moduleRef) {
+      const known = [...this.given.keys()].map((n) => `"${n}"`).join(', ') || 'none';
       throw new SinkWriteError(
-        `${C} "${this.sinkName}": no queue named "${name}" (known: ${[...this.given.keys()].map((n) => `"${n}"`).join(', ')}). ` +
-          `Add it to new ${C}({ queues: { '${name}': queue } }), or pass moduleRef to use the queues registered with BullModule.registerQueue.`,
+        `${C} "${this.sinkName}": no queue named "${name}" (given: ${known}), and the sink was not attached to an app to find it registered. ` +
+          `Add the sink to DeferredWorkModule's sinks, or pass the queue in new ${C}({ queues: { '${name}': queue } }).`,
         { retryable: false },
       );
     }
-    const token = this.queueToken(name);
-    let found: unknown;
-    try {
-      found = this.moduleRef.get(token as string, { strict: false });
-    } catch {
-      found = undefined;
-    }
+    const found = resolveToken(this.context ?? NO_PROVIDERS, token, this.moduleRef);
     const other = this.isQueue(found) ? undefined : this.flavor.otherLibrary?.(found);
     if (other) throw new SinkWriteError(`${C} "${this.sinkName}": queue "${name}" ${other}`, { retryable: false });
     if (!this.isQueue(found)) {

@@ -1,8 +1,7 @@
-import type { ModuleRef } from '@nestjs/core';
 import type { SinkProcessorOptions } from '../../core/sink.interface';
+import type { ModuleRefLike } from '../kit/app-client';
 
-/** Something that finds a provider by token anywhere in the app: Nest's `ModuleRef`. */
-export type ModuleRefLike = Pick<ModuleRef, 'get'>;
+export type { ModuleRefLike } from '../kit/app-client';
 
 /** A queue as every queue sink needs it: named. */
 export interface NamedQueue {
@@ -15,25 +14,28 @@ export interface NamedQueue {
  */
 export type QueueState = 'up' | 'down' | 'closed';
 
-/** Options every queue sink takes (Bull, BullMQ). Give `moduleRef`, `queues`, or both. */
+/**
+ * Options every queue sink takes (Bull, BullMQ); all optional. With none, a job's queue is the one the
+ * app registered with `BullModule.registerQueue({ name })`, found by its injection token when the job is
+ * first written: no second Redis connection.
+ */
 export interface QueueSinkOptions<Q extends NamedQueue> {
-  /** Sink name used by routing (`routing.job`, `@AfterResponse({ sinks })`, a job's `sink`). */
+  /** Sink name used by routing (`routing.job`, `@AfterResponse({ sinks })`, a job's `sink`). Default: `'bull'` / `'bullmq'`. */
   name?: string;
   /**
-   * The app's `ModuleRef` (inject it in `DeferredWorkModule.forRootAsync({ inject: [ModuleRef], useFactory })`).
-   * A job's queue is looked up on first use with `moduleRef.get(queueToken(name), { strict: false })`,
-   * so the queues registered with `BullModule.registerQueue({ name })` are reused: no second Redis
-   * connection. Also lets the sink find every registered queue at bootstrap (see `drainBeforeQueueClose`).
+   * @deprecated Not needed: the sink finds the registered queues through the app itself. Still
+   * accepted: when given, queues are looked up with `moduleRef.get(queueToken(name), { strict: false })`.
    */
   moduleRef?: ModuleRefLike;
   /**
    * Queue instances to use directly, by queue name, or an array keyed by each `queue.name`. These are
-   * looked up before `moduleRef`. The sink never closes them: close them after the app's shutdown.
+   * looked up before the app's registered queues. The sink never closes them: close them after the
+   * app's shutdown. Default: none (only registered queues).
    */
   queues?: Readonly<Record<string, Q>> | readonly Q[];
   /**
    * The injection token of the queue registered under `name`. Default: what the Nest integration's
-   * `getQueueToken(name)` returns. Pass `getQueueToken` itself, or your own function if you register
+   * `getQueueToken(name)` returns (`` `BullQueue_${name}` ``). Pass `getQueueToken` itself, or your own function if you register
    * queues under custom tokens.
    */
   queueToken?: (name: string) => string | symbol;
@@ -41,11 +43,11 @@ export interface QueueSinkOptions<Q extends NamedQueue> {
    * The Nest integration closes its queues in their `onApplicationShutdown` hook, and Nest runs the
    * `onApplicationShutdown` hooks of a module registering queues *before* those of a global module
    * such as `DeferredWorkModule`: the drain would then meet closed queues. When `true`, from bootstrap
-   * on, every queue the sink may write to — the `queues` given and, with `moduleRef`, every queue
-   * registered in the app (found by its `queueToken`) — gets its shutdown hook wrapped so that it first
-   * awaits the library's drain (bounded by `shutdownTimeoutMs`), then closes. A queue first met later,
-   * even during shutdown, is held from then on. Queues without such a hook (created by the app itself)
-   * are left alone: close them after `app.close()`. Default `true`.
+   * on, every queue the sink may write to — the `queues` given and every queue registered in the app
+   * (found by its `queueToken`) — is held open: its shutdown hook and its `close()` (and
+   * `disconnect()`) first await the library's drain (bounded by `shutdownTimeoutMs`), then close as
+   * before, whoever calls them. A queue first met later, even during shutdown, is held from then on.
+   * Default `true`.
    */
   drainBeforeQueueClose?: boolean;
 }

@@ -4,7 +4,6 @@ import type { JobItem, SinkItem, SinkKind } from '../../core/items/deferred-item
 import type { DeferredSink, SinkAttachContext, SinkItemFailure, SinkWriteContext, SinkWriteResult } from '../../core/sink.interface';
 import { abortable } from '../kit/abortable';
 import { type Part, Partitions } from '../kit/partitions';
-import { QueueHolder } from './queue-holder';
 import { QueueLookup } from './queue-lookup';
 import type { NamedQueue, QueueFlavor, QueueSinkOptions, QueueState } from './queue-sink.options';
 
@@ -20,10 +19,11 @@ export abstract class QueueSink<Q extends NamedQueue, J> implements DeferredSink
   readonly name: string;
   readonly kinds: readonly SinkKind[] = Object.freeze(['job'] as const);
   private readonly lookup: QueueLookup<Q>;
-  private readonly holder = new QueueHolder();
+  /** Holds a queue open until the drain ends (set at bootstrap). */
+  private holdOpen: ((queue: Q) => void) | undefined;
 
   protected constructor(
-    options: QueueSinkOptions<Q>,
+    options: QueueSinkOptions<Q> | undefined,
     protected readonly flavor: QueueFlavor,
   ) {
     this.lookup = new QueueLookup(options, flavor, (value): value is Q => this.isQueue(value), (queue) => this.held(queue));
@@ -55,12 +55,14 @@ export abstract class QueueSink<Q extends NamedQueue, J> implements DeferredSink
   }
 
   /**
-   * At bootstrap: with `drainBeforeQueueClose`, holds open every queue this sink may write to — the
-   * queues it was given and, with `moduleRef`, every queue registered in the app — so that a queue
-   * nobody has written to yet is not closed before the drain either.
+   * At bootstrap: finds queues not given among the app's providers from now on and, with
+   * `drainBeforeQueueClose`, holds open every queue this sink may write to — the queues it was given
+   * and every queue registered in the app — so that a queue nobody has written to yet is not closed
+   * before the drain either.
    */
   attach(context: SinkAttachContext): void {
-    this.holder.attach(context.drain);
+    this.lookup.attach(context);
+    if (this.lookup.holdsOpen) this.holdOpen = (queue) => void context.holdOpen(queue);
     for (const queue of this.lookup.reachable(context.providers())) this.held(queue);
   }
 
@@ -92,7 +94,7 @@ export abstract class QueueSink<Q extends NamedQueue, J> implements DeferredSink
   }
 
   private held(queue: Q): void {
-    if (this.lookup.holdsOpen) this.holder.hold(queue);
+    this.holdOpen?.(queue);
   }
 
   /** One batch add for one queue; returns the failures, or rejects when `signal` aborts. */
@@ -123,7 +125,7 @@ export abstract class QueueSink<Q extends NamedQueue, J> implements DeferredSink
     if (state === 'closed') {
       const message =
         `${library} queue "${name}" is closed; its jobs cannot be added. If this happens at shutdown, the queue was closed before ` +
-        'the deferred work drained: keep drainBeforeQueueClose on and pass moduleRef, or close your own queues after app.close().';
+        'the deferred work drained: keep drainBeforeQueueClose on, or close your own queues after app.close().';
       return { retryable: false, error: new SinkWriteError(message, { retryable: false }) };
     }
     const message = `${library} queue "${name}": Redis is not connected; not sending (ioredis would queue the command offline). Will retry.`;
