@@ -23,8 +23,10 @@ const HELD_CLOSE_WAIT_MS = 1000;
 export class DeferredWorkLifecycle implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger('DeferredWork');
   /** The app's clients the sinks hold open until the drain ends. */
-  private readonly holds = new ClientHolds((owners, client) =>
-    this.dispatcher.closeSinks(owners, `the app closed the client of sink${owners.length > 1 ? 's' : ''} ${owners.map((o) => `"${o}"`).join(', ')} (${client})`),
+  private readonly holds = new ClientHolds(
+    (owners, client) =>
+      this.dispatcher.closeSinks(owners, `the app closed the client of sink${owners.length > 1 ? 's' : ''} ${owners.map((o) => `"${o}"`).join(', ')} (${client})`),
+    (message) => this.logger.warn(message),
   );
 
   constructor(

@@ -98,3 +98,32 @@ describe('ClientHolds', () => {
     await holds.closing();
   });
 });
+
+describe('ClientHolds on clients whose methods are not plain properties', () => {
+  it('holds a read-only but configurable method (Knex) and a method inherited from the class', async () => {
+    const events: string[] = [];
+    const knexLike = Object.defineProperty(() => undefined, 'destroy', { value: async () => void events.push('destroy'), configurable: true });
+    class Pool {
+      async end() {
+        events.push('end');
+      }
+    }
+    const pool = new Pool();
+    const other = new Pool();
+    const holds = new ClientHolds(async () => void events.push('drain'));
+    holds.hold(knexLike);
+    holds.hold(pool);
+    await (knexLike as unknown as { destroy(): Promise<void> }).destroy();
+    await pool.end();
+    await other.end(); // another instance of the class is not held
+    expect(events).toEqual(['drain', 'destroy', 'drain', 'end', 'end']);
+  });
+
+  it('warns, and leaves the client working, when a method cannot be replaced', async () => {
+    const warnings: string[] = [];
+    const frozen = Object.freeze({ close: async () => 'closed' });
+    new ClientHolds(async () => undefined, (m) => warnings.push(m)).hold(frozen);
+    await expect(frozen.close()).resolves.toBe('closed');
+    expect(warnings).toEqual([expect.stringMatching(/client\.close\(\) cannot be replaced .* Close it after app\.close\(\)/)]);
+  });
+});

@@ -7,6 +7,26 @@ const NEST_HOOKS: readonly string[] = Object.freeze(['onModuleDestroy', 'beforeA
 
 type Method = (this: unknown, ...args: unknown[]) => unknown;
 
+/**
+ * Puts `fn` in place of the client's method `name`, as an own property of the instance: assigned when
+ * it is writable, redefined when it is read-only but configurable (Knex defines its methods so).
+ * `false` when the property can be neither (frozen).
+ */
+function replaceMethod(client: object, name: string, fn: Method): boolean {
+  const own = Object.getOwnPropertyDescriptor(client, name);
+  if (own && !own.writable && !own.configurable) return false;
+  if (own && own.writable) {
+    (client as Record<string, unknown>)[name] = fn;
+    return true;
+  }
+  try {
+    Object.defineProperty(client, name, { value: fn, writable: true, configurable: true, enumerable: own?.enumerable ?? false });
+    return true;
+  } catch {
+    return false; // a non-extensible object
+  }
+}
+
 /** How messages name a client: its class and the method that closed it, e.g. `Pool.end()`. */
 function clientName(client: unknown, method: string): string {
   const cls = (client as { constructor?: { name?: string } } | null)?.constructor?.name;
@@ -38,7 +58,10 @@ export class ClientHolds {
   private readonly holds = new WeakMap<object, Hold>();
   private readonly postponed = new Set<Promise<unknown>>();
 
-  constructor(private readonly release: ReleaseHeld) {}
+  constructor(
+    private readonly release: ReleaseHeld,
+    private readonly warn?: (message: string) => void,
+  ) {}
 
   /**
    * Holds `client` open for the sink named `owner` (idempotent: a client held twice is wrapped once,
@@ -55,7 +78,10 @@ export class ClientHolds {
     const methods = options.methods ?? CLOSE_METHODS;
     for (const name of new Set([...methods, ...NEST_HOOKS])) {
       const original = target[name];
-      if (typeof original === 'function') target[name] = this.wrap(name, original as Method, hold);
+      if (typeof original !== 'function') continue;
+      if (!replaceMethod(client, name, this.wrap(name, original as Method, hold))) {
+        this.warn?.(`${clientName(client, name)} cannot be replaced (a frozen property), so closing it does not wait for the deferred work to drain. Close it after app.close().`);
+      }
     }
     return hold;
   }
