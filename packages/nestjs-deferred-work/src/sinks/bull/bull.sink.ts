@@ -2,6 +2,7 @@ import { errorMessage } from '../../core/error-message';
 import { SinkWriteError } from '../../core/errors/sink-write.error';
 import type { JobItem, SinkItem } from '../../core/items/deferred-item.interface';
 import type { SinkProcessorOptions } from '../../core/sink.interface';
+import { redisState } from '../kit/redis-state';
 import { QueueSink } from '../queue/queue-sink';
 import type { QueueState } from '../queue/queue-sink.options';
 import { BULL_PROCESSOR_DEFAULTS, BULL_SINK_NAME, type BullBulkJob, type BullQueueLike, type BullSinkOptions, bullQueueToken } from './bull-sink.options';
@@ -129,14 +130,6 @@ export class BullSink extends QueueSink<BullQueueLike, BullBulkJob> {
   protected connectionState(queue: BullQueueLike): QueueState {
     const q = queue as BullQueueLike & QueueInternals;
     if (q.closing || q.closed === true) return 'closed';
-    let status: string | undefined;
-    try {
-      status = q.client?.status;
-    } catch {
-      return 'up';
-    }
-    if (status === undefined || status === 'ready' || status === 'wait') return 'up';
-    if (status === 'end') return 'closed';
-    return 'down';
+    return redisState(q.client);
   }
 }

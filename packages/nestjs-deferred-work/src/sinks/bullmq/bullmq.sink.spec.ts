@@ -9,6 +9,7 @@ class FakeQueue {
   bulkCalls = 0;
   refuse = new Set<string>(); // job names Redis refuses
   failBulkAfter: number | undefined; // addBulk stores this many jobs, then throws (a pipeline)
+  hang = false; // addBulk never answers (a black-holed connection)
   status = 'ready';
   closing: Promise<void> | undefined;
   client: Promise<{ status: string }> = Promise.resolve(this as unknown as { status: string });
@@ -19,6 +20,7 @@ class FakeQueue {
 
   async addBulk(jobs: BullMqBulkJob[]): Promise<Array<{ id: string }>> {
     this.bulkCalls++;
+    if (this.hang) return new Promise(() => undefined);
     const out: Array<{ id: string }> = [];
     for (const [i, job] of jobs.entries()) {
       if (this.failBulkAfter !== undefined && i >= this.failBulkAfter) throw new Error('pipeline: WRONGTYPE');
@@ -102,6 +104,21 @@ describe('BullMqSink', () => {
     expect(result.failed).toEqual([expect.objectContaining({ retryable: false })]);
     expect(String(result.failed![0].error)).toMatch(/BullMQ queue "mail" is closed/);
     expect(mail.bulkCalls).toBe(0);
+  });
+
+  it('when the write is cut short, the queues that confirmed their jobs count as delivered; only the unconfirmed ones are retried', async () => {
+    const mail = new FakeQueue('mail');
+    const audit = new FakeQueue('audit');
+    audit.hang = true;
+    const sink = new BullMqSink({ queues: [mail as never, audit as never] });
+    const controller = new AbortController();
+    const writing = sink.write([job('mail', 'a'), job('audit', 'b'), job('mail', 'c')], { signal: controller.signal, attempt: 1 });
+    await new Promise((r) => setTimeout(r, 20));
+    const reason = new Error('write timed out after 2000 ms');
+    controller.abort(reason);
+    const result = (await writing) as SinkWriteResult;
+    expect(result.failed).toEqual([{ index: 1, error: reason }]); // retryable (the default)
+    expect(mail.stored.size).toBe(2);
   });
 
   it.each([

@@ -2,7 +2,9 @@ import { errorMessage } from '../../core/error-message';
 import { SinkWriteError } from '../../core/errors/sink-write.error';
 import type { JobItem, SinkItem } from '../../core/items/deferred-item.interface';
 import type { SinkProcessorOptions } from '../../core/sink.interface';
+import { isolate } from '../kit/isolate';
 import { itemId } from '../kit/item-id';
+import { redisState } from '../kit/redis-state';
 import { QueueSink } from '../queue/queue-sink';
 import type { QueueState } from '../queue/queue-sink.options';
 import { bullMqOptionsProblem } from './bullmq-job-options';
@@ -87,17 +89,17 @@ export class BullMqSink extends QueueSink<BullMqQueueLike, BullMqBulkJob> {
     return { name: job.name, data: job.data, opts };
   }
 
-  protected async addJobs(queue: BullMqQueueLike, jobs: BullMqBulkJob[]): Promise<ReadonlyArray<BullMqJobResult>> {
-    try {
-      return await queue.addBulk(jobs);
-    } catch (error) {
-      // Part of the pipeline may be in Redis. With Redis up, add each job alone (their ids make the
-      // ones already added no-ops) to learn which were refused; otherwise retry the whole part.
-      if ((await this.connectionState(queue)) !== 'up') throw error;
-      return Promise.all(
-        jobs.map((job) => queue.add(job.name, job.data, job.opts).then((added) => added, (refused: unknown) => ({ error: refused }))),
-      );
-    }
+  protected async addJobs(queue: BullMqQueueLike, jobs: BullMqBulkJob[], signal: AbortSignal): Promise<ReadonlyArray<BullMqJobResult>> {
+    // One addBulk (a pipeline). When it fails part of it may be in Redis: with Redis up, each job is
+    // added alone (their ids make the ones already added no-ops) to learn which were refused; with
+    // Redis down, every job of the part fails as it is (retried later, nothing parked offline).
+    const outcomes = await isolate(jobs, (part) => queue.addBulk(part), {
+      signal,
+      split: 'singles',
+      sendOne: (job) => queue.add(job.name, job.data, job.opts),
+      splits: async () => (await this.connectionState(queue)) === 'up',
+    });
+    return outcomes.map((error) => (error === undefined ? { id: true } : { error }));
   }
 
   protected jobNotAdded(queueName: string, job: BullMqBulkJob, result: unknown): SinkWriteError | undefined {
@@ -132,10 +134,7 @@ export class BullMqSink extends QueueSink<BullMqQueueLike, BullMqBulkJob> {
       new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), CLIENT_WAIT_MS))),
     ]);
     clearTimeout(timer);
-    const status = client?.status;
     if (client === undefined) return 'down';
-    if (status === undefined || status === 'ready' || status === 'wait') return 'up';
-    if (status === 'end') return 'closed';
-    return 'down';
+    return redisState(client);
   }
 }

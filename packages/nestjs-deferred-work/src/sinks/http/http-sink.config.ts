@@ -1,4 +1,5 @@
 import * as http from 'node:http';
+import { checkWholeNumber, describeValue } from '../kit/option-checks';
 import { SinkConfigError } from '../kit/sink-config.error';
 import { displayUrl } from './http-wire';
 import type { HttpSinkFormat } from './http-sink.options';
@@ -14,11 +15,6 @@ export const HTTP_SINK_DEFAULTS = Object.freeze({
   gzipMinBytes: 1024,
   agentOptions: Object.freeze({ keepAlive: true, keepAliveMsecs: 1000, timeout: 4000 }),
 });
-
-export function describeValue(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value.length > 80 ? `${value.slice(0, 80)}…` : value);
-  return value === null ? 'null' : typeof value === 'object' ? 'an object' : String(value);
-}
 
 export function checkUrl(prefix: string, option: string, value: unknown): URL {
   let url: URL;
@@ -80,18 +76,9 @@ export function checkGzip(prefix: string, gzip: unknown): { level: number; minBy
   if (gzip === null || typeof gzip !== 'object') {
     throw new SinkConfigError(`${prefix}: option "gzip" must be true, false or { level, minBytes }, got ${describeValue(gzip)}.`);
   }
-  const { level = HTTP_SINK_DEFAULTS.gzipLevel, minBytes = HTTP_SINK_DEFAULTS.gzipMinBytes } = gzip as { level?: unknown; minBytes?: unknown };
-  if (typeof level !== 'number' || !Number.isInteger(level) || level < 1 || level > 9) {
-    throw new SinkConfigError(
-      `${prefix}: option "gzip.level" must be a whole number from 1 (fastest) to 9 (smallest), got ${describeValue(level)}. ` +
-        `Leave it out for ${HTTP_SINK_DEFAULTS.gzipLevel}, or use gzip: false to send uncompressed.`,
-    );
-  }
-  if (typeof minBytes !== 'number' || !Number.isInteger(minBytes) || minBytes < 0) {
-    throw new SinkConfigError(
-      `${prefix}: option "gzip.minBytes" must be a whole number >= 0, got ${describeValue(minBytes)}. ` +
-        `Leave it out for ${HTTP_SINK_DEFAULTS.gzipMinBytes}.`,
-    );
-  }
-  return { level, minBytes };
+  const { level, minBytes } = gzip as { level?: unknown; minBytes?: unknown };
+  return {
+    level: checkWholeNumber(prefix, 'gzip.level', level, { min: 1, max: 9, unit: '1 fastest, 9 smallest', fallback: HTTP_SINK_DEFAULTS.gzipLevel }),
+    minBytes: checkWholeNumber(prefix, 'gzip.minBytes', minBytes, { min: 0, fallback: HTTP_SINK_DEFAULTS.gzipMinBytes }),
+  };
 }

@@ -8,7 +8,8 @@ import type { DeferredSink, SinkItemFailure, SinkWriteContext, SinkWriteResult }
 import { SINK_KINDS, isSinkKind } from '../../core/items/item-kinds';
 import { type Part, Partitions } from '../kit/partitions';
 import { SinkConfigError } from '../kit/sink-config.error';
-import { HTTP_SINK_DEFAULTS, checkGzip, checkHeaders, checkUrl, describeValue } from './http-sink.config';
+import { HTTP_SINK_DEFAULTS, checkGzip, checkHeaders, checkUrl } from './http-sink.config';
+import { checkOneOf, checkOptionsObject, checkSinkName, describeValue } from '../kit/option-checks';
 import type { HttpSinkFormat, HttpSinkOptions } from './http-sink.options';
 import { causeMessage, displayUrl, idempotencyKey, parseRetryAfter, toWire } from './http-wire';
 import { OffloadedSink } from '../offload/offloaded.sink';
@@ -63,19 +64,10 @@ export class HttpSink implements DeferredSink<SinkItem> {
   private closed = false;
 
   constructor(options: HttpSinkOptions) {
-    if (options === null || typeof options !== 'object') {
-      throw new SinkConfigError(`HttpSink: expected an options object, got ${describeValue(options)}. Pass new HttpSink({ url: 'https://…' }).`);
-    }
-    this.name = options.name ?? HTTP_SINK_DEFAULTS.name;
-    if (typeof this.name !== 'string' || this.name === '') {
-      throw new SinkConfigError(`HttpSink: option "name" must be a non-empty string, got ${describeValue(options.name)}. Pass a unique name, or leave it out for "http".`);
-    }
+    checkOptionsObject('HttpSink', options, "new HttpSink({ url: 'https://…' })");
+    this.name = checkSinkName('HttpSink', options.name, HTTP_SINK_DEFAULTS.name);
     const prefix = `HttpSink "${this.name}"`;
-
-    this.format = options.format ?? HTTP_SINK_DEFAULTS.format;
-    if (this.format !== 'json' && this.format !== 'ndjson') {
-      throw new SinkConfigError(`${prefix}: option "format" must be "json" or "ndjson", got ${describeValue(options.format)}.`);
-    }
+    this.format = checkOneOf<HttpSinkFormat>(prefix, 'format', options.format, ['json', 'ndjson'], HTTP_SINK_DEFAULTS.format);
     this.headers = checkHeaders(prefix, options.headers);
     this.gzip = checkGzip(prefix, options.gzip);
 
@@ -162,15 +154,14 @@ export class HttpSink implements DeferredSink<SinkItem> {
     }
     if (failed.length === 0) return;
 
-    const retryAfters = errors.filter((e) => e.retryable && e.retryAfterMs !== undefined).map((e) => e.retryAfterMs!);
-    const retryAfterMs = retryAfters.length > 0 ? Math.max(...retryAfters) : undefined;
     // Every item failed for one kind of reason: a plain throw says it best.
     const allPostsFailed = failed.length === batch.length && errors.length === list.length;
     if (allPostsFailed && errors.length > 0 && errors.every((e) => e.retryable === errors[0].retryable)) {
       if (errors.length === 1) throw errors[0];
+      const retryAfterMs = Math.max(0, ...errors.map((e) => e.retryAfterMs ?? 0)) || undefined;
       throw new SinkWriteError(errors.map((e) => e.message).join('; '), { retryable: errors[0].retryable, retryAfterMs, cause: errors });
     }
-    return { failed, retryAfterMs };
+    return { failed }; // each failure's retryAfterMs is its error's
   }
 
   /** Closes every connection (idle or not) and makes later writes fail. Idempotent. */

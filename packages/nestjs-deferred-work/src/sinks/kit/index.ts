@@ -1,11 +1,21 @@
+/** The sink kit: what every sink builds on (see ARCHITECTURE.md, "Adding a sink"). */
 export { abortable } from './abortable';
+export { type AppClientSpec, describeToken, findAppClient, type ModuleRefLike, resolveToken } from './app-client';
+export { type Chunk, chunk, type ChunkLimits } from './chunks';
+export { eachItem } from './each-item';
+export { CLOSE_METHODS, ClientHolds } from './hold-open';
+export { isolate, type IsolateOptions } from './isolate';
+export { itemId } from './item-id';
+export { checkOneOf, checkOptionsObject, checkSinkName, checkString, checkWholeNumber, describeValue, optionError } from './option-checks';
 export { type Part, Partitions } from './partitions';
+export { redisState } from './redis-state';
+export { type LimitedOutcome, runLimited } from './run-limited';
 export { SinkConfigError } from './sink-config.error';
+export { WriteProgress } from './write-progress';
 export {
   type CatalogEntry,
   type CatalogRules,
   checkMaxLabelSets,
-  checkSinkName,
   METRIC_INSTRUMENT_TYPES,
   MetricCatalog,
   type MetricDeclaration,

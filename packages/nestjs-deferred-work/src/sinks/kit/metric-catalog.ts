@@ -271,5 +271,3 @@ export class MetricCatalog<D extends MetricDeclaration, I> {
 export function checkMaxLabelSets(prefix: string, value: unknown, fallback: number): number {
   return checkWholeNumber(prefix, 'maxLabelSets', value, { min: 1, fallback });
 }
-
-export { checkSinkName } from './option-checks';

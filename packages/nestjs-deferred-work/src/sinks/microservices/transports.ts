@@ -1,5 +1,6 @@
 import { errorMessage } from '../../core/error-message';
 import { SinkWriteError } from '../../core/errors/sink-write.error';
+import { redisState } from '../kit/redis-state';
 import { type BrokerTransport, type ClientProxyLike, MESSAGE_ID_HEADER, type NoSubscribersPolicy } from './client-proxy-sink.options';
 
 /** One message as the sink hands it to a transport. */
@@ -272,10 +273,7 @@ function redis(ctx: TransportContext): Transport {
     messageId: `the payload's "${ctx.payloadIdKey || '(none: set payloadIdKey)'}" field (object payloads only)`,
     state() {
       const client = pub();
-      if (!client) return 'unconnected';
-      if (client.status === 'ready') return 'up';
-      if (client.status === 'end') return 'closed';
-      return 'down';
+      return client ? redisState(client) : 'unconnected';
     },
     send(messages) {
       const client = pub();

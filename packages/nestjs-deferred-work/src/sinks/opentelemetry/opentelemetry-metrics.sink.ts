@@ -2,7 +2,8 @@ import { Logger } from '@nestjs/common';
 import { type Counter, createNoopMeter, type Gauge, type Histogram, type Meter, metrics, type MetricOptions, type UpDownCounter } from '@opentelemetry/api';
 import type { MetricItem, SinkItem, SinkKind } from '../../core/items/deferred-item.interface';
 import type { DeferredSink, SinkWriteContext, SinkWriteResult } from '../../core/sink.interface';
-import { type CatalogEntry, checkMaxLabelSets, checkSinkName, MetricCatalog } from '../kit/metric-catalog';
+import { type CatalogEntry, checkMaxLabelSets, MetricCatalog } from '../kit/metric-catalog';
+import { checkOptionsObject, checkSinkName, checkString } from '../kit/option-checks';
 import { SinkConfigError } from '../kit/sink-config.error';
 import {
   OPENTELEMETRY_SINK_DEFAULTS,
@@ -39,19 +40,11 @@ export class OpenTelemetryMetricsSink implements DeferredSink<SinkItem> {
   private warnedNoop = false;
 
   constructor(options: OpenTelemetryMetricsSinkOptions) {
-    if (options === null || typeof options !== 'object') {
-      throw new SinkConfigError('OpenTelemetryMetricsSink: pass options { metrics: [{ name, type, help?, unit?, labelNames? }], meter?, meterName?, prefix?, maxLabelSets? }.');
-    }
+    checkOptionsObject('OpenTelemetryMetricsSink', options, '{ metrics: [{ name, type, help?, unit?, labelNames? }], meter?, meterName?, prefix?, maxLabelSets? }');
     this.name = checkSinkName('OpenTelemetryMetricsSink', options.name, OPENTELEMETRY_SINK_DEFAULTS.name);
     const prefix = `OpenTelemetryMetricsSink "${this.name}"`;
-    const namePrefix = options.prefix ?? OPENTELEMETRY_SINK_DEFAULTS.prefix;
-    if (typeof namePrefix !== 'string') {
-      throw new SinkConfigError(`${prefix}: option "prefix" must be a string such as 'myapp.', got ${typeof namePrefix}. Leave it out for ''.`, 'prefix');
-    }
-    this.meterName = options.meterName ?? OPENTELEMETRY_SINK_DEFAULTS.meterName;
-    if (typeof this.meterName !== 'string' || this.meterName === '') {
-      throw new SinkConfigError(`${prefix}: option "meterName" must be a non-empty string. Leave it out for '${OPENTELEMETRY_SINK_DEFAULTS.meterName}'.`, 'meterName');
-    }
+    const namePrefix = checkString(prefix, 'prefix', options.prefix, { fallback: OPENTELEMETRY_SINK_DEFAULTS.prefix, allowEmpty: true, fix: "E.g. 'myapp.'; leave it out for ''." });
+    this.meterName = checkString(prefix, 'meterName', options.meterName, { fallback: OPENTELEMETRY_SINK_DEFAULTS.meterName });
     if (options.meter !== undefined && (options.meter === null || typeof (options.meter as Meter).createCounter !== 'function')) {
       throw new SinkConfigError(
         `${prefix}: option "meter" must be an OpenTelemetry Meter (meterProvider.getMeter('my-app')). Leave it out to use metrics.getMeter('${this.meterName}').`,

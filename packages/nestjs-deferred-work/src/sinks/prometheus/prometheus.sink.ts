@@ -4,7 +4,8 @@ import { errorMessage } from '../../core/error-message';
 import type { MetricItem, SinkItem, SinkKind } from '../../core/items/deferred-item.interface';
 import type { SinkWriteContext, SinkWriteResult } from '../../core/sink.interface';
 import type { DeferredSink } from '../../core/sink.interface';
-import { type CatalogEntry, checkMaxLabelSets, checkSinkName, MetricCatalog } from '../kit/metric-catalog';
+import { type CatalogEntry, checkMaxLabelSets, MetricCatalog } from '../kit/metric-catalog';
+import { checkOptionsObject, checkSinkName } from '../kit/option-checks';
 import { SinkConfigError } from '../kit/sink-config.error';
 import { PROMETHEUS_LABEL, PROMETHEUS_NAME, prometheusMetricName } from './prometheus-name';
 import { PROMETHEUS_SINK_DEFAULTS, type PrometheusMetricDeclaration, type PrometheusSinkOptions } from './prometheus-sink.options';
@@ -36,11 +37,7 @@ export class PrometheusSink implements DeferredSink<SinkItem> {
   private readonly catalog: MetricCatalog<PrometheusMetricDeclaration, PromMetric>;
 
   constructor(options: PrometheusSinkOptions) {
-    if (options === null || typeof options !== 'object') {
-      throw new SinkConfigError(
-        "PrometheusSink: pass options { metrics: [{ name, type, help, labelNames? }], registry?, prefix?, maxLabelSets? }.",
-      );
-    }
+    checkOptionsObject('PrometheusSink', options, '{ metrics: [{ name, type, help, labelNames? }], registry?, prefix?, maxLabelSets? }');
     this.name = checkSinkName('PrometheusSink', options.name, PROMETHEUS_SINK_DEFAULTS.name);
     const prefix = `PrometheusSink "${this.name}"`;
     this.prefix = options.prefix ?? PROMETHEUS_SINK_DEFAULTS.prefix;

@@ -4,8 +4,13 @@ import type { JobItem, SinkItem, SinkKind } from '../../core/items/deferred-item
 import type { DeferredSink, SinkAttachContext, SinkItemFailure, SinkWriteContext, SinkWriteResult } from '../../core/sink.interface';
 import { abortable } from '../kit/abortable';
 import { type Part, Partitions } from '../kit/partitions';
+import { runLimited } from '../kit/run-limited';
+import { WriteProgress } from '../kit/write-progress';
 import { QueueLookup } from './queue-lookup';
 import type { NamedQueue, QueueFlavor, QueueSinkOptions, QueueState } from './queue-sink.options';
+
+/** Queues one write adds to at once (each is one batch add, one round trip). */
+const PARTS_AT_ONCE = 4;
 
 /**
  * What every queue sink (Bull, BullMQ) guarantees, written once: jobs only; one batch add per queue
@@ -36,8 +41,8 @@ export abstract class QueueSink<Q extends NamedQueue, J> implements DeferredSink
   protected abstract toJob(item: JobItem): J;
   /** Whether a job sent now would reach Redis. May be async. */
   protected abstract connectionState(queue: Q): QueueState | Promise<QueueState>;
-  /** Adds the jobs in one call; resolves with one result per job, in order. */
-  protected abstract addJobs(queue: Q, jobs: J[]): Promise<ReadonlyArray<unknown>>;
+  /** Adds the jobs in one call; resolves with one result per job, in order. Honours `signal` where it can. */
+  protected abstract addJobs(queue: Q, jobs: J[], signal: AbortSignal): Promise<ReadonlyArray<unknown>>;
   /** The error for a job whose result says it was not added, or `undefined` when it was. */
   protected abstract jobNotAdded(queueName: string, job: J, result: unknown): SinkWriteError | undefined;
 
@@ -83,9 +88,20 @@ export abstract class QueueSink<Q extends NamedQueue, J> implements DeferredSink
         parts.refuse(index, error); // an unknown queue
       }
     }
-    const outcomes = await Promise.all(parts.list().map((part) => this.addPart(part, signal)));
-    for (const outcome of outcomes) parts.failed.push(...outcome);
-    return parts.result();
+    // A few queues at a time (each part is one round trip); once the signal aborts, the parts that
+    // were confirmed still count, and the rest are retried.
+    const progress = new WriteProgress(batch.length);
+    for (const failure of parts.failed) progress.failEntry(failure);
+    const work = runLimited(parts.list(), PARTS_AT_ONCE, async (part) => {
+      try {
+        for (const failure of await this.addPart(part, signal)) progress.failEntry(failure);
+        progress.confirm(part.indexes);
+      } catch (error) {
+        progress.fail(part.indexes, error); // cut short by the signal
+      }
+    });
+    const complete = await progress.until(work, signal);
+    return progress.result(complete, signal.reason);
   }
 
   /** Forgets resolved queues. The sink never closes queues: they belong to the app (or to the Nest integration). */
@@ -105,7 +121,7 @@ export abstract class QueueSink<Q extends NamedQueue, J> implements DeferredSink
     if (state !== 'up') return all(this.unavailable(queue.name, state));
     let results: ReadonlyArray<unknown>;
     try {
-      results = await abortable(Promise.resolve().then(() => this.addJobs(queue, part.values)), signal);
+      results = await abortable(Promise.resolve().then(() => this.addJobs(queue, part.values, signal)), signal);
     } catch (error) {
       if (signal.aborted) throw signal.reason;
       if ((await this.connectionState(queue)) === 'closed') return all(this.unavailable(queue.name, 'closed'));
