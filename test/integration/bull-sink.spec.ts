@@ -3,6 +3,7 @@ import { Controller, Get, Param } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import Bull, { type Job, type Queue } from 'bull';
 import {
+  type SinkWriteError,
   AfterResponse,
   Deferred,
   type DeferredScope,
@@ -342,7 +343,7 @@ describe('Bull sink: what Redis refuses, and shutdown order', () => {
   failOnUnhandledRejection();
   const express = platforms[0];
 
-  it('reports a job Redis refused inside the MULTI as failed by index, and retries only that job', async () => {
+  it('reports a job Redis refused inside the MULTI as failed by index, with its code, and dead-letters only that job', async () => {
     // A debounce key of the wrong type makes the addJob script fail with WRONGTYPE for that one job;
     // Bull's addBulk still resolves, leaving the job without an id.
     const app = await startBullApp(express, {
@@ -366,16 +367,17 @@ describe('Bull sink: what Redis refuses, and shutdown order', () => {
         { signal: new AbortController().signal, attempt: 1 },
       );
       expect(result).toEqual({ failed: [expect.objectContaining({ index: 1 })] });
+      expect((result as { failed: { error: SinkWriteError }[] }).failed[0].error).toMatchObject({ code: 'WRONGTYPE', retryable: false });
       expect(String((result as { failed: { error: unknown }[] }).failed[0].error)).toMatch(/Redis refused job "confirm" in addBulk and alone: WRONGTYPE/);
       expect(await app.queue.getWaitingCount()).toBe(2);
 
-      // Through the dispatcher: the good jobs are written once, the refused one is retried and dead-lettered.
+      // Through the dispatcher: the good jobs are written once, the refused one dead-lettered at once (WRONGTYPE: sent again, it fails again).
       const statuses = await load(app.started.url, ['/plain/c', '/plain/poison', '/plain/d'], 3);
       expect(statuses).toEqual([200, 200, 200]);
       expect(await app.work.flush(5000)).toBe(true);
-      expect(app.work.stats().sinks.bull).toMatchObject({ accepted: 3, delivered: 2, deadLettered: 1, retried: 2 });
+      expect(app.work.stats().sinks.bull).toMatchObject({ accepted: 3, delivered: 2, deadLettered: 1, retried: 0 });
       expect(app.work.deadLetters()).toEqual([
-        expect.objectContaining({ reason: 'attempts-exhausted', attempts: 3, item: expect.objectContaining({ data: { id: 'poison' } }) }),
+        expect.objectContaining({ reason: 'not-retryable', code: 'WRONGTYPE', attempts: 1, item: expect.objectContaining({ data: { id: 'poison' } }) }),
       ]);
       const waiting = await app.queue.getWaiting();
       expect(waiting.map((j) => (j.data as { id: string }).id).sort()).toEqual(['a', 'b', 'c', 'd']);

@@ -11,6 +11,8 @@ export class TcpProxy {
   private server: Server | undefined;
   private readonly sockets = new Set<Socket>();
   private open = true;
+  /** Connections stay up but nothing passes either way (a black hole: no reset, no answer). */
+  private silent = false;
 
   constructor(
     private readonly targetPort: number,
@@ -39,8 +41,8 @@ export class TcpProxy {
       };
       client.on('error', drop).on('close', drop);
       upstream.on('error', drop).on('close', drop);
-      client.pipe(upstream);
-      upstream.pipe(client);
+      client.on('data', (chunk: Buffer) => void (this.silent || upstream.write(chunk)));
+      upstream.on('data', (chunk: Buffer) => void (this.silent || client.write(chunk)));
     });
     this.server = server;
     await new Promise<void>((resolve, reject) => {
@@ -57,10 +59,20 @@ export class TcpProxy {
     this.sockets.clear();
   }
 
-  /** Lets connections through again. */
+  /** Lets connections through again (and ends a black hole). */
   async start(): Promise<void> {
     this.open = true;
+    this.silent = false;
   }
+
+  /**
+   * A black hole: connections stay open, nothing passes either way (what is sent meanwhile is lost),
+   * so a client waits for answers that never come — until `off` (or `start()`).
+   */
+  readonly blackhole = {
+    on: async (): Promise<void> => void (this.silent = true),
+    off: async (): Promise<void> => void (this.silent = false),
+  };
 
   async close(): Promise<void> {
     await this.stop();

@@ -2,6 +2,7 @@ import { errorMessage } from '../../core/error-message';
 import { SinkWriteError } from '../../core/errors/sink-write.error';
 import type { JobItem, SinkItem } from '../../core/items/deferred-item.interface';
 import type { SinkProcessorOptions } from '../../core/sink.interface';
+import { redisReply } from '../kit/redis-errors';
 import { redisState } from '../kit/redis-state';
 import { QueueSink } from '../queue/queue-sink';
 import type { QueueState } from '../queue/queue-sink.options';
@@ -100,7 +101,8 @@ export class BullSink extends QueueSink<BullQueueLike, BullBulkJob> {
   protected jobNotAdded(queueName: string, job: BullBulkJob, result: unknown): SinkWriteError | undefined {
     if (result && typeof result === 'object' && 'error' in result) {
       const reason = (result as { error: unknown }).error;
-      return new SinkWriteError(`Bull queue "${queueName}": Redis refused job "${job.name}" in addBulk and alone: ${errorMessage(reason)}`, { cause: reason });
+      const { code, retryable } = redisReply(reason);
+      return new SinkWriteError(`Bull queue "${queueName}": Redis refused job "${job.name}" in addBulk and alone: ${errorMessage(reason)}`, { cause: reason, code, retryable });
     }
     const id = (result as { id?: unknown } | null | undefined)?.id;
     if (id !== null && id !== undefined) return undefined;

@@ -4,6 +4,7 @@ import type { JobItem, SinkItem } from '../../core/items/deferred-item.interface
 import type { SinkProcessorOptions } from '../../core/sink.interface';
 import { isolate } from '../kit/isolate';
 import { itemId } from '../kit/item-id';
+import { redisReply } from '../kit/redis-errors';
 import { redisState } from '../kit/redis-state';
 import { QueueSink } from '../queue/queue-sink';
 import type { QueueState } from '../queue/queue-sink.options';
@@ -105,8 +106,12 @@ export class BullMqSink extends QueueSink<BullMqQueueLike, BullMqBulkJob> {
   protected jobNotAdded(queueName: string, job: BullMqBulkJob, result: unknown): SinkWriteError | undefined {
     const outcome = result as BullMqJobResult;
     if (outcome && 'error' in outcome) {
+      // Redis's own reply says whether sending it again can help (WRONGTYPE, ERR: no; OOM, LOADING: yes).
+      const { code, retryable } = redisReply(outcome.error);
       return new SinkWriteError(`BullMQ queue "${queueName}": Redis refused job "${job.name}" (${job.opts.jobId}): ${errorMessage(outcome.error)}`, {
         cause: outcome.error,
+        code,
+        retryable,
       });
     }
     const id = (outcome as { id?: unknown } | null | undefined)?.id;

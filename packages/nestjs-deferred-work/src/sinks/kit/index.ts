@@ -1,4 +1,5 @@
 /** The sink kit: what every sink builds on (see ARCHITECTURE.md, "Adding a sink"). */
+export { redisReply } from './redis-errors';
 export { abortable } from './abortable';
 export { type AppClientSpec, describeToken, findAppClient, type ModuleRefLike, resolveToken } from './app-client';
 export { type Chunk, chunk, type ChunkLimits } from './chunks';

@@ -17,3 +17,20 @@ describe('redisState', () => {
     expect(redisState({ get status(): string { throw new Error('proxy'); } })).toBe('up');
   });
 });
+
+import { redisReply } from './redis-errors';
+
+describe('redisReply', () => {
+  it.each([
+    ['WRONGTYPE Operation against a key holding the wrong kind of value', 'WRONGTYPE', false],
+    ['ERR value is not an integer or out of range', 'ERR', false],
+    ['ERR max number of clients reached', 'ERR', true],
+    ['OOM command not allowed when used memory > maxmemory', 'OOM', true],
+    ['LOADING Redis is loading the dataset in memory', 'LOADING', true],
+    ['READONLY You can’t write against a read only replica.', 'READONLY', true],
+    ['Connection is closed.', undefined, true],
+    ['connect ECONNREFUSED 127.0.0.1:6379', undefined, true],
+  ])('%s → code %s, retryable %s', (message, code, retryable) => {
+    expect(redisReply(new Error(message))).toEqual(code === undefined ? { retryable } : { code, retryable });
+  });
+});

@@ -1,0 +1,42 @@
+import { BullModule } from '@nestjs/bullmq';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { BullMqSink } from 'nestjs-deferred-work/bullmq';
+import { RedisServer } from '../support/redis-server';
+import { describeSinkConformance } from '../support/sink-conformance';
+
+/** BullMqSink through the queue the app registered with @nestjs/bullmq (found by DI), on a private Redis. */
+const redis = new RedisServer({ persistent: true });
+const RUN = `dw-conf-bullmq-${process.pid}-${Date.now().toString(36)}`;
+let prefix = '';
+let n = 0;
+
+beforeAll(() => redis.start());
+afterAll(() => redis.dispose());
+
+describeSinkConformance({
+  name: 'BullMqSink',
+  open: async () => {
+    prefix = `${RUN}-${++n}`;
+    // A deduplication key of the wrong type: Redis refuses the job that uses it (WRONGTYPE), and only it.
+    const client = new Redis({ host: redis.host, port: redis.port });
+    await client.hset(`${prefix}:conf:de:poison`, { not: 'a string' });
+    client.disconnect();
+    return {
+      sink: new BullMqSink(),
+      imports: [BullModule.forRoot({ connection: { host: redis.host, port: redis.port, retryStrategy: () => 50 }, prefix }), BullModule.registerQueue({ name: 'conf' })],
+    };
+  },
+  defer: (work, mark) => work.job('conf', 'item', { mark }),
+  poison: (work, mark) => work.job('conf', 'item', { mark }, { deduplication: { id: 'poison' } }),
+  received: async () => {
+    const queue = new Queue('conf', { connection: { host: redis.host, port: redis.port }, prefix });
+    try {
+      const jobs = await queue.getJobs(['waiting', 'prioritized', 'delayed', 'active', 'completed', 'failed']);
+      return jobs.map((job) => String((job.data as { mark: string }).mark));
+    } finally {
+      await queue.close();
+    }
+  },
+  outage: redis,
+});
