@@ -3,7 +3,6 @@
 // (Redis port, key prefix and spool directory come from the consumer test.)
 import { BullModule, Processor, WorkerHost } from '@nestjs/bullmq';
 import { Controller, Module, Param, Post } from '@nestjs/common';
-import { ModuleRef } from '@nestjs/core';
 import type { Job } from 'bullmq';
 import { AfterResponse, Deferred, type DeferredScope, DeferredWorkModule, MemorySink } from 'nestjs-deferred-work';
 import { BullMqSink, bullMqJob } from 'nestjs-deferred-work/bullmq';
@@ -54,18 +53,16 @@ const connection = { host: '127.0.0.1', port: Number(process.env.CONSUMER_REDIS_
       prefix: process.env.CONSUMER_BULLMQ_PREFIX,
     }),
     BullModule.registerQueue({ name: 'mail' }, { name: 'audit' }),
-    DeferredWorkModule.forRootAsync({
-      inject: [ModuleRef],
-      useFactory: (moduleRef: ModuleRef) => ({
-        // Jobs go to the BullMQ sink (it takes jobs only); logs and metrics to the first sink that takes them.
-        sinks: [
-          new BullMqSink({ moduleRef }),
-          new MemorySink({ name: 'telemetry' }),
-          BullMqSink.offloaded({ name: 'audit-jobs', connection, prefix: process.env.CONSUMER_BULLMQ_PREFIX, queues: ['audit'] }),
-        ],
-        // The audit jobs survive a crash: spooled to disk until BullMQ has them (docs/durability.md).
-        sinkOptions: { 'audit-jobs': { spool: { dir: process.env.CONSUMER_SPOOL_DIR ?? 'deferred-spool' } } },
-      }),
+    DeferredWorkModule.forRoot({
+      // Jobs go to the BullMQ sink (it takes jobs only, and finds the registered queues by DI); logs
+      // and metrics to the first sink that takes them.
+      sinks: [
+        new BullMqSink(),
+        new MemorySink({ name: 'telemetry' }),
+        BullMqSink.offloaded({ name: 'audit-jobs', connection, prefix: process.env.CONSUMER_BULLMQ_PREFIX, queues: ['audit'] }),
+      ],
+      // The audit jobs survive a crash: spooled to disk until BullMQ has them (docs/durability.md).
+      sinkOptions: { 'audit-jobs': { spool: { dir: process.env.CONSUMER_SPOOL_DIR ?? 'deferred-spool' } } },
     }),
   ],
   controllers: [OrdersController],

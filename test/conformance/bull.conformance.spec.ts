@@ -1,0 +1,41 @@
+import { BullModule } from '@nestjs/bull';
+import Bull from 'bull';
+import { BullSink } from 'nestjs-deferred-work/bull';
+import { RedisServer } from '../support/redis-server';
+import { describeSinkConformance } from '../support/sink-conformance';
+
+/** BullSink through the queue the app registered with @nestjs/bull (found by DI), on a private Redis. */
+const redis = new RedisServer({ persistent: true });
+const RUN = `dw-conf-bull-${process.pid}-${Date.now().toString(36)}`;
+// disconnectTimeout: ioredis keeps a 2 s timer per connection it could not end cleanly (Redis dead); a short one lets Jest exit at once.
+const connection = () => ({ host: redis.host, port: redis.port, retryStrategy: () => 50, disconnectTimeout: 100 });
+let prefix = '';
+let n = 0;
+
+beforeAll(() => redis.start());
+afterAll(() => redis.dispose());
+
+describeSinkConformance({
+  name: 'BullSink',
+  open: async () => {
+    prefix = `${RUN}-${++n}`;
+    // A debounce key of the wrong type: Bull's addJob script fails with WRONGTYPE for the job that uses it, and only it.
+    expect(await redis.command('HSET', `${prefix}:conf:de:poison`, 'not', 'a string')).toBe(':1');
+    return {
+      sink: new BullSink(),
+      imports: [BullModule.forRoot({ redis: connection(), prefix }), BullModule.registerQueue({ name: 'conf' })],
+    };
+  },
+  defer: (work, mark) => work.job('conf', 'item', { mark }),
+  poison: (work, mark) => work.job('conf', 'item', { mark }, { debounce: { id: 'poison' } }),
+  received: async () => {
+    const queue = new Bull('conf', { redis: connection(), prefix });
+    try {
+      const jobs = await queue.getJobs(['waiting', 'paused', 'delayed', 'active', 'completed', 'failed']);
+      return jobs.map((job) => String((job.data as { mark: string }).mark));
+    } finally {
+      await queue.close();
+    }
+  },
+  outage: redis,
+});
