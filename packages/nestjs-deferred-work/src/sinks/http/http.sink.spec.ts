@@ -371,6 +371,171 @@ describe('HttpSink against a real local receiver', () => {
     expect(receiver.requests).toHaveLength(1);
   });
 
+  describe('a POST refused because of its content (400, 413, 422) is split to isolate the refused items', () => {
+    /** Log items with stable ids (`dw-<i>`), so that every POST carries an Idempotency-Key. */
+    const batchOf = (n: number): SinkItem[] => Array.from({ length: n }, (_, i) => ({ ...log(i), id: `dw-${i}` }));
+    const messageOf = (item: unknown) => (item as { message: string }).message;
+    const indexOf = (item: unknown) => Number(messageOf(item).slice(1));
+    /** Answers `status` to any POST that carries one of `bad` (by index), 200 otherwise. */
+    const refusing = (bad: number[], status = 422) => (request: { items: unknown[] }) =>
+      request.items.some((item) => bad.includes(indexOf(item))) ? { status, body: 'unprocessable entry' } : { status: 200 };
+    const deliveredIndexes = () => receiver.delivered().map(indexOf).sort((a, b) => a - b);
+    const range = (n: number, except: number[] = []) => Array.from({ length: n }, (_, i) => i).filter((i) => !except.includes(i));
+
+    it('one bad item among 20: only it fails (not retryable, the status as its code); the 19 others are delivered once, in 9 POSTs', async () => {
+      receiver.responder = refusing([7]);
+      sink = new HttpSink({ url: receiver.url('/x') });
+      const batch = batchOf(20);
+      const result = (await sink.write(batch, ctx())) as SinkWriteResult;
+      expect(result.failed).toEqual([{ index: 7, retryable: false, code: '422', error: expect.any(SinkWriteError) }]);
+      const error = result.failed![0].error as SinkWriteError;
+      expect(error).toMatchObject({ retryable: false, code: '422' });
+      expect(error.message).toMatch(/POST http:\/\/127\.0\.0\.1:\d+\/x answered 422 Unprocessable Entity \(not retried\)\. The receiver refused this item alone\./);
+      expect(deliveredIndexes()).toEqual(range(20, [7]));
+      // 20 → 10 + 10 → 5 + 5 → 3 + 2 → 2 + 1 → 1 + 1: the refused halves are split, the accepted ones are not sent again
+      expect(receiver.requests.map((r) => r.items.length)).toEqual([20, 10, 5, 5, 3, 2, 1, 2, 10]);
+      expect(receiver.requests.filter((r) => r.items.some((item) => indexOf(item) === 7)).every((r) => r.reply !== 'hang' && (r.reply as { status: number }).status === 422)).toBe(true);
+    });
+
+    it('wherever the bad item is among 20, 9 to 11 POSTs (1 + 2 per halving) isolate it', async () => {
+      sink = new HttpSink({ url: receiver.url('/x') });
+      const posts: number[] = [];
+      for (let bad = 0; bad < 20; bad++) {
+        receiver.requests.length = 0;
+        receiver.responder = refusing([bad], 400);
+        const result = (await sink.write(batchOf(20), ctx())) as SinkWriteResult;
+        expect(result.failed?.map((f) => [f.index, f.retryable, f.code])).toEqual([[bad, false, '400']]);
+        expect(deliveredIndexes()).toEqual(range(20, [bad]));
+        posts.push(receiver.requests.length);
+      }
+      expect(Math.min(...posts)).toBe(9);
+      expect(Math.max(...posts)).toBe(11);
+    });
+
+    it('each POST carries the Idempotency-Key of its own items', async () => {
+      receiver.responder = refusing([3]);
+      sink = new HttpSink({ url: receiver.url('/x') });
+      const batch = batchOf(8);
+      await sink.write(batch, ctx());
+      expect(receiver.requests.length).toBeGreaterThan(1);
+      for (const request of receiver.requests) {
+        expect(request.headers['idempotency-key']).toBe(idempotencyKey(batch, request.items.map(indexOf)));
+      }
+      expect(new Set(receiver.requests.map((r) => r.headers['idempotency-key'])).size).toBe(receiver.requests.length);
+    });
+
+    it('isolates several bad items (NDJSON too), and reports each with its own error', async () => {
+      receiver.responder = refusing([0, 9, 10], 400);
+      sink = new HttpSink({ url: receiver.url('/x'), format: 'ndjson' });
+      const result = (await sink.write(batchOf(16), ctx())) as SinkWriteResult;
+      expect(result.failed?.map((f) => [f.index, f.retryable, f.code])).toEqual([
+        [0, false, '400'],
+        [9, false, '400'],
+        [10, false, '400'],
+      ]);
+      expect(deliveredIndexes()).toEqual(range(16, [0, 9, 10]));
+      expect(receiver.requests.every((r) => r.headers['content-type'] === 'application/x-ndjson')).toBe(true);
+    });
+
+    it('a 413 for a POST of several items splits it until the halves fit: everything is delivered', async () => {
+      receiver.responder = (request) => (request.items.length > 4 ? { status: 413 } : { status: 200 });
+      sink = new HttpSink({ url: receiver.url('/x') });
+      await expect(sink.write(batchOf(12), ctx())).resolves.toBeUndefined();
+      expect(deliveredIndexes()).toEqual(range(12));
+      expect(receiver.requests.map((r) => r.items.length)).toEqual([12, 6, 3, 3, 6, 3, 3]);
+    });
+
+    it('a 413 for a single item is that item’s fault: it fails alone, not retryable, with code 413', async () => {
+      const batch = batchOf(6);
+      batch[4] = { ...batch[4], fields: { blob: 'x'.repeat(10_000) } } as SinkItem;
+      receiver.responder = (request) => (request.raw.length > 5000 ? { status: 413, body: 'too large' } : { status: 200 });
+      sink = new HttpSink({ url: receiver.url('/x') });
+      const result = (await sink.write(batch, ctx())) as SinkWriteResult;
+      expect(result.failed?.map((f) => [f.index, f.retryable, f.code])).toEqual([[4, false, '413']]);
+      expect((result.failed![0].error as Error).message).toMatch(/answered 413 Payload Too Large \(not retried\)\. This item alone is too large for the receiver/);
+      expect(receiver.delivered()).toHaveLength(5);
+    });
+
+    it('a single-item batch refused with 400 throws as before: one POST, not retryable, code 400', async () => {
+      receiver.responder = () => ({ status: 400 });
+      sink = new HttpSink({ url: receiver.url('/x') });
+      const error = await writeError(sink, batchOf(1));
+      expect(error).toMatchObject({ retryable: false, code: '400' });
+      expect(receiver.requests).toHaveLength(1);
+    });
+
+    it('a receiver that refuses every item: each fails alone, after 2n - 1 POSTs', async () => {
+      receiver.responder = () => ({ status: 400 });
+      sink = new HttpSink({ url: receiver.url('/x') });
+      const result = (await sink.write(batchOf(4), ctx())) as SinkWriteResult;
+      expect(result.failed?.map((f) => [f.index, f.retryable, f.code])).toEqual(range(4).map((i) => [i, false, '400']));
+      expect(receiver.requests.map((r) => r.items.length)).toEqual([4, 2, 1, 1, 2, 1, 1]);
+    });
+
+    it.each([
+      ['503', { status: 503 }, true],
+      ['429', { status: 429 }, true],
+      ['500', { status: 500 }, false],
+      ['401', { status: 401 }, false],
+      ['404', { status: 404 }, false],
+    ] as const)('a %s still fails the whole POST as it is: one POST, the status as its code', async (code, reply, retryable) => {
+      receiver.responder = () => reply;
+      sink = new HttpSink({ url: receiver.url('/x') });
+      const error = await writeError(sink, batchOf(10));
+      expect(error).toMatchObject({ retryable, code });
+      expect(receiver.requests).toHaveLength(1);
+    });
+
+    it('a connection reset still fails the whole POST as it is, retryable: one POST', async () => {
+      receiver.responder = () => 'reset';
+      sink = new HttpSink({ url: receiver.url('/x') });
+      const error = await writeError(sink, batchOf(10));
+      expect(error.retryable).toBe(true);
+      expect(receiver.requests).toHaveLength(1);
+    });
+
+    it('a retryable answer to a half fails that half only, retryable; the other half is delivered', async () => {
+      // 8 items, bad 6: [0..7] 422, [0..3] 200, [4..7] 503
+      receiver.responder = (request, seq) => (seq === 2 ? { status: 503 } : refusing([6])(request));
+      sink = new HttpSink({ url: receiver.url('/x') });
+      const result = (await sink.write(batchOf(8), ctx())) as SinkWriteResult;
+      expect(result.failed?.map((f) => [f.index, f.retryable, f.code])).toEqual([4, 5, 6, 7].map((i) => [i, true, '503']));
+      expect(deliveredIndexes()).toEqual([0, 1, 2, 3]);
+      expect(receiver.requests).toHaveLength(3);
+    });
+
+    it('stops at the write’s signal: nothing is sent after it aborts, what was confirmed stays delivered, the rest fail retryable', async () => {
+      const controller = new AbortController();
+      // 8 items, bad 6: [0..7] 422, [0..3] 200, [4..7] 422, then the write times out during [4, 5]
+      receiver.responder = (request, seq) => {
+        if (seq === 3) {
+          controller.abort(new Error('write timed out after 50 ms'));
+          return 'hang';
+        }
+        return refusing([6])(request);
+      };
+      sink = new HttpSink({ url: receiver.url('/x') });
+      const result = (await sink.write(batchOf(8), ctx(controller.signal))) as SinkWriteResult;
+      expect(result.failed?.map((f) => [f.index, f.retryable])).toEqual([4, 5, 6, 7].map((i) => [i, true]));
+      for (const failure of result.failed!) expect((failure.error as Error).message).toMatch(/aborted: write timed out after 50 ms/);
+      expect(deliveredIndexes()).toEqual([0, 1, 2, 3]);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(receiver.requests.map((r) => r.items.length)).toEqual([8, 4, 4, 2]);
+      await receiver.waitUntil(() => receiver.openConnections <= 1, 'the aborted request’s connection to close');
+    });
+
+    it('isolates within each URL’s POST; the other URLs are sent once', async () => {
+      receiver.responder = (request) => (request.path === '/logs' ? refusing([2])(request) : { status: 200 });
+      sink = new HttpSink({ url: receiver.url('/logs'), urls: { metric: receiver.url('/metrics') } });
+      const batch = [...batchOf(6), { ...metric(1), id: 'dw-m1' } as SinkItem, { ...metric(2), id: 'dw-m2' } as SinkItem];
+      const result = (await sink.write(batch, ctx())) as SinkWriteResult;
+      expect(result.failed?.map((f) => [f.index, f.retryable, f.code])).toEqual([[2, false, '422']]);
+      expect(receiver.requestsTo('/metrics')).toHaveLength(1);
+      expect(receiver.delivered('/metrics')).toHaveLength(2);
+      expect(receiver.delivered('/logs').map(indexOf).sort()).toEqual([0, 1, 3, 4, 5]);
+    });
+  });
+
   it('replyInOrder answers each path in turn, then 200', async () => {
     receiver.responder = replyInOrder({ status: 503 }, 'reset');
     sink = new HttpSink({ url: receiver.url('/x') });

@@ -6,6 +6,7 @@ import { SinkWriteError } from '../../core/errors/sink-write.error';
 import type { SinkItem, SinkKind } from '../../core/items/deferred-item.interface';
 import type { DeferredSink, SinkItemFailure, SinkWriteContext, SinkWriteResult } from '../../core/sink.interface';
 import { SINK_KINDS, isSinkKind } from '../../core/items/item-kinds';
+import { isolate } from '../kit/isolate';
 import { type Part, Partitions } from '../kit/partitions';
 import { SinkConfigError } from '../kit/sink-config.error';
 import { HTTP_SINK_DEFAULTS, checkGzip, checkHeaders, checkUrl } from './http-sink.config';
@@ -22,6 +23,11 @@ const gzipAsync = promisify(gzipCallback);
 
 /** Statuses worth another try (the OTLP/HTTP exporter's list). Everything else that is not 2xx is final. */
 const RETRYABLE_STATUSES = new Set([429, 502, 503, 504]);
+/**
+ * Statuses that blame the body (malformed, too large, unprocessable): when a POST of several items
+ * gets one, one of its items may be the cause, so the POST is split to find it.
+ */
+const CONTENT_STATUSES = new Set([400, 413, 422]);
 const CONTENT_TYPES: Record<HttpSinkFormat, string> = { json: 'application/json', ndjson: 'application/x-ndjson' };
 
 interface Route {
@@ -36,10 +42,13 @@ interface Route {
  * Sends batches to an HTTP endpoint: one POST per distinct URL per batch, as JSON (`{"items":[...]}`)
  * or NDJSON, over keep-alive connections, optionally gzipped.
  *
- * Each `write` makes exactly one attempt per URL; the dispatcher retries. Failures are reported as
- * `SinkWriteError`: retryable for 429, 502, 503, 504, connection errors and aborts (timeouts), with
- * `retryAfterMs` taken from `Retry-After`; not retryable for any other status. When a batch spans
- * several URLs and only some fail, `write` resolves with the failed items' indexes.
+ * Each `write` makes one attempt per URL; the dispatcher retries. Failures are reported as
+ * `SinkWriteError` (with the status as its `code` when there was an answer): retryable for 429, 502,
+ * 503, 504, connection errors and aborts (timeouts), with `retryAfterMs` taken from `Retry-After`; not
+ * retryable for any other status. When a POST of several items is refused with a status that blames
+ * its body (400, 413, 422), it is split in halves and sent again, within the same write and its
+ * signal, until each refused item is alone: only those fail, and the rest are delivered once. When
+ * only some items fail, `write` resolves with their indexes.
  *
  * Headers (and credentials or query strings in URLs) never appear in errors or logs.
  */
@@ -143,25 +152,29 @@ export class HttpSink implements DeferredSink<SinkItem> {
     });
 
     const list = parts.list();
-    const outcomes = await Promise.allSettled(list.map((part) => this.post(part, signal, idempotencyKey(batch, part.indexes))));
-    const errors: SinkWriteError[] = [];
+    const outcomes = await Promise.all(list.map((part) => this.sendPart(batch, part, signal)));
+    const refusedBeforeSending = failed.length;
+    // The error of each part that failed as a whole (every item with the same error), if every part did.
+    const whole: SinkWriteError[] = [];
     for (let i = 0; i < list.length; i++) {
-      const outcome = outcomes[i];
-      if (outcome.status === 'fulfilled') continue;
-      const error = this.asSinkError(outcome.reason);
-      errors.push(error);
-      for (const index of list[i].indexes) failed.push({ index, error, retryable: error.retryable });
+      const errors = outcomes[i];
+      if (errors[0] !== undefined && errors.every((e) => e === errors[0])) whole.push(errors[0]);
+      errors.forEach((error, j) => {
+        if (error === undefined) return;
+        const failure: SinkItemFailure = { index: list[i].indexes[j], error, retryable: error.retryable };
+        if (error.code !== undefined) failure.code = error.code;
+        failed.push(failure);
+      });
     }
     if (failed.length === 0) return;
 
-    // Every item failed for one kind of reason: a plain throw says it best.
-    const allPostsFailed = failed.length === batch.length && errors.length === list.length;
-    if (allPostsFailed && errors.length > 0 && errors.every((e) => e.retryable === errors[0].retryable)) {
-      if (errors.length === 1) throw errors[0];
-      const retryAfterMs = Math.max(0, ...errors.map((e) => e.retryAfterMs ?? 0)) || undefined;
-      throw new SinkWriteError(errors.map((e) => e.message).join('; '), { retryable: errors[0].retryable, retryAfterMs, cause: errors });
+    // Every POST failed as a whole for one kind of reason, and nothing was refused before sending: a plain throw says it best.
+    if (refusedBeforeSending === 0 && whole.length === list.length && whole.every((e) => e.retryable === whole[0].retryable)) {
+      if (whole.length === 1) throw whole[0];
+      const retryAfterMs = Math.max(0, ...whole.map((e) => e.retryAfterMs ?? 0)) || undefined;
+      throw new SinkWriteError(whole.map((e) => e.message).join('; '), { retryable: whole[0].retryable, retryAfterMs, cause: whole });
     }
-    return { failed }; // each failure's retryAfterMs is its error's
+    return parts.result(); // each failure's retryAfterMs is its error's
   }
 
   /** Closes every connection (idle or not) and makes later writes fail. Idempotent. */
@@ -171,10 +184,33 @@ export class HttpSink implements DeferredSink<SinkItem> {
     for (const agent of this.agents) agent.destroy();
   }
 
-  /** One POST of one part of a batch; resolves on 2xx, rejects with a `SinkWriteError` otherwise. */
-  private async post(part: Part<Route, string>, signal: AbortSignal, key: string | undefined): Promise<void> {
+  /**
+   * Sends one part of a batch (the items for one URL) in one POST. When the receiver refuses it with a
+   * status that blames the body and it holds several items, it is split in halves and each half sent
+   * again (each POST with the `Idempotency-Key` of its own items), until every refused item is alone,
+   * for as long as the write's signal allows. Resolves with one outcome per item of the part, in order:
+   * `undefined` when delivered, else its error (never rejects).
+   */
+  private async sendPart(batch: readonly SinkItem[], part: Part<Route, string>, signal: AbortSignal): Promise<Array<SinkWriteError | undefined>> {
     const route = part.destination;
-    const text = this.format === 'ndjson' ? `${part.values.join('\n')}\n` : `{"items":[${part.values.join(',')}]}`;
+    const positions = part.indexes.map((_, p) => p);
+    const outcomes = await isolate(
+      positions,
+      (some) => this.post(route, some.map((p) => part.values[p]), signal, idempotencyKey(batch, some.map((p) => part.indexes[p]))),
+      { signal, splits: (error) => error instanceof SinkWriteError && error.code !== undefined && CONTENT_STATUSES.has(Number(error.code)) },
+    );
+    // Items not confirmed when the signal aborted carry its bare reason: one retryable error for them all.
+    let aborted: SinkWriteError | undefined;
+    return outcomes.map((outcome) => {
+      if (outcome === undefined || outcome instanceof SinkWriteError) return outcome;
+      if (signal.aborted && outcome === signal.reason) return (aborted ??= this.abortError(`POST ${route.display}`, signal));
+      return this.asSinkError(outcome);
+    });
+  }
+
+  /** One POST of items for one route; resolves on 2xx, rejects with a `SinkWriteError` otherwise. */
+  private async post(route: Route, values: readonly string[], signal: AbortSignal, key: string | undefined): Promise<void> {
+    const text = this.format === 'ndjson' ? `${values.join('\n')}\n` : `{"items":[${values.join(',')}]}`;
     let body = Buffer.from(text, 'utf8');
     const headers: Record<string, string> = {
       'user-agent': 'nestjs-deferred-work',
@@ -218,7 +254,7 @@ export class HttpSink implements DeferredSink<SinkItem> {
         );
       });
       req.on('response', (res) => {
-        const failure = this.statusError(route, res);
+        const failure = this.statusError(route, res, values.length);
         res.on('error', () => undefined);
         // Read the body to its end so the socket goes back to the pool; its content is not used.
         res.resume();
@@ -229,8 +265,8 @@ export class HttpSink implements DeferredSink<SinkItem> {
     });
   }
 
-  /** `undefined` for 2xx; otherwise the error the status calls for. */
-  private statusError(route: Route, res: http.IncomingMessage): SinkWriteError | undefined {
+  /** `undefined` for 2xx; otherwise the error the status calls for, with the status as its `code`. */
+  private statusError(route: Route, res: http.IncomingMessage, items: number): SinkWriteError | undefined {
     const status = res.statusCode ?? 0;
     if (status >= 200 && status < 300) return undefined;
     const reason = res.statusMessage ? ` ${res.statusMessage}` : '';
@@ -238,17 +274,21 @@ export class HttpSink implements DeferredSink<SinkItem> {
     if (RETRYABLE_STATUSES.has(status)) {
       const retryAfterMs = parseRetryAfter(res.headers['retry-after']);
       const wait = retryAfterMs === undefined ? '' : `, Retry-After ${retryAfterMs} ms`;
-      return new SinkWriteError(`${what} (retryable${wait}).`, { retryable: true, retryAfterMs });
+      return new SinkWriteError(`${what} (retryable${wait}).`, { retryable: true, retryAfterMs, code: status });
     }
     const hint =
       status >= 300 && status < 400
         ? ' Redirects are not followed: configure the final URL.'
         : status === 413
-          ? ' The body is too large for the receiver: lower maxBatchSize for this sink or enable gzip.'
+          ? items === 1
+            ? ' This item alone is too large for the receiver: make it smaller, or raise the receiver\'s body limit.'
+            : ' The body is too large for the receiver: lower maxBatchSize for this sink or enable gzip.'
           : status === 401 || status === 403
             ? ' Check the credentials in "headers".'
-            : '';
-    return new SinkWriteError(`${what} (not retried).${hint}`, { retryable: false });
+            : CONTENT_STATUSES.has(status) && items === 1
+              ? ' The receiver refused this item alone.'
+              : '';
+    return new SinkWriteError(`${what} (not retried).${hint}`, { retryable: false, code: status });
   }
 
   private abortError(what: string, signal: AbortSignal): SinkWriteError {
