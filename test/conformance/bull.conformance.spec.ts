@@ -15,6 +15,11 @@ let n = 0;
 beforeAll(() => redis.start());
 afterAll(() => redis.dispose());
 
+// Redis is reached directly, so there is no black-holed link here. Through a TCP proxy that accepts and
+// then drops connections while the link is cut, Bull 4's ioredis client was seen to wedge: status
+// `ready` on a socket destroyed before it connected, every command parked in its offline queue. The
+// sink then fails its writes fast (it sends nothing on a socket it cannot write) until the client
+// reconnects; a Redis restart (below, and in test/integration/bull-sink.spec.ts) recovers cleanly.
 describeSinkConformance({
   name: 'BullSink',
   open: async () => {

@@ -3,6 +3,7 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { BullMqSink } from 'nestjs-deferred-work/bullmq';
 import { RedisServer } from '../support/redis-server';
+import { TcpProxy } from '../support/tcp-proxy';
 import { describeSinkConformance } from '../support/sink-conformance';
 
 /** BullMqSink through the queue the app registered with @nestjs/bullmq (found by DI), on a private Redis. */
@@ -11,8 +12,17 @@ const RUN = `dw-conf-bullmq-${process.pid}-${Date.now().toString(36)}`;
 let prefix = '';
 let n = 0;
 
-beforeAll(() => redis.start());
-afterAll(() => redis.dispose());
+let proxy: TcpProxy; // the app reaches Redis through it (a black-holed link); the test's reader goes direct
+
+beforeAll(async () => {
+  await redis.start();
+  proxy = new TcpProxy(redis.port);
+  await proxy.listen();
+});
+afterAll(async () => {
+  await proxy.close();
+  await redis.dispose();
+});
 
 describeSinkConformance({
   name: 'BullMqSink',
@@ -24,7 +34,7 @@ describeSinkConformance({
     client.disconnect();
     return {
       sink: new BullMqSink(),
-      imports: [BullModule.forRoot({ connection: { host: redis.host, port: redis.port, retryStrategy: () => 50 }, prefix }), BullModule.registerQueue({ name: 'conf' })],
+      imports: [BullModule.forRoot({ connection: { host: redis.host, port: proxy.port, retryStrategy: () => 50 }, prefix }), BullModule.registerQueue({ name: 'conf' })],
     };
   },
   defer: (work, mark) => work.job('conf', 'item', { mark }),
@@ -38,5 +48,7 @@ describeSinkConformance({
       await queue.close();
     }
   },
-  outage: redis,
+  // The link cut (connections reset, new ones refused) and restored; a Redis restart is in test/integration.
+  outage: { stop: () => proxy.stop(), start: () => proxy.start(), get running() { return proxy.running; } },
+  blackhole: { on: () => proxy.blackhole.on(), off: () => proxy.blackhole.off() },
 });

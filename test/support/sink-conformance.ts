@@ -169,7 +169,7 @@ export function describeSinkConformance(target: ConformanceTarget): void {
         expect((await statuses).every((s) => s === 200)).toBe(true);
         expect(broken).toEqual([]);
         expect(checks).toBeGreaterThan(0);
-        await eventually(async () => expect(work.stats().sinks[sinkName]).toMatchObject({ accepted: 150, delivered: 150, pending: 0, deadLettered: 0 }), 30_000);
+        await eventually(async () => expect(work.stats().sinks[sinkName]).toMatchObject({ accepted: 150, delivered: 150, pending: 0, deadLettered: 0 }), 30_000).catch((error) => { throw new Error(`${(error as Error).message}\nlast error: ${work.stats().sinks[sinkName].lastError}`); });
         const counted = countBy(await target.received(), sent);
         expect(counted.missing).toEqual([]);
         if (target.duplicatesInOutage) {

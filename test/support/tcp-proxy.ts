@@ -13,6 +13,8 @@ export class TcpProxy {
   private open = true;
   /** Connections stay up but nothing passes either way (a black hole: no reset, no answer). */
   private silent = false;
+  /** What was sent during the black hole, passed on when it ends (as TCP would, once the path is back). */
+  private held: Array<() => void> = [];
 
   constructor(
     private readonly targetPort: number,
@@ -41,8 +43,12 @@ export class TcpProxy {
       };
       client.on('error', drop).on('close', drop);
       upstream.on('error', drop).on('close', drop);
-      client.on('data', (chunk: Buffer) => void (this.silent || upstream.write(chunk)));
-      upstream.on('data', (chunk: Buffer) => void (this.silent || client.write(chunk)));
+      const pass = (to: Socket) => (chunk: Buffer) => {
+        if (!this.silent) return void to.write(chunk);
+        this.held.push(() => !to.destroyed && to.write(chunk));
+      };
+      client.on('data', pass(upstream));
+      upstream.on('data', pass(client));
     });
     this.server = server;
     await new Promise<void>((resolve, reject) => {
@@ -55,23 +61,40 @@ export class TcpProxy {
   /** Drops every connection now (resetting them) and refuses new ones. */
   async stop(): Promise<void> {
     this.open = false;
-    for (const socket of this.sockets) socket.resetAndDestroy();
+    this.held = [];
+    for (const socket of this.sockets) {
+      // A socket already ending cannot be reset (EINVAL on Node 20) and would stay open: destroy it.
+      try {
+        if (socket.writableEnded || socket.destroyed) socket.destroy();
+        else socket.resetAndDestroy();
+      } catch {
+        socket.destroy();
+      }
+    }
     this.sockets.clear();
   }
 
   /** Lets connections through again (and ends a black hole). */
   async start(): Promise<void> {
     this.open = true;
+    this.endSilence();
+  }
+
+  private endSilence(): void {
     this.silent = false;
+    const held = this.held;
+    this.held = [];
+    for (const send of held) send();
   }
 
   /**
-   * A black hole: connections stay open, nothing passes either way (what is sent meanwhile is lost),
-   * so a client waits for answers that never come — until `off` (or `start()`).
+   * A black hole: connections stay open and nothing passes either way, so a client waits for answers
+   * that never come — until `off` (or `start()`), when what was sent meanwhile is passed on, as TCP
+   * retransmits once the path is back (to connections still open).
    */
   readonly blackhole = {
     on: async (): Promise<void> => void (this.silent = true),
-    off: async (): Promise<void> => void (this.silent = false),
+    off: async (): Promise<void> => this.endSilence(),
   };
 
   async close(): Promise<void> {

@@ -34,3 +34,10 @@ describe('redisReply', () => {
     expect(redisReply(new Error(message))).toEqual(code === undefined ? { retryable } : { code, retryable });
   });
 });
+
+describe('redisState on a socket ioredis still calls ready', () => {
+  it('a ready client whose socket can no longer be written is down: a command would be parked offline', () => {
+    expect(redisState({ status: 'ready', stream: { writable: false } })).toBe('down');
+    expect(redisState({ status: 'ready', stream: { writable: true } })).toBe('up');
+  });
+});

@@ -1,5 +1,6 @@
 import { errorMessage } from '../../core/error-message';
 import { SinkWriteError } from '../../core/errors/sink-write.error';
+import { redisReply } from '../kit/redis-errors';
 import { redisState } from '../kit/redis-state';
 import { type BrokerTransport, type ClientProxyLike, MESSAGE_ID_HEADER, type NoSubscribersPolicy } from './client-proxy-sink.options';
 
@@ -92,6 +93,62 @@ function emitted(client: ClientProxyLike, pattern: string, data: unknown): Promi
 function withPayloadId(data: unknown, key: string | false | undefined, id: string): unknown {
   if (!key || data === null || typeof data !== 'object' || Array.isArray(data) || Buffer.isBuffer(data)) return data;
   return { ...(data as object), [key]: id };
+}
+
+/**
+ * A NATS publish the client refuses for this message alone, whatever the connection: over the server's
+ * `max_payload` (the limit its INFO announced; the server would end the connection over it). Sent
+ * again, it is refused again: not retryable. `undefined` for any other error.
+ */
+export function natsRefusal(error: unknown): SinkWriteError | undefined {
+  const text = errorMessage(error);
+  if (!/max_payload/i.test(text) && (error as { code?: unknown } | null)?.code !== 'MAX_PAYLOAD_EXCEEDED') return undefined;
+  return new SinkWriteError(`NATS: the message is over the server's max_payload (${text}); it is never sent. Make the payload smaller.`, {
+    retryable: false,
+    code: 'MAX_PAYLOAD_EXCEEDED',
+    cause: error,
+  });
+}
+
+/** A JetStream publish ack's error: a 4xx (but 408, 429) refuses the message itself (too large for the stream, …); anything else may pass later. */
+export function jetStreamAckError(subject: string, error: { code?: number; err_code?: number; description?: string } | undefined): SinkWriteError {
+  const status = error?.code;
+  const permanent = typeof status === 'number' && status >= 400 && status < 500 && status !== 408 && status !== 429;
+  return new SinkWriteError(
+    `NATS JetStream refused the message for "${subject}": ${error?.description ?? 'no sequence in the ack'} (${status ?? '?'}${error?.err_code === undefined ? '' : `, err_code ${error.err_code}`})`,
+    { retryable: !permanent, code: error?.err_code ?? status },
+  );
+}
+
+/**
+ * MQTT 5 reason codes of a PUBACK / PUBREC that refuse the message itself: sent again, it gets the
+ * same answer. The others (0x80 unspecified, 0x83 implementation specific, 0x91 packet id in use,
+ * 0x97 quota exceeded) may pass later.
+ */
+const MQTT_REFUSALS: ReadonlyMap<number, string> = new Map([
+  [0x87, 'not authorized to publish to this topic'],
+  [0x90, 'the topic name is invalid'],
+  [0x95, 'the packet is too large for the broker'],
+  [0x99, 'the payload format is invalid'],
+]);
+
+/** A broker's refusal of one MQTT message for good (its PUBACK / PUBREC reason code, carried by mqtt.js's error), else `undefined`. */
+export function mqttRefusal(error: unknown): SinkWriteError | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  const why = typeof code === 'number' ? MQTT_REFUSALS.get(code) : undefined;
+  if (why === undefined) return undefined;
+  return new SinkWriteError(`MQTT: the broker refused the message (reason code 0x${(code as number).toString(16)}: ${why}): ${errorMessage(error)}`, {
+    retryable: false,
+    code: `0x${(code as number).toString(16)}`,
+    cause: error,
+  });
+}
+
+/** `promise`, with a rejection that `classify` recognises replaced by what it returns. */
+function refusing(promise: Promise<void>, classify: (error: unknown) => SinkWriteError | undefined): Promise<void> {
+  return promise.catch((error: unknown) => {
+    throw classify(error) ?? error;
+  });
 }
 
 /** An amqp-connection-manager ChannelWrapper, as far as the sink listens to it. */
@@ -219,7 +276,7 @@ function nats(ctx: TransportContext): Transport {
       delivered: 'core NATS: the server received it (one flush per batch) — not stored, and not confirmed to have reached a subscriber',
       send(messages) {
         return messages.map((m) =>
-          emitted(ctx.client, m.pattern, new ctx.records.NatsRecordBuilder(withPayloadId(m.data, ctx.payloadIdKey, m.id)).setHeaders(headers(m.id)).build()),
+          refusing(emitted(ctx.client, m.pattern, new ctx.records.NatsRecordBuilder(withPayloadId(m.data, ctx.payloadIdKey, m.id)).setHeaders(headers(m.id)).build()), natsRefusal),
         );
       },
       async afterBatch() {
@@ -246,14 +303,14 @@ function nats(ctx: TransportContext): Transport {
         try {
           reply = await nc.request(subject, packet.data, { timeout: ctx.ackTimeoutMs, headers: packet.headers });
         } catch (error) {
+          const refused = natsRefusal(error);
+          if (refused) throw refused;
           const text = errorMessage(error);
           const hint = /no responders|503/i.test(text) ? ` — no JetStream stream captures "${subject}"; add the subject to a stream` : '';
           throw new SinkWriteError(`NATS JetStream publish to "${subject}" failed: ${text}${hint}`, { cause: error });
         }
-        const ack = JSON.parse(decoder.decode(reply.data)) as { stream?: string; seq?: number; error?: { code?: number; description?: string } };
-        if (ack.error || typeof ack.seq !== 'number') {
-          throw new SinkWriteError(`NATS JetStream refused the message for "${subject}": ${ack.error?.description ?? 'no sequence in the ack'} (${ack.error?.code ?? '?'})`);
-        }
+        const ack = JSON.parse(decoder.decode(reply.data)) as { stream?: string; seq?: number; error?: { code?: number; err_code?: number; description?: string } };
+        if (ack.error || typeof ack.seq !== 'number') throw jetStreamAckError(subject, ack.error);
       });
     },
   };
@@ -288,7 +345,11 @@ function redis(ctx: TransportContext): Transport {
       const replies = pipeline.exec();
       return messages.map(async (m, i) => {
         const [error, count] = (await replies)?.[i] ?? [new Error('no reply'), 0];
-        if (error) throw new SinkWriteError(`Redis PUBLISH to "${channels[i]}" failed: ${errorMessage(error)}`, { cause: error });
+        if (error) {
+          // an error reply about the command itself (NOPERM: the user may not publish to that channel, …) is not retried
+          const { code, retryable } = redisReply(error);
+          throw new SinkWriteError(`Redis PUBLISH to "${channels[i]}" failed: ${errorMessage(error)}`, { cause: error, code, retryable });
+        }
         if (count === 0 && ctx.noSubscribers === 'fail') {
           throw new SinkWriteError(
             `Redis PUBLISH to "${channels[i]}" reached 0 subscribers; nobody got it and Redis keeps nothing. Will retry ` +
@@ -324,7 +385,7 @@ function mqtt(ctx: TransportContext): Transport {
       return messages.map((m) => {
         let builder = new ctx.records.MqttRecordBuilder(withPayloadId(m.data, key, m.id)).setQoS(ctx.qos);
         if (properties) builder = builder.setProperties({ userProperties: { [MESSAGE_ID_HEADER]: m.id } });
-        return emitted(ctx.client, m.pattern, builder.build());
+        return refusing(emitted(ctx.client, m.pattern, builder.build()), mqttRefusal);
       });
     },
   };
