@@ -68,6 +68,7 @@ export abstract class ScopeBase implements DeferredScope {
       sink: opts?.sink ?? this.route.sinks.job,
       createdAt: Date.now(),
       correlation: this.correlation(),
+      id: undefined, // set when accepted; declared here so that setting it keeps the object's shape
     });
   }
 
@@ -81,6 +82,7 @@ export abstract class ScopeBase implements DeferredScope {
       sink: opts?.sink ?? this.route.sinks.log,
       createdAt: Date.now(),
       correlation: this.correlation(),
+      id: undefined, // set when accepted; declared here so that setting it keeps the object's shape
     });
   }
 
@@ -94,10 +96,11 @@ export abstract class ScopeBase implements DeferredScope {
       sink: opts?.sink ?? this.route.sinks.metric,
       createdAt: Date.now(),
       correlation: this.correlation(),
+      id: undefined, // set when accepted; declared here so that setting it keeps the object's shape
     });
   }
 
   run(fn: (signal: AbortSignal) => unknown, opts?: Omit<DeferredItemOptions, 'sink'>): void {
-    this.add({ kind: 'callback', fn: this.callback(fn), when: opts?.when ?? this.route.when.callback, createdAt: Date.now() });
+    this.add({ kind: 'callback', fn: this.callback(fn), when: opts?.when ?? this.route.when.callback, createdAt: Date.now(), id: undefined });
   }
 }
