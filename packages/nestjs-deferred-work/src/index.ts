@@ -4,6 +4,19 @@ export { DeferredWorkInterceptor } from './nest/deferred-work.interceptor';
 export { DeferredWork } from './nest/deferred-work.service';
 export { AfterResponse, AFTER_RESPONSE_METADATA, type AfterResponseOptions } from './nest/after-response.decorator';
 export { Deferred } from './nest/deferred.decorator';
+export { InjectDeferredClient, InjectDeferredMetric, InjectDeferredQueue } from './nest/handles/inject-handles';
+export { DeferredLogger } from './nest/handles/deferred-logger';
+export { DeferredMetrics } from './nest/handles/deferred-metrics.service';
+export type { DeferredJobReceipt } from './nest/handles/deferred-queue.handle';
+export type {
+  DeferredAdder,
+  DeferredMetricHandle,
+  DeferredMetricLabelled,
+  DeferredRecorder,
+  MetricLabels,
+} from './nest/handles/deferred-metric.handle';
+export type { DeferredHandleNames } from './nest/handles/handle.providers';
+export { deferredClientToken, deferredMetricToken, deferredQueueToken } from './nest/handles/handle-tokens';
 export {
   DeferredWorkHealthIndicator,
   type DeferredWorkHealthOptions,
@@ -19,6 +32,8 @@ export type {
   DeferredJobOptions,
   DeferredKind,
   DeferredLogLevel,
+  DeferredLogOptions,
+  DeferredMetricOptions,
   ItemCorrelation,
   JobItem,
   LogItem,
@@ -59,7 +74,7 @@ export { SpoolLockedError } from './spool/spool-locked.error';
 export { SinkConfigError } from './sinks/kit/sink-config.error';
 export { HttpSink } from './sinks/http/http.sink';
 export { LoggerSink, LOGGER_SINK_LEVELS } from './sinks/logger/logger.sink';
-export { LOGGER_SINK_DEFAULTS, type LoggerSinkFieldsStyle, type LoggerSinkOptions } from './sinks/logger/logger-sink.options';
+export { LOGGER_SINK_DEFAULTS, type LoggerSinkFieldsStyle, type LoggerSinkOptions, type LoggerSinkTraceFields } from './sinks/logger/logger-sink.options';
 export { OffloadedSink } from './sinks/offload/offloaded.sink';
 export { OFFLOADED_SINK_DEFAULTS, type OffloadedSinkOptions } from './sinks/offload/offloaded-sink.options';
 export type { HttpSinkFormat, HttpSinkGzipOptions, HttpSinkOptions } from './sinks/http/http-sink.options';

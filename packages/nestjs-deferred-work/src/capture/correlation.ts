@@ -1,5 +1,6 @@
 import type { ResolvedCorrelation } from '../core/correlation-options.interface';
 import type { ItemCorrelation } from '../core/items/deferred-item.interface';
+import type { OtelContextApi } from './async-context';
 
 /** What the scope of one request (or one direct call) carries: its ids, and the context for callbacks. */
 export interface Correlated {
@@ -10,9 +11,15 @@ export interface Correlated {
 
 /** The part of `@opentelemetry/api` used here. */
 export interface OtelApi {
-  context: { active(): unknown; with<A extends unknown[], R>(context: unknown, fn: (...args: A) => R, thisArg?: unknown, ...args: A): R };
+  createContextKey?(description: string): symbol;
+  context: {
+    active(): unknown;
+    with<A extends unknown[], R>(context: unknown, fn: (...args: A) => R, thisArg?: unknown, ...args: A): R;
+    /** The registered context manager (a private method of the API; absent in old versions). */
+    _getContextManager?(): unknown;
+  };
   trace: {
-    getSpanContext(context: unknown): { traceId: string; spanId: string } | undefined;
+    getSpanContext(context: unknown): { traceId: string; spanId: string; traceFlags?: number } | undefined;
     isSpanContextValid(spanContext: { traceId: string; spanId: string }): boolean;
   };
 }
@@ -38,6 +45,24 @@ export class Correlator {
       if (wanted === 'auto') return;
       throw new Error(`it is true but @opentelemetry/api cannot be loaded (${(error as Error).message})`);
     }
+  }
+
+  /**
+   * The OpenTelemetry context API, when it is loaded and a real context manager is registered (an SDK
+   * started): the async context the app already runs, which the library can keep its scope in.
+   */
+  contextApi(): OtelContextApi | undefined {
+    const otel = this.otel;
+    if (!otel?.createContextKey) return undefined;
+    let manager: unknown;
+    try {
+      manager = otel.context._getContextManager?.();
+    } catch {
+      return undefined;
+    }
+    const name = (manager as { constructor?: { name?: string } } | undefined)?.constructor?.name;
+    if (!manager || name === 'NoopContextManager') return undefined;
+    return otel as unknown as OtelContextApi;
   }
 
   /** Whether scopes need to ask at all. */
@@ -74,12 +99,13 @@ export class Correlator {
   private withSpan(requestId: string | undefined): Correlated | undefined {
     let traceId: string | undefined;
     let spanId: string | undefined;
+    let traceFlags: number | undefined;
     let otelContext: unknown;
     if (this.otel) {
       const active = this.otel.context.active();
       const span = this.otel.trace.getSpanContext(active);
       if (span && this.otel.trace.isSpanContextValid(span)) {
-        ({ traceId, spanId } = span);
+        ({ traceId, spanId, traceFlags } = span);
         otelContext = active;
       }
     }
@@ -89,6 +115,7 @@ export class Correlator {
     if (traceId !== undefined) {
       correlation.traceId = traceId;
       correlation.spanId = spanId;
+      if (traceFlags !== undefined) correlation.traceFlags = traceFlags;
     }
     return { correlation: Object.freeze(correlation), otelContext };
   }

@@ -4,10 +4,13 @@ import type {
   DeferredJobOptions,
   DeferredKind,
   DeferredLogLevel,
+  DeferredLogOptions,
+  DeferredMetricOptions,
   RunWhen,
   SinkKind,
 } from '../core/items/deferred-item.interface';
 import type { ItemCorrelation } from '../core/items/deferred-item.interface';
+import { newItemId } from '../core/items/item-id';
 import type { Correlated, Correlator } from './correlation';
 import type { DeferredScope } from './deferred-scope.interface';
 
@@ -46,7 +49,7 @@ export abstract class ScopeBase implements DeferredScope {
     return context === undefined || !this.correlator ? fn : this.correlator.bind(fn, context);
   }
 
-  job(queue: string, name: string, data: unknown, opts?: DeferredJobOptions): void {
+  job(queue: string, name: string, data: unknown, opts?: DeferredJobOptions): string {
     let jobOpts: DeferredJobOptions | undefined;
     if (opts) {
       // Copy only when there is a queue option besides when/sink (no rest-spread on the hot path).
@@ -58,6 +61,7 @@ export abstract class ScopeBase implements DeferredScope {
         }
       }
     }
+    const id = newItemId();
     this.add({
       kind: 'job',
       queue,
@@ -68,39 +72,46 @@ export abstract class ScopeBase implements DeferredScope {
       sink: opts?.sink ?? this.route.sinks.job,
       createdAt: Date.now(),
       correlation: this.correlation(),
-      id: undefined, // set when accepted; declared here so that setting it keeps the object's shape
+      id,
     });
+    return id;
   }
 
-  log(level: DeferredLogLevel, message: string, fields?: Record<string, unknown>, opts?: DeferredItemOptions): void {
+  log(level: DeferredLogLevel, message: string, fields?: Record<string, unknown>, opts?: DeferredLogOptions): string {
+    const id = newItemId();
     this.add({
       kind: 'log',
       level,
       message,
       fields,
+      context: opts?.context,
       when: opts?.when ?? this.route.when.log,
       sink: opts?.sink ?? this.route.sinks.log,
       createdAt: Date.now(),
       correlation: this.correlation(),
-      id: undefined, // set when accepted; declared here so that setting it keeps the object's shape
+      id,
     });
+    return id;
   }
 
-  metric(name: string, value: number, tags?: Record<string, string>, opts?: DeferredItemOptions): void {
+  metric(name: string, value: number, tags?: Record<string, string>, opts?: DeferredMetricOptions): string {
+    const id = newItemId();
     this.add({
       kind: 'metric',
       name,
       value,
       tags,
+      op: opts?.op,
       when: opts?.when ?? this.route.when.metric,
       sink: opts?.sink ?? this.route.sinks.metric,
       createdAt: Date.now(),
       correlation: this.correlation(),
-      id: undefined, // set when accepted; declared here so that setting it keeps the object's shape
+      id,
     });
+    return id;
   }
 
   run(fn: (signal: AbortSignal) => unknown, opts?: Omit<DeferredItemOptions, 'sink'>): void {
-    this.add({ kind: 'callback', fn: this.callback(fn), when: opts?.when ?? this.route.when.callback, createdAt: Date.now(), id: undefined });
+    this.add({ kind: 'callback', fn: this.callback(fn), when: opts?.when ?? this.route.when.callback, createdAt: Date.now(), id: newItemId() });
   }
 }

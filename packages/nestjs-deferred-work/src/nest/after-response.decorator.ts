@@ -1,6 +1,6 @@
 import { SetMetadata, UseInterceptors } from '@nestjs/common';
 import { AFTER_RESPONSE_METADATA, type AfterResponseOptions } from '../capture/after-response.metadata';
-import { deferredParamFactory } from './deferred.decorator';
+import { scopeParamFactories } from './deferred-param';
 import { DeferredWorkInterceptor } from './deferred-work.interceptor';
 
 export { AFTER_RESPONSE_METADATA, type AfterResponseOptions } from '../capture/after-response.metadata';
@@ -18,7 +18,7 @@ function isHttpRoute(method: object): boolean {
 function usesDeferredParam(cls: object, method: string | symbol): boolean {
   // Reflect.getMetadata walks the constructor chain, as Nest does for inherited route arguments.
   const params = Reflect.getMetadata(ROUTE_ARGS_METADATA, cls, method) as Record<string, { factory?: unknown }> | undefined;
-  return Object.values(params ?? {}).some((param) => param.factory === deferredParamFactory);
+  return Object.values(params ?? {}).some((param) => scopeParamFactories.has(param.factory));
 }
 
 /**

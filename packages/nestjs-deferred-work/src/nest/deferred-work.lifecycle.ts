@@ -6,6 +6,11 @@ import { ScopeOpener } from '../capture/scope-opener';
 import { DeferredWorkConfigError } from '../core/errors/deferred-work-config.error';
 import type { DeferredSink, SinkAttachContext } from '../core/sink.interface';
 import { Dispatcher } from '../pipeline/dispatcher';
+import { type ClsServiceLike, DeferredAsyncContext } from '../capture/async-context';
+import { DeferredWork } from './deferred-work.service';
+import { DeferredHandles } from './handles/deferred-handles';
+import { deferredClientToken, handlesInUse } from './handles/handle-tokens';
+import { provideHandles, provideScopeSource } from './handles/scope-source';
 import { settleWithin } from '../pipeline/processor/guarded-write';
 import { ClientHolds } from '../sinks/kit/hold-open';
 import { checkDecoratedRoutes } from './decorated-routes.check';
@@ -38,8 +43,14 @@ export class DeferredWorkLifecycle implements OnModuleInit, OnApplicationShutdow
     @Inject(GLOBAL_INTERCEPTOR_REGISTERED) private readonly globalInterceptor: GlobalInterceptorState,
     @Inject(Correlator) private readonly correlator: Correlator,
     @Inject(ModuleRef) private readonly moduleRef: ModuleRef,
+    @Inject(DeferredWork) private readonly work: DeferredWork,
+    @Inject(DeferredHandles) private readonly handles: DeferredHandles,
     @Optional() @Inject(HttpAdapterHost) private readonly adapterHost?: HttpAdapterHost,
+    @Optional() @Inject(DeferredAsyncContext) private readonly asyncContext?: DeferredAsyncContext | null,
   ) {}
+
+  /** Clears what handles made without DI (`new DeferredLogger()`, `@Deferred.queue()`) use to find this app. */
+  private releaseHandles: Array<() => void> = [];
 
   async onModuleInit(): Promise<void> {
     try {
@@ -76,13 +87,44 @@ export class DeferredWorkLifecycle implements OnModuleInit, OnApplicationShutdow
         "Install it (npm install @opentelemetry/api), or leave openTelemetry out ('auto': used only when present).",
       );
     }
+    await this.useAppAsyncContext();
     await this.attachSinks();
+    this.checkClientHandles();
+    this.releaseHandles = [provideScopeSource(() => this.work.current()), provideHandles(this.handles)];
     this.dispatcher.start();
+  }
+
+  /** Keeps request scopes in the app's nestjs-cls or OpenTelemetry context when it runs one (no second store). */
+  private async useAppAsyncContext(): Promise<void> {
+    if (!this.asyncContext) return;
+    let cls: ClsServiceLike | undefined;
+    try {
+      const { ClsService } = (await import('nestjs-cls' as string)) as { ClsService?: unknown };
+      const found = ClsService ? this.resolve(ClsService) : undefined;
+      if (found && typeof (found as ClsServiceLike).isActive === 'function') cls = found as ClsServiceLike;
+    } catch {
+      // nestjs-cls is not installed: nothing to reuse
+    }
+    this.asyncContext.use({ cls, otel: this.correlator.contextApi() });
+  }
+
+  /** Every client handle this app injects needs a sink named after the client (`ClientProxySink({ clientToken })`). */
+  private checkClientHandles(): void {
+    const injected = this.injectedTokens();
+    for (const name of handlesInUse.clients) {
+      if (this.dispatcher.options.sinks.has(name) || !injected.has(deferredClientToken(name))) continue;
+      throw new DeferredWorkConfigError(
+        'sinks',
+        `@InjectDeferredClient('${name}') is used, and no sink is named "${name}"`,
+        `Add new ClientProxySink({ clientToken: '${name}' }) from 'nestjs-deferred-work/microservices' to sinks.`,
+      );
+    }
   }
 
   /** Drains pending work within `shutdownTimeoutMs` (needs `app.enableShutdownHooks()` for signals). */
   async onApplicationShutdown(): Promise<void> {
     unregisterOpener(this.opener, this.frameworkInstance());
+    for (const release of this.releaseHandles) release();
     await this.dispatcher.shutdown();
     // Closes that held clients postponed until the drain and that nobody awaits (a synchronous
     // `disconnect()` or `destroy()`): let them run before the process may exit, within a second.
@@ -134,6 +176,20 @@ export class DeferredWorkLifecycle implements OnModuleInit, OnApplicationShutdow
     // Nest runs no shutdown hooks after a failed bootstrap: release what the others started (threads).
     await Promise.allSettled(attaching.map(({ sink }) => Promise.resolve().then(() => sink.shutdown?.())));
     throw failed.reason;
+  }
+
+  /** The tokens the app's providers and controllers inject (constructor parameters and properties), from Nest's metadata. */
+  private injectedTokens(): Set<unknown> {
+    const tokens = new Set<unknown>();
+    for (const wrapper of [...this.discovery.getProviders(), ...this.discovery.getControllers()]) {
+      const type = wrapper.metatype as object | null | undefined;
+      if (typeof type !== 'function') continue;
+      const params = Reflect.getMetadata('self:paramtypes', type) as Array<{ param: unknown }> | undefined;
+      const props = Reflect.getMetadata('self:properties_metadata', type) as Array<{ type: unknown }> | undefined;
+      for (const p of params ?? []) tokens.add(p.param);
+      for (const p of props ?? []) tokens.add(p.type);
+    }
+    return tokens;
   }
 
   /** The provider registered under `token` anywhere in the app, or `undefined`. */

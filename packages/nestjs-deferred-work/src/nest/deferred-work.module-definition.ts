@@ -1,6 +1,8 @@
 import { ConfigurableModuleBuilder } from '@nestjs/common';
 import { APP_INTERCEPTOR } from '@nestjs/core';
 import { DeferredWorkInterceptor } from './deferred-work.interceptor';
+import { anyHandleInUse } from './handles/handle-tokens';
+import { handleProviders, tokensOf } from './handles/handle.providers';
 import type { DeferredWorkModuleExtras, DeferredWorkModuleOptions } from './options/module-options.interface';
 
 /**
@@ -27,7 +29,11 @@ export const {
     // forRoot() passes every option here; forRootAsync() only the extras, so `auto` cannot see
     // asyncContext/timing there — the bootstrap check then asks for registerInterceptor: true.
     const seen = extras as DeferredWorkModuleExtras & Pick<DeferredWorkModuleOptions, 'asyncContext' | 'timing'>;
-    const register = extras.registerInterceptor ?? (seen.asyncContext === true || seen.timing === true);
+    // Injected handles find their request through the async context, which runs in the interceptor.
+    const handles = seen.asyncContext !== false && anyHandleInUse();
+    const register = extras.registerInterceptor ?? (seen.asyncContext === true || seen.timing === true || handles);
+    // A handle for every name the handle decorators asked for in the code loaded so far.
+    const handleProvidersNow = handleProviders({}, true);
     return {
       ...definition,
       global: extras.isGlobal ?? true,
@@ -38,7 +44,9 @@ export const {
           useValue: (register ? 'registered' : extras.registerInterceptor === false ? 'off' : 'auto-off') satisfies GlobalInterceptorState,
         },
         ...(register ? [{ provide: APP_INTERCEPTOR, useExisting: DeferredWorkInterceptor }] : []),
+        ...handleProvidersNow,
       ],
+      exports: [...(definition.exports ?? []), ...tokensOf(handleProvidersNow)],
     };
   })
   .build();

@@ -1,4 +1,7 @@
-import { Module } from '@nestjs/common';
+import { type DynamicModule, Module } from '@nestjs/common';
+import { DeferredHandles } from './handles/deferred-handles';
+import { DeferredMetrics } from './handles/deferred-metrics.service';
+import { type DeferredHandleNames, handleProviders, tokensOf } from './handles/handle.providers';
 import { DiscoveryModule } from '@nestjs/core';
 import { RequestTracker } from '../capture/request-tracker';
 import type { ResolvedDeferredWorkOptions } from '../pipeline/resolved-options.interface';
@@ -60,9 +63,13 @@ import { HandlerScopes } from '../capture/handler-scopes';
     DeferredWork,
     DeferredWorkLifecycle,
     DeferredWorkHealthIndicator,
+    DeferredHandles,
+    DeferredMetrics,
   ],
   exports: [
     DeferredWork,
+    DeferredHandles,
+    DeferredMetrics,
     DeferredWorkInterceptor,
     DeferredWorkHealthIndicator,
     RESOLVED_DEFERRED_WORK_OPTIONS,
@@ -73,4 +80,20 @@ import { HandlerScopes } from '../capture/handler-scopes';
     Correlator,
   ],
 })
-export class DeferredWorkModule extends DeferredWorkConfigurableModule {}
+export class DeferredWorkModule extends DeferredWorkConfigurableModule {
+  /**
+   * The deferred handles a feature module injects, for the names the handle decorators cannot tell
+   * `forRoot()` about (a module loaded after it, or a name computed at run time):
+   * `DeferredWorkModule.forFeature({ queues: ['mail'], clients: ['EVENTS'], metrics: ['orders_total'] })`.
+   * `forRoot()` already provides every handle asked for with `@InjectDeferredQueue()`,
+   * `@InjectDeferredClient()` and `@InjectDeferredMetric()` in code loaded before it.
+   */
+  static forFeature(names: DeferredHandleNames): DynamicModule {
+    const providers = handleProviders(names);
+    return { module: DeferredWorkFeatureModule, providers, exports: tokensOf(providers) };
+  }
+}
+
+/** The module `DeferredWorkModule.forFeature()` returns. */
+@Module({})
+export class DeferredWorkFeatureModule {}

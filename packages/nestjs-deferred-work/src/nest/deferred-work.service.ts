@@ -5,7 +5,7 @@ import { DirectScope } from '../capture/direct-scope';
 import { scopeOfRequest } from '../capture/request-scopes';
 import { RequestTracker } from '../capture/request-tracker';
 import type { DeadLetter } from '../core/dead-letter.interface';
-import type { DeferredItemOptions, DeferredJobOptions, DeferredLogLevel } from '../core/items/deferred-item.interface';
+import type { DeferredItemOptions, DeferredJobOptions, DeferredLogLevel, DeferredLogOptions, DeferredMetricOptions } from '../core/items/deferred-item.interface';
 import type { DeferredStats } from '../core/stats.interface';
 import { timeoutOr } from '../core/timers';
 import { Dispatcher, type ShutdownReport } from '../pipeline/dispatcher';
@@ -40,16 +40,16 @@ export class DeferredWork implements DeferredScope {
     return scopeOfRequest(request) ?? this.direct;
   }
 
-  job(queue: string, name: string, data: unknown, opts?: DeferredJobOptions): void {
-    this.current().job(queue, name, data, opts);
+  job(queue: string, name: string, data: unknown, opts?: DeferredJobOptions): string {
+    return this.current().job(queue, name, data, opts);
   }
 
-  log(level: DeferredLogLevel, message: string, fields?: Record<string, unknown>, opts?: DeferredItemOptions): void {
-    this.current().log(level, message, fields, opts);
+  log(level: DeferredLogLevel, message: string, fields?: Record<string, unknown>, opts?: DeferredLogOptions): string {
+    return this.current().log(level, message, fields, opts);
   }
 
-  metric(name: string, value: number, tags?: Record<string, string>, opts?: DeferredItemOptions): void {
-    this.current().metric(name, value, tags, opts);
+  metric(name: string, value: number, tags?: Record<string, string>, opts?: DeferredMetricOptions): string {
+    return this.current().metric(name, value, tags, opts);
   }
 
   run(fn: (signal: AbortSignal) => unknown, opts?: Omit<DeferredItemOptions, 'sink'>): void {

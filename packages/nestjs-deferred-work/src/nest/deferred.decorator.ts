@@ -1,32 +1,30 @@
-import { createParamDecorator, type ExecutionContext } from '@nestjs/common';
-import { DeferredContextError } from '../core/errors/deferred-context.error';
-import type { DeferredScope } from '../capture/deferred-scope.interface';
-import { scopeOpenedFor } from '../capture/request-scopes';
-import { findOpener } from '../capture/runtime-registry';
-import { scopeOutsideHttp } from '../capture/handler-scopes';
+import { createParamDecorator, type LoggerService } from '@nestjs/common';
+import { deferredParamFactory } from './deferred-param';
+import type { DeferredMetricHandle } from './handles/deferred-metric.handle';
+import { clientParamFactory, loggerParamFactory, metricParamFactory, queueParamFactory } from './handles/param-handles';
 
-/**
- * What `@Deferred()` runs for each request: the request's scope, opening it if no interceptor did.
- * Exported for `@AfterResponse()`, which checks whether a route uses `@Deferred()`.
- */
-export function deferredParamFactory(_data: unknown, context: ExecutionContext): DeferredScope {
-  const request = context.getArgByIndex<object | undefined>(0);
-  const handler = context.getHandler();
-  if (context.getType() === 'http' && request) {
-    const opened = scopeOpenedFor(request, handler);
-    if (opened !== undefined) return opened;
-    const opener = findOpener(request);
-    if (opener) return opener.open(request, context.getArgByIndex<object>(1), handler, context.getClass());
-  } else if (context.getType<string>() === 'graphql' || context.getType() === 'rpc') {
-    const scope = scopeOutsideHttp(context.getType<'graphql' | 'rpc'>(), context.getArgs(), handler, context.getClass());
-    if (scope !== undefined) return scope;
-  }
-  throw new DeferredContextError(`${context.getClass().name}.${handler.name}()`, context.getType());
-}
+export { deferredParamFactory } from './deferred-param';
 
 /**
  * Injects the current request's {@link DeferredScope}. On an `@AfterResponse()` route its items
  * wait for the response to finish; elsewhere they go straight to the dispatcher. Needs no
  * interceptor: resolving this parameter opens the request's scope.
+ *
+ * Its members inject the deferred handles the same way, bound to the request: `@Deferred.queue('mail')`
+ * (a Bull or BullMQ queue's `add`/`addBulk`), `@Deferred.client('EVENTS')` (a microservice client's
+ * `emit`), `@Deferred.metric('orders_total')` (prom-client's `inc`/`observe`/…),
+ * `@Deferred.logger(context?)` (a `LoggerService`; default context: the controller's class name).
  */
-export const Deferred = createParamDecorator(deferredParamFactory);
+export const Deferred = Object.assign(createParamDecorator(deferredParamFactory), {
+  /** The queue registered as `name`, its `add`/`addBulk` deferred for this request (see `InjectDeferredQueue`). */
+  queue: (name: string): ParameterDecorator => createParamDecorator(queueParamFactory)(name),
+  /** The microservice client registered as `name`, its `emit` deferred for this request (see `InjectDeferredClient`). */
+  client: (name: string): ParameterDecorator => createParamDecorator(clientParamFactory)(name),
+  /** The metric `name` with prom-client's calls, deferred for this request (see `InjectDeferredMetric`). */
+  metric: (name: string): ParameterDecorator => createParamDecorator(metricParamFactory)(name),
+  /** A `LoggerService` whose records are deferred for this request; context: `context`, else the controller's name. */
+  logger: (context?: string): ParameterDecorator => createParamDecorator(loggerParamFactory)(context),
+});
+
+/** The types the handle parameters have (declare the parameter as the real type, e.g. BullMQ's `Queue`, or as these). */
+export type { DeferredMetricHandle, LoggerService };

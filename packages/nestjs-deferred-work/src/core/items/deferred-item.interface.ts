@@ -23,6 +23,21 @@ export interface DeferredItemOptions {
   sink?: string;
 }
 
+/** Options of a log record. */
+export interface DeferredLogOptions extends DeferredItemOptions {
+  /**
+   * The record's context (Nest's `context`, pino's `context` field), e.g. the calling class's name.
+   * Default: the logger sink's `context` option.
+   */
+  context?: string;
+}
+
+/** Options of a metric point. */
+export interface DeferredMetricOptions extends DeferredItemOptions {
+  /** `'add'`: on a gauge, add the value instead of setting it (see `MetricItem.op`). Default: by type. */
+  op?: 'add';
+}
+
 /** Options passed through to the queue with a job (Bull's `JobOptions` are a superset). */
 export interface DeferredJobOptions extends DeferredItemOptions {
   /** Attempts the queue itself makes to process the job (Bull `attempts`). */
@@ -63,6 +78,8 @@ export interface ItemCorrelation {
   traceId?: string;
   /** Span id (16 hex digits) of that span. */
   spanId?: string;
+  /** That span's trace flags (1: sampled), so a record written later in its context is sampled alike. */
+  traceFlags?: number;
 }
 
 interface ItemBase {
@@ -100,6 +117,8 @@ export interface LogItem extends ItemBase {
   level: DeferredLogLevel;
   message: string;
   fields?: Record<string, unknown>;
+  /** The record's context (e.g. the calling class), when given. */
+  context?: string;
 }
 
 /** A metric point. */
@@ -108,6 +127,11 @@ export interface MetricItem extends ItemBase {
   name: string;
   value: number;
   tags?: Record<string, string>;
+  /**
+   * How the value applies to a gauge: `'add'` adds it (a deferred `gauge.inc()` / `dec()`) instead of
+   * setting the gauge to it. Other instruments apply values by their type. Default: by type.
+   */
+  op?: 'add';
 }
 
 /** An arbitrary async callback, run in-process after the response. */

@@ -73,12 +73,15 @@ export interface DeferredWorkModuleOptions extends Partial<SinkProcessorOptions>
   /** Default `when` per kind. Default: `{ job: 'success', callback: 'success', log: 'always', metric: 'always' }`. */
   when?: Partial<Record<DeferredKind, RunWhen>>;
   /**
-   * Make the injectable `DeferredWork` find the current request anywhere in its call chain, through
-   * `AsyncLocalStorage`. Default `false`. On Node 20 the first `AsyncLocalStorage.run` enables
-   * promise hooks for the whole process, which measured 10–25% more CPU per request on every route;
-   * without it, use `@Deferred()` in the handler (no cost).
+   * Make the injectable `DeferredWork` and the injected handles (`@InjectDeferredQueue()`, …) find the
+   * current request anywhere in its call chain, through an async context: the app's nestjs-cls or
+   * OpenTelemetry context when it runs one, else an `AsyncLocalStorage` of the library's. On Node 20 the
+   * first `AsyncLocalStorage.run` enables promise hooks for the whole process, which measured 10–25%
+   * more CPU per request on every route (an app running nestjs-cls or OpenTelemetry pays it already);
+   * `@Deferred()` and the handles as handler parameters (`@Deferred.queue()`, …) need no async context.
+   * Default `'auto'`: on when an injected deferred handle is in use, off otherwise.
    */
-  asyncContext?: boolean;
+  asyncContext?: boolean | 'auto';
   /**
    * Response-time insight for `@AfterResponse()` routes: measure the time until the handler returned
    * and the time from then until the response finished (serialisation, compression, writing), emit

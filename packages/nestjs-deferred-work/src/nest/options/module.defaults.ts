@@ -1,6 +1,6 @@
 /** Defaults of the module-wide options (documented on `DeferredWorkModuleOptions`). */
 export const MODULE_DEFAULTS = Object.freeze({
-  asyncContext: false,
+  asyncContext: 'auto' as const,
   timing: false,
   shutdownTimeoutMs: 5000,
   maxItemBytes: 1_048_576,

@@ -1,3 +1,4 @@
+import { anyHandleInUse } from '../handles/handle-tokens';
 import { DeferredWorkConfigError } from '../../core/errors/deferred-work-config.error';
 import type { DeferredKind, SinkKind } from '../../core/items/deferred-item.interface';
 import { DEFERRED_KINDS, RUN_WHENS, SINK_KINDS, WHEN_DEFAULTS, isDeferredKind, isRunWhen, isSinkKind } from '../../core/items/item-kinds';
@@ -132,7 +133,7 @@ export function resolveOptions(options: DeferredWorkModuleOptions = {}): Resolve
     spools,
     callbacks: resolveCallbackOptions(options),
     when,
-    asyncContext: options.asyncContext ?? MODULE_DEFAULTS.asyncContext,
+    asyncContext: resolveAsyncContext(options.asyncContext ?? MODULE_DEFAULTS.asyncContext),
     timing: options.timing ?? MODULE_DEFAULTS.timing,
     shutdownTimeoutMs: options.shutdownTimeoutMs ?? MODULE_DEFAULTS.shutdownTimeoutMs,
     maxItemBytes,
@@ -140,4 +141,13 @@ export function resolveOptions(options: DeferredWorkModuleOptions = {}): Resolve
     deadLetterCapacity: options.deadLetterCapacity ?? MODULE_DEFAULTS.deadLetterCapacity,
     correlation: resolveCorrelation(options.correlation),
   };
+}
+
+/** `'auto'`: on when an injected deferred handle is in use (they find their request through it). */
+function resolveAsyncContext(value: boolean | 'auto'): boolean {
+  if (value === 'auto') return anyHandleInUse();
+  if (typeof value !== 'boolean') {
+    throw new DeferredWorkConfigError('asyncContext', `must be true, false or 'auto', got ${JSON.stringify(value)}`, "Leave it out for 'auto'.");
+  }
+  return value;
 }

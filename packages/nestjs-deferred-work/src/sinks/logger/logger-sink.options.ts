@@ -17,6 +17,16 @@ import type { LogItem } from '../../core/items/deferred-item.interface';
  */
 export type LoggerSinkFieldsStyle = 'auto' | 'fields-first' | 'params' | 'object';
 
+/**
+ * Which names the request and trace ids take among a record's fields:
+ * - `'camel'`: `requestId`, `traceId`, `spanId`;
+ * - `'opentelemetry'`: `requestId`, `trace_id`, `span_id`, `trace_flags` — the names OpenTelemetry's log
+ *   data model and `@opentelemetry/instrumentation-pino` use, so deferred lines match the app's own;
+ * - `'none'`: `requestId` only. The trace ids still reach the log: every record is written inside its
+ *   item's span context, where an OpenTelemetry log bridge or pino's instrumentation adds them.
+ */
+export type LoggerSinkTraceFields = 'camel' | 'opentelemetry' | 'none';
+
 /** Options of {@link LoggerSink}. */
 export interface LoggerSinkOptions {
   /** Sink name used by `routing`, `sinkOptions` and `@AfterResponse({ sinks })`. Default `'logger'`. */
@@ -28,13 +38,22 @@ export interface LoggerSinkOptions {
    */
   logger?: LoggerService;
   /**
-   * The context of every record (Nest's `context`, pino's `context` field): a string, or a function
-   * of the item (e.g. `(item) => String(item.fields?.route ?? 'DeferredWork')`). Default `'DeferredWork'`.
+   * The context of a record that has none of its own (Nest's `context`, pino's `context` field): a
+   * string, or a function of the item (e.g. `(item) => String(item.fields?.route ?? 'DeferredWork')`).
+   * A record deferred with a context (`new DeferredLogger(OrdersService.name)`, the `context` log
+   * option) keeps it. Default `'DeferredWork'`.
    */
   context?: string | ((item: LogItem) => string | undefined);
   /** How message and fields are passed to the logger (see {@link LoggerSinkFieldsStyle}). Default `'auto'`. */
   fieldsStyle?: LoggerSinkFieldsStyle;
+  /** The names of the request and trace ids among the fields (see {@link LoggerSinkTraceFields}). Default `'camel'`. */
+  traceFields?: LoggerSinkTraceFields;
 }
 
 /** Defaults of {@link LoggerSinkOptions}. */
-export const LOGGER_SINK_DEFAULTS = Object.freeze({ name: 'logger', context: 'DeferredWork', fieldsStyle: 'auto' as LoggerSinkFieldsStyle });
+export const LOGGER_SINK_DEFAULTS = Object.freeze({
+  name: 'logger',
+  context: 'DeferredWork',
+  fieldsStyle: 'auto' as LoggerSinkFieldsStyle,
+  traceFields: 'camel' as LoggerSinkTraceFields,
+});

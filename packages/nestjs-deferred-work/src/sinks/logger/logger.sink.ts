@@ -1,8 +1,11 @@
 import { Logger, type LoggerService } from '@nestjs/common';
-import type { DeferredLogLevel, LogItem, SinkItem, SinkKind } from '../../core/items/deferred-item.interface';
+import type { DeferredLogLevel, ItemCorrelation, LogItem, SinkItem, SinkKind } from '../../core/items/deferred-item.interface';
 import type { DeferredSink, SinkWriteContext, SinkWriteResult } from '../../core/sink.interface';
 import { SinkConfigError } from '../kit/sink-config.error';
-import { LOGGER_SINK_DEFAULTS, type LoggerSinkFieldsStyle, type LoggerSinkOptions } from './logger-sink.options';
+import { LOGGER_SINK_DEFAULTS, type LoggerSinkFieldsStyle, type LoggerSinkOptions, type LoggerSinkTraceFields } from './logger-sink.options';
+import { checkOneOf } from '../kit/option-checks';
+
+const TRACE_FIELDS: readonly LoggerSinkTraceFields[] = ['camel', 'opentelemetry', 'none'];
 import { eachItem } from '../kit/each-item';
 
 type Method = 'fatal' | 'error' | 'warn' | 'log' | 'debug' | 'verbose';
@@ -78,12 +81,16 @@ export class LoggerSink implements DeferredSink<SinkItem> {
   private readonly logger: LoggerService | undefined;
   private readonly context: string | ((item: LogItem) => string | undefined);
   private readonly fieldsStyle: LoggerSinkFieldsStyle;
+  private readonly traceFields: LoggerSinkTraceFields;
+  /** `@opentelemetry/api`, when it can be loaded: records are written inside their item's span context. */
+  private otel: OtelSpanApi | undefined;
 
   constructor(options: LoggerSinkOptions = {}) {
     if (options === null || typeof options !== 'object') {
       throw new SinkConfigError('LoggerSink: pass options { name?, logger?, context?, fieldsStyle? }, or nothing for the defaults.');
     }
     const { name = LOGGER_SINK_DEFAULTS.name, logger, context = LOGGER_SINK_DEFAULTS.context, fieldsStyle = LOGGER_SINK_DEFAULTS.fieldsStyle } = options;
+    this.traceFields = checkOneOf(`LoggerSink "${String(name)}"`, 'traceFields', options.traceFields, TRACE_FIELDS, LOGGER_SINK_DEFAULTS.traceFields);
     if (typeof name !== 'string' || name === '') {
       throw new SinkConfigError(`LoggerSink: option "name" must be a non-empty string, got ${JSON.stringify(name)}. Leave it out for "${LOGGER_SINK_DEFAULTS.name}".`, 'name');
     }
@@ -110,6 +117,16 @@ export class LoggerSink implements DeferredSink<SinkItem> {
     this.fieldsStyle = fieldsStyle;
   }
 
+  /** Loads `@opentelemetry/api` if the app has it, to write each record inside its item's span context. */
+  async attach(): Promise<void> {
+    try {
+      const mod = (await import('@opentelemetry/api')) as unknown as OtelSpanApi & { default?: OtelSpanApi };
+      this.otel = mod.trace && mod.context ? mod : mod.default;
+    } catch {
+      this.otel = undefined; // not installed: nothing to attach to
+    }
+  }
+
   async write(batch: readonly SinkItem[], _context?: SinkWriteContext): Promise<void | SinkWriteResult> {
     // The instance that receives the calls, looked up per batch: app.useLogger() may come after bootstrap.
     const given = this.logger;
@@ -122,10 +139,10 @@ export class LoggerSink implements DeferredSink<SinkItem> {
     let method = LOGGER_SINK_LEVELS[item.level] ?? 'log';
     // A logger without fatal() gets error(); one without debug()/verbose() does not take those levels (as with Nest's Logger).
     if (method === 'fatal' && receiver && typeof receiver.fatal !== 'function') method = 'error';
-    const context = (typeof this.context === 'function' ? this.context(item) : this.context) ?? LOGGER_SINK_DEFAULTS.context;
+    const context = item.context ?? (typeof this.context === 'function' ? this.context(item) : this.context) ?? LOGGER_SINK_DEFAULTS.context;
     const message = item.message;
     // The request and trace ids, when the item carries them, are fields like the item's own (these win).
-    const fields = item.correlation ? { ...item.fields, ...item.correlation } : item.fields;
+    const fields = item.correlation ? { ...item.fields, ...correlationFields(item.correlation, this.traceFields) } : item.fields;
     let args: unknown[];
     if (!fields || typeof fields !== 'object' || !hasKeys(fields)) args = [message, context];
     else if (style === 'fields-first') args = [fields, message, context];
@@ -133,8 +150,36 @@ export class LoggerSink implements DeferredSink<SinkItem> {
     else args = [{ ...fields, message }, context];
     const target = this.logger && !(this.logger instanceof Logger) ? this.logger : Logger;
     const fn = (target as unknown as Record<Method, ((...a: unknown[]) => void) | undefined>)[method];
-    if (typeof fn === 'function') fn.apply(target, args);
+    if (typeof fn !== 'function') return;
+    const span = item.correlation;
+    const otel = this.otel;
+    if (!otel || span?.traceId === undefined || span.spanId === undefined) return void fn.apply(target, args);
+    // Inside the item's span context: OpenTelemetry log bridges and pino's instrumentation read it.
+    const spanContext = { traceId: span.traceId, spanId: span.spanId, traceFlags: span.traceFlags ?? 1, isRemote: true };
+    otel.context.with(otel.trace.setSpanContext(otel.context.active(), spanContext), () => fn.apply(target, args));
   }
+}
+
+/** The part of `@opentelemetry/api` the sink uses. */
+interface OtelSpanApi {
+  context: { active(): unknown; with<R>(context: unknown, fn: () => R): R };
+  trace: { setSpanContext(context: unknown, spanContext: { traceId: string; spanId: string; traceFlags: number; isRemote?: boolean }): unknown };
+}
+
+/** The request and trace ids as fields, named as `traceFields` says. */
+function correlationFields(correlation: Readonly<ItemCorrelation>, names: LoggerSinkTraceFields): Record<string, unknown> {
+  const fields: Record<string, unknown> = {};
+  if (correlation.requestId !== undefined) fields.requestId = correlation.requestId;
+  if (correlation.traceId === undefined || names === 'none') return fields;
+  if (names === 'camel') {
+    fields.traceId = correlation.traceId;
+    fields.spanId = correlation.spanId;
+  } else {
+    fields.trace_id = correlation.traceId;
+    fields.span_id = correlation.spanId;
+    fields.trace_flags = (correlation.traceFlags ?? 1).toString(16).padStart(2, '0');
+  }
+  return fields;
 }
 
 function hasKeys(value: object): boolean {

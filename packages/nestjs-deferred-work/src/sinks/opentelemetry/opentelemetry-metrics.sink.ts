@@ -2,7 +2,7 @@ import { Logger } from '@nestjs/common';
 import { type Counter, createNoopMeter, type Gauge, type Histogram, type Meter, metrics, type MetricOptions, type UpDownCounter } from '@opentelemetry/api';
 import type { MetricItem, SinkItem, SinkKind } from '../../core/items/deferred-item.interface';
 import type { DeferredSink, SinkWriteContext, SinkWriteResult } from '../../core/sink.interface';
-import { type CatalogEntry, checkMaxLabelSets, MetricCatalog } from '../kit/metric-catalog';
+import { type CatalogEntry, checkMaxLabelSets, MetricCatalog, type MetricInstrumentType } from '../kit/metric-catalog';
 import { checkOptionsObject, checkSinkName, checkString } from '../kit/option-checks';
 import { SinkConfigError } from '../kit/sink-config.error';
 import {
@@ -75,7 +75,19 @@ export class OpenTelemetryMetricsSink implements DeferredSink<SinkItem> {
 
   /** Checks a metric item when it is deferred; see the class documentation. */
   validate(item: SinkItem): void {
-    if (item.kind === 'metric') this.catalog.accept(item);
+    if (item.kind !== 'metric') return;
+    const entry = this.catalog.accept(item);
+    if (item.op === 'add' && entry.type !== 'upDownCounter' && entry.type !== 'counter') {
+      throw new Error(
+        `metric "${item.name}" is an OpenTelemetry ${entry.type}: it records values and cannot add to one. Declare it as an upDownCounter to inc()/dec() it.`,
+      );
+    }
+  }
+
+  /** How the metric an item names is declared (its type and label names), for handles that need it; `undefined` when it is not. */
+  declarationOf(name: string): { type: MetricInstrumentType; labelNames: readonly string[] } | undefined {
+    const entry = this.catalog.find(name);
+    return entry && { type: entry.type, labelNames: entry.labelNames };
   }
 
   async write(batch: readonly SinkItem[], _context?: SinkWriteContext): Promise<void | SinkWriteResult> {

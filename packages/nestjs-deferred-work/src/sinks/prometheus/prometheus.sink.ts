@@ -4,7 +4,7 @@ import { errorMessage } from '../../core/error-message';
 import type { MetricItem, SinkItem, SinkKind } from '../../core/items/deferred-item.interface';
 import type { SinkWriteContext, SinkWriteResult } from '../../core/sink.interface';
 import type { DeferredSink } from '../../core/sink.interface';
-import { type CatalogEntry, checkMaxLabelSets, MetricCatalog } from '../kit/metric-catalog';
+import { type CatalogEntry, checkMaxLabelSets, MetricCatalog, type MetricInstrumentType } from '../kit/metric-catalog';
 import { checkOptionsObject, checkSinkName } from '../kit/option-checks';
 import { SinkConfigError } from '../kit/sink-config.error';
 import { PROMETHEUS_LABEL, PROMETHEUS_NAME, prometheusMetricName } from './prometheus-name';
@@ -83,7 +83,17 @@ export class PrometheusSink implements DeferredSink<SinkItem> {
 
   /** Checks a metric item when it is deferred; see the class documentation. */
   validate(item: SinkItem): void {
-    if (item.kind === 'metric') this.catalog.accept(item);
+    if (item.kind !== 'metric') return;
+    const entry = this.catalog.accept(item);
+    if (item.op === 'add' && entry.type !== 'gauge' && entry.type !== 'upDownCounter' && entry.type !== 'counter') {
+      throw new Error(`metric "${item.name}" is a ${entry.type}: it takes observations, not additions. Use observe() / record().`);
+    }
+  }
+
+  /** How the metric an item names is declared (its type and label names), for handles that need it; `undefined` when it is not. */
+  declarationOf(name: string): { type: MetricInstrumentType; labelNames: readonly string[] } | undefined {
+    const entry = this.catalog.find(name);
+    return entry && { type: entry.type, labelNames: entry.labelNames };
   }
 
   /** Creates (or finds) every declared metric in the registry; a conflicting one fails the bootstrap. */
@@ -107,7 +117,8 @@ export class PrometheusSink implements DeferredSink<SinkItem> {
         (metric as Histogram<string>).observe(labels, item.value);
         break;
       case 'gauge':
-        (metric as Gauge<string>).set(labels, item.value);
+        if (item.op === 'add') (metric as Gauge<string>).inc(labels, item.value);
+        else (metric as Gauge<string>).set(labels, item.value);
         break;
       case 'upDownCounter':
         (metric as Gauge<string>).inc(labels, item.value);
