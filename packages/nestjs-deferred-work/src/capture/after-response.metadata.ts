@@ -1,4 +1,4 @@
-import type { DeferredKind, RunWhen, SinkKind } from '../core/items/deferred-item.interface';
+import type { DeferredKind, RunWhen, SinkKind, SinkTarget } from '../core/items/deferred-item.interface';
 
 /** Metadata key written by `@AfterResponse()`. */
 export const AFTER_RESPONSE_METADATA = 'nestjs-deferred-work:after-response';
@@ -7,8 +7,8 @@ export const AFTER_RESPONSE_METADATA = 'nestjs-deferred-work:after-response';
 export interface AfterResponseOptions {
   /** Default `when` per kind for this route, over the module's `when`. */
   when?: Partial<Record<DeferredKind, RunWhen>>;
-  /** Sink per kind for this route, over the module's `routing` (an item's own `sink` still wins). */
-  sinks?: Partial<Record<SinkKind, string>>;
+  /** Sink (or sinks, a copy to each) per kind for this route, over the module's `routing` (an item's own `sink` still wins). */
+  sinks?: Partial<Record<SinkKind, SinkTarget>>;
   /** Measure handler and send time for this route (see the module's `timing`). Default: the module's `timing`. */
   timing?: boolean;
 }

@@ -8,6 +8,7 @@ import type {
   DeferredMetricOptions,
   RunWhen,
   SinkKind,
+  SinkTarget,
 } from '../core/items/deferred-item.interface';
 import type { ItemCorrelation } from '../core/items/deferred-item.interface';
 import { newItemId } from '../core/items/item-id';
@@ -17,7 +18,7 @@ import type { DeferredScope } from './deferred-scope.interface';
 /** A route's resolved `@AfterResponse()` settings. */
 export interface RouteSettings {
   when: Readonly<Record<DeferredKind, RunWhen>>;
-  sinks: Readonly<Partial<Record<SinkKind, string>>>;
+  sinks: Readonly<Partial<Record<SinkKind, SinkTarget>>>;
   /** Measure handler and send time (the `timing` option). */
   timing?: boolean;
   /** The route's path template, e.g. `/orders/:id` (used as the `route` tag when timing). */

@@ -4,7 +4,7 @@ import { DeferredWorkConfigError } from '../core/errors/deferred-work-config.err
 import { RUN_WHENS, isRunWhen, isSinkKind } from '../core/items/item-kinds';
 import type { ResolvedDeferredWorkOptions } from '../pipeline/resolved-options.interface';
 import { isHandlerOutsideHttp } from './after-response.decorator';
-import { checkSinkTakes } from './options/option-checks';
+import { checkSinkTakes, targetNames } from './options/option-checks';
 
 /**
  * Every sink name and `when` in `@AfterResponse()` on the app's controllers (classes and methods)
@@ -47,17 +47,9 @@ export function checkDecoratedRoutes(
 }
 
 function checkRoute(where: string, route: AfterResponseOptions, options: ResolvedDeferredWorkOptions): void {
-  for (const [kind, sink] of Object.entries(route.sinks ?? {})) {
-    if (sink === undefined) continue;
+  for (const [kind, target] of Object.entries(route.sinks ?? {})) {
     const option = `@AfterResponse({ sinks: { ${kind} } }) on ${where}`;
-    if (!options.sinks.has(sink)) {
-      throw new DeferredWorkConfigError(
-        option,
-        `no sink is named "${sink}"`,
-        `Configure a sink named "${sink}" in DeferredWorkModule.forRoot({ sinks }), or name a configured one.`,
-      );
-    }
-    if (isSinkKind(kind)) checkSinkTakes(option, kind, sink, options.sinks);
+    for (const sink of targetNames(option, target)) checkRouteSink(option, kind, sink, options);
   }
   for (const [kind, when] of Object.entries(route.when ?? {})) {
     if (!isRunWhen(when)) {
@@ -67,5 +59,18 @@ function checkRoute(where: string, route: AfterResponseOptions, options: Resolve
         `Use one of ${RUN_WHENS.join(', ')}.`,
       );
     }
+  }
+}
+
+function checkRouteSink(option: string, kind: string, sink: string, options: ResolvedDeferredWorkOptions): void {
+  {
+    if (!options.sinks.has(sink)) {
+      throw new DeferredWorkConfigError(
+        option,
+        `no sink is named "${sink}"`,
+        `Configure a sink named "${sink}" in DeferredWorkModule.forRoot({ sinks }), or name a configured one.`,
+      );
+    }
+    if (isSinkKind(kind)) checkSinkTakes(option, kind, sink, options.sinks);
   }
 }

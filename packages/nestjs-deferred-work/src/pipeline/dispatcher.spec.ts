@@ -59,6 +59,40 @@ describe('Dispatcher', () => {
     expect(fallback.items.map((item) => item.id)).toEqual([ids[2]]);
   });
 
+  it('fans an item out to several sinks: a copy to each, accounted for by each sink on its own; the totals count every copy', async () => {
+    const prometheus = new MemorySink({ name: 'prometheus' });
+    const failing = { name: 'opentelemetry', write: async () => Promise.reject(new SinkWriteError('refused', { retryable: false })) };
+    const picky = Object.assign(new MemorySink({ name: 'picky' }), { validate: (item: SinkItem) => {
+      if (item.kind === 'metric' && item.value < 0) throw new Error('no negative values here');
+    } });
+    const { logger } = quiet();
+    const dispatcher = new Dispatcher(
+      resolveOptions({ sinks: [new MemorySink(), prometheus, failing, picky], routing: { metric: ['prometheus', 'opentelemetry', 'picky'], default: 'memory' } }),
+      logger,
+    );
+    const point = { kind: 'metric', name: 'orders', value: 1, when: 'always', createdAt: 0 } as DeferredItem;
+    dispatcher.dispatch(point);
+    dispatcher.dispatch({ kind: 'metric', name: 'refunds', value: -1, when: 'always', createdAt: 0 } as DeferredItem);
+    dispatcher.dispatch(job(1, { sink: ['memory', 'prometheus'] }));
+    await dispatcher.flush(1000);
+    const stats = dispatcher.stats();
+    expect(stats.sinks.prometheus).toMatchObject({ accepted: 3, delivered: 3, deadLettered: 0 });
+    expect(stats.sinks.opentelemetry).toMatchObject({ accepted: 2, delivered: 0, deadLettered: 2 });
+    expect(stats.sinks.picky).toMatchObject({ accepted: 1, delivered: 1 });
+    expect(stats.sinks.memory).toMatchObject({ accepted: 1, delivered: 1 });
+    expect(stats).toMatchObject({ accepted: 7, delivered: 5, deadLettered: 2, rejected: 1 });
+    expect(prometheus.items[0]).toBe(point); // the same item, with one id, in each sink
+    expect(dispatcher.deadLetters().map((l) => l.item.id)).toContain(point.id);
+  });
+
+  it.each([
+    [{ metric: ['prometheus', 'nope'] }, /routing\.metric.*no sink is named "nope"/],
+    [{ metric: [] }, /must be a sink's name or a non-empty array of names/],
+    [{ metric: ['prometheus', 'prometheus'] }, /names a sink twice/],
+  ])('refuses fan-out routing %j at bootstrap, saying how to fix it', (routing, message) => {
+    expect(() => resolveOptions({ sinks: [new MemorySink({ name: 'prometheus' })], routing: routing as never })).toThrow(message);
+  });
+
   it('rejects (and counts) an item sent by its own sink option to a sink that does not take its kind', async () => {
     const bull = Object.assign(new MemorySink({ name: 'bull' }), { kinds: ['job'] as const });
     const memory = new MemorySink();

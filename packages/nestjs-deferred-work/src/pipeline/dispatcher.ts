@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { DeferredItemRejectedError } from '../core/errors/deferred-item-rejected.error';
-import type { DeferredItem } from '../core/items/deferred-item.interface';
+import type { DeferredItem, SinkKind } from '../core/items/deferred-item.interface';
 import type { DeferredSink } from '../core/sink.interface';
 import { errorMessage } from '../core/error-message';
 import { timeoutOr } from '../core/timers';
@@ -96,13 +96,24 @@ export class Dispatcher {
   dispatch(item: DeferredItem): void {
     try {
       validateItem(item, this.options.maxItemBytes);
-      // Its id, once, at acceptance: the same across retries, the worker thread, the spool and its dead letter.
-      item.id ??= newItemId();
-      if (item.kind === 'callback') {
-        if (!this.runner.enqueue(item, this.inline)) this.refused(CALLBACK_RUNNER_NAME, this.runner);
-        return;
-      }
-      const name = item.sink ?? this.options.routing[item.kind];
+    } catch (error) {
+      return this.reject(item, error);
+    }
+    // Its id, once: given when it was deferred (an item built elsewhere gets it here), the same across
+    // retries, the worker thread, the spool and its dead letter — and every fanned-out copy.
+    item.id ??= newItemId();
+    if (item.kind === 'callback') {
+      if (!this.runner.enqueue(item, this.inline)) this.refused(CALLBACK_RUNNER_NAME, this.runner);
+      return;
+    }
+    const target = item.sink ?? this.options.routing[item.kind];
+    if (typeof target === 'string') this.enqueueTo(target, item);
+    else for (const name of target) this.enqueueTo(name, item); // a copy to each: each sink accounts for its own
+  }
+
+  /** Hands the item to the named sink's processor, after its checks; a refusal is counted and logged. */
+  private enqueueTo(name: string, item: DeferredItem & { kind: SinkKind }): void {
+    try {
       const processor = this.processors.get(name);
       if (!processor) {
         throw new DeferredItemRejectedError(
@@ -122,11 +133,16 @@ export class Dispatcher {
       if (processor.sink.validate) this.validateFor(name, processor.sink, item);
       if (!processor.enqueue(item)) this.refused(name, processor);
     } catch (error) {
-      this.rejected++;
-      const message = error instanceof Error ? error.message : String(error);
-      // One key per kind: a message names the item, so keying on it would neither limit nor stay bounded.
-      this.warnings.warn(`rejected:${item?.kind}`, message);
+      this.reject(item, error);
     }
+  }
+
+  /** Counts and logs an item refused before acceptance. */
+  private reject(item: DeferredItem, error: unknown): void {
+    this.rejected++;
+    const message = error instanceof Error ? error.message : String(error);
+    // One key per kind: a message names the item, so keying on it would neither limit nor stay bounded.
+    this.warnings.warn(`rejected:${item?.kind}`, message);
   }
 
   /** The sink's own check of an item (`DeferredSink.validate`), as a rejection. */

@@ -1,6 +1,6 @@
 import type { ResolvedCorrelation } from '../core/correlation-options.interface';
 import type { DeadLetterHandler } from '../core/dead-letter.interface';
-import type { DeferredKind, RunWhen, SinkKind } from '../core/items/deferred-item.interface';
+import type { DeferredKind, RunWhen, SinkKind, SinkTarget } from '../core/items/deferred-item.interface';
 import type { DeferredSink, SinkProcessorOptions } from '../core/sink.interface';
 import type { CallbackRunnerOptions } from './callbacks/callback-runner.options';
 import type { SinkSpoolSettings } from './processor/sink-spool';
@@ -8,7 +8,8 @@ import type { SinkSpoolSettings } from './processor/sink-spool';
 /** Options with every default applied, as the library uses them. */
 export interface ResolvedDeferredWorkOptions {
   sinks: ReadonlyMap<string, DeferredSink>;
-  routing: Readonly<Record<SinkKind, string>>;
+  /** Each kind's sink, or sinks (a copy to each). */
+  routing: Readonly<Record<SinkKind, SinkTarget>>;
   processorOptions: ReadonlyMap<string, SinkProcessorOptions>;
   /** The disk spool of each sink that has one (the `spool` option), by sink name. */
   spools?: ReadonlyMap<string, SinkSpoolSettings>;

@@ -66,7 +66,7 @@ export class DeferredWorkTesting {
   }
 
   /** The memory sink standing in for the sink of that name (default: the sink jobs are routed to). */
-  sink(name: string = this.dispatcher.options.routing.job): MemorySink {
+  sink(name: string = firstOf(this.dispatcher.options.routing.job)): MemorySink {
     const sink = this.dispatcher.options.sinks.get(name);
     if (!(sink instanceof MemorySink)) {
       const known = [...this.dispatcher.options.sinks.keys()];
@@ -104,4 +104,9 @@ export class DeferredWorkTesting {
   clear(): void {
     for (const sink of this.dispatcher.options.sinks.values()) if (sink instanceof MemorySink) sink.clear();
   }
+}
+
+/** The first sink of a routing target (one name, or several with fan-out). */
+function firstOf(target: string | readonly string[]): string {
+  return typeof target === 'string' ? target : target[0];
 }

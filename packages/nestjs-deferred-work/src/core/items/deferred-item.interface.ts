@@ -15,12 +15,18 @@ export type RunWhen = 'always' | 'success' | 'failure';
 /** Log levels accepted by {@link DeferredScope.log}; the same names as Nest's `LogLevel`. */
 export type DeferredLogLevel = 'fatal' | 'error' | 'warn' | 'log' | 'info' | 'debug' | 'verbose';
 
+/**
+ * Where an item goes: a sink's name, or several (fan-out: a copy of the item to each, each accepted,
+ * delivered or dead-lettered by its own sink; the totals of `stats()` count every copy).
+ */
+export type SinkTarget = string | readonly string[];
+
 /** Options every item accepts. */
 export interface DeferredItemOptions {
   /** When the item runs. Default per kind: jobs and callbacks `success`; logs and metrics `always`. */
   when?: RunWhen;
-  /** Name of the sink this item goes to, overriding the route and module routing. */
-  sink?: string;
+  /** The sink (or sinks) this item goes to, overriding the route and module routing. Default: the routing's. */
+  sink?: SinkTarget;
 }
 
 /** Options of a log record. */
@@ -85,8 +91,8 @@ export interface ItemCorrelation {
 interface ItemBase {
   /** When the item runs (resolved: never undefined once collected). */
   when: RunWhen;
-  /** Sink override, if any. */
-  sink?: string;
+  /** Sink override (one, or several for a copy to each), if any. */
+  sink?: SinkTarget;
   /** Epoch milliseconds when the handler created the item. */
   createdAt: number;
   /** The request and trace it came from, when correlation is on and there is something to carry. */

@@ -1,6 +1,6 @@
 import type { CorrelationOptions } from '../../core/correlation-options.interface';
 import type { DeadLetterHandler } from '../../core/dead-letter.interface';
-import type { DeferredKind, RunWhen, SinkKind } from '../../core/items/deferred-item.interface';
+import type { DeferredKind, RunWhen, SinkKind, SinkTarget } from '../../core/items/deferred-item.interface';
 import type { CallbackRunnerOptions } from '../../pipeline/callbacks/callback-runner.options';
 import type { DeferredSink, SinkProcessorOptions } from '../../core/sink.interface';
 import type { SpoolOptions } from '../../spool';
@@ -26,13 +26,18 @@ export interface DeferredSinkOptions extends Partial<SinkProcessorOptions> {
   spool?: DeferredSpoolOptions | false;
 }
 
-/** Which sink each kind of item goes to, by sink name. */
+/**
+ * Which sink each kind of item goes to, by sink name — or to several, a copy to each (fan-out:
+ * `metric: ['prometheus', 'opentelemetry']`): each copy is accepted, delivered, retried or
+ * dead-lettered by its own sink, so the accounting identity holds per sink, and the totals of
+ * `stats()` count every copy.
+ */
 export interface DeferredRouting {
-  job?: string;
-  log?: string;
-  metric?: string;
-  /** Sink for kinds not named above. Default: for each kind, the first of `sinks` that takes it (see `DeferredSink.kinds`). */
-  default?: string;
+  job?: SinkTarget;
+  log?: SinkTarget;
+  metric?: SinkTarget;
+  /** Sink(s) for kinds not named above. Default: for each kind, the first of `sinks` that takes it (see `DeferredSink.kinds`). */
+  default?: SinkTarget;
 }
 
 /**

@@ -1,3 +1,4 @@
+import type { SinkTarget } from '../../core/items/deferred-item.interface';
 import { DeferredWorkConfigError } from '../../core/errors/deferred-work-config.error';
 import { MAX_TIMER_MS } from '../../core/timers';
 import type { SinkKind } from '../../core/items/deferred-item.interface';
@@ -78,4 +79,17 @@ export function checkSinkTakes(option: string, kind: SinkKind, name: string, sin
       ? `Route ${kind} items to a sink that takes them (${others.join(', ')}), e.g. routing: { ${kinds[0]}: '${name}', default: ${others[0].replace(/"/g, "'")} }.`
       : `Add a sink that takes ${kind} items (a MemorySink, an HttpSink) and route ${kind} items to it.`,
   );
+}
+
+/** The sink names of a target (one name, or several for fan-out); a malformed one fails with the fix. */
+export function targetNames(option: string, target: SinkTarget | undefined): readonly string[] {
+  if (target === undefined) return [];
+  if (typeof target === 'string') return [target];
+  if (!Array.isArray(target) || target.length === 0 || target.some((name) => typeof name !== 'string')) {
+    throw new DeferredWorkConfigError(option, `must be a sink's name or a non-empty array of names, got ${JSON.stringify(target)}`, "E.g. 'prometheus', or ['prometheus', 'opentelemetry'] for a copy to each.");
+  }
+  if (new Set(target).size !== target.length) {
+    throw new DeferredWorkConfigError(option, `names a sink twice (${JSON.stringify(target)})`, 'List each sink once.');
+  }
+  return target;
 }

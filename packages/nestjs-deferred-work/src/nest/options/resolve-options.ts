@@ -1,3 +1,4 @@
+import type { SinkTarget } from '../../core/items/deferred-item.interface';
 import { anyHandleInUse } from '../handles/handle-tokens';
 import { DeferredWorkConfigError } from '../../core/errors/deferred-work-config.error';
 import type { DeferredKind, SinkKind } from '../../core/items/deferred-item.interface';
@@ -10,7 +11,7 @@ import { MemorySink } from '../../sinks/memory/memory.sink';
 import { resolveCorrelation } from './resolve-correlation';
 import { MODULE_DEFAULTS } from './module.defaults';
 import type { DeferredWorkModuleOptions } from './module-options.interface';
-import { checkNumber, checkProcessorOptions, checkSinkName, checkSinkTakes, pickProcessorOptions } from './option-checks';
+import { checkNumber, checkProcessorOptions, checkSinkName, checkSinkTakes, pickProcessorOptions, targetNames } from './option-checks';
 import { resolveCallbackOptions } from './resolve-callback-options';
 import { resolveSpools } from './resolve-spools';
 
@@ -64,15 +65,15 @@ export function resolveOptions(options: DeferredWorkModuleOptions = {}): Resolve
         'Route "job", "log", "metric" or "default".',
       );
     }
-    checkSinkName(`routing.${key}`, routingIn[key as keyof typeof routingIn], sinks);
+    for (const name of targetNames(`routing.${key}`, routingIn[key as keyof typeof routingIn])) checkSinkName(`routing.${key}`, name, sinks);
   }
-  const routing = {} as Record<SinkKind, string>;
+  const routing = {} as Record<SinkKind, SinkTarget>;
   for (const kind of SINK_KINDS) {
     const chosen = routingIn[kind] ?? routingIn.default;
     if (chosen !== undefined) {
       // Routed on purpose: a sink that does not take the kind is a mistake, caught now.
-      checkSinkTakes(routingIn[kind] ? `routing.${kind}` : 'routing.default', kind, chosen, sinks);
-      routing[kind] = chosen;
+      for (const name of targetNames('routing', chosen)) checkSinkTakes(routingIn[kind] ? `routing.${kind}` : 'routing.default', kind, name, sinks);
+      routing[kind] = typeof chosen === 'string' || chosen.length > 1 ? chosen : chosen[0];
     } else {
       // Not routed: the first sink that takes the kind (or the first sink, which then rejects such items, counted).
       routing[kind] = [...sinks.values()].find((sink) => !sink.kinds || sink.kinds.includes(kind))?.name ?? first;
