@@ -1,20 +1,24 @@
 // app.module.ts — the setup of docs/sinks/bullmq.md: a queue registered with @nestjs/bullmq, jobs
-// deferred to it with @AfterResponse() through BullMqSink, and a real @Processor consuming them.
+// added to it through its deferred handle (@InjectDeferredQueue, in place of @InjectQueue) on an
+// @AfterResponse() route, written by BullMqSink after the response, and a real @Processor consuming them.
 // (Redis port, key prefix and spool directory come from the consumer test.)
 import { BullModule, Processor, WorkerHost } from '@nestjs/bullmq';
 import { Controller, Module, Param, Post } from '@nestjs/common';
-import type { Job } from 'bullmq';
-import { AfterResponse, Deferred, type DeferredScope, DeferredWorkModule, MemorySink } from 'nestjs-deferred-work';
-import { BullMqSink, bullMqJob } from 'nestjs-deferred-work/bullmq';
+import type { Job, Queue } from 'bullmq';
+import { AfterResponse, Deferred, type DeferredScope, DeferredWorkModule, InjectDeferredQueue, MemorySink } from 'nestjs-deferred-work';
+import { BullMqSink } from 'nestjs-deferred-work/bullmq';
 import { ProcessedJobs } from './processed-jobs.js';
 
 @Controller('orders')
 export class OrdersController {
+  // The queue's deferred handle: what was @InjectQueue('mail'). Its add() resolves at once.
+  constructor(@InjectDeferredQueue('mail') private readonly mail: Queue) {}
+
   @Post(':id')
   @AfterResponse()
-  place(@Param('id') id: string, @Deferred() work: DeferredScope) {
+  async place(@Param('id') id: string, @Deferred() work: DeferredScope) {
     // Added to the "mail" queue after the response has finished, batched with other requests' jobs.
-    work.job('mail', 'order-confirmation', { orderId: id }, bullMqJob({ jobId: `order-confirmation-${id}`, attempts: 3 }));
+    await this.mail.add('order-confirmation', { orderId: id }, { jobId: `order-confirmation-${id}`, attempts: 3 });
     work.log('info', 'order placed', { orderId: id });
     // Added by BullMqSink.offloaded() from its worker thread (its own queue on its own connection).
     work.job('audit', 'order-audit', { orderId: id }, { sink: 'audit-jobs' });
