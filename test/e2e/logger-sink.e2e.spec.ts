@@ -186,7 +186,9 @@ describe.each(platforms)('LoggerSink on $name', (platform) => {
     try {
       for (const i of [0, 6]) expect((await fetch(`${url}/orders/${i}`)).status).toBe(200); // info and log → log(): throws
       const work = app.get(DeferredWork);
-      await eventually(() => expect(work.stats().sinks.logger).toMatchObject({ accepted: 2, delivered: 0, deadLettered: 2, failedWrites: 2 }));
+      // one write or two, as the two requests' records happen to batch
+      await eventually(() => expect(work.stats().sinks.logger).toMatchObject({ accepted: 2, delivered: 0, deadLettered: 2, failedWrites: expect.any(Number) }));
+      expect(work.stats().sinks.logger.failedWrites).toBeGreaterThanOrEqual(1);
       expect(work.deadLetters().map((d) => [d.reason, d.error])).toEqual([
         ['not-retryable', expect.stringMatching(/log transport down/)],
         ['not-retryable', expect.stringMatching(/log transport down/)],

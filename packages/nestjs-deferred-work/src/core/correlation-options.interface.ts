@@ -2,12 +2,14 @@
 export interface CorrelationOptions {
   /**
    * Request header carrying the request id (e.g. `x-request-id`), read when the request's scope
-   * opens. Default none.
+   * opens. Default: none (then `requestId`'s default applies).
    */
   requestIdHeader?: string;
   /**
    * Or a function of the request (Express `req`, Fastify request) returning its id. A function that
-   * throws or returns something other than a string gives no id. Default none.
+   * throws or returns something other than a string gives no id. Default, when `requestIdHeader` is not
+   * given either: `req.id` — the id pino-http (nestjs-pino) sets on Express requests and Fastify sets on
+   * every request — so deferred records carry the same request id as the app's own log lines.
    */
   requestId?: (request: unknown) => string | undefined;
   /**

@@ -84,7 +84,7 @@ export interface DeferredWorkModuleOptions extends Partial<SinkProcessorOptions>
    * first `AsyncLocalStorage.run` enables promise hooks for the whole process, which measured 10–25%
    * more CPU per request on every route (an app running nestjs-cls or OpenTelemetry pays it already);
    * `@Deferred()` and the handles as handler parameters (`@Deferred.queue()`, …) need no async context.
-   * Default `'auto'`: on when an injected deferred handle is in use, off otherwise.
+   * Default `auto`: on when an injected deferred handle is in use, off otherwise.
    */
   asyncContext?: boolean | 'auto';
   /**

@@ -1,9 +1,14 @@
 import { Correlator } from '../../capture/correlation';
-import { resolveCorrelation } from './resolve-correlation';
+import { requestIdOf, resolveCorrelation } from './resolve-correlation';
 
 describe('resolveCorrelation', () => {
-  it("defaults to OpenTelemetry 'auto' and no request id; false turns it off; header names are lower-cased", () => {
-    expect(resolveCorrelation(undefined)).toEqual({ openTelemetry: 'auto' });
+  it("defaults to OpenTelemetry 'auto' and req.id (pino-http, Fastify) as the request id; false turns it off; header names are lower-cased", () => {
+    expect(resolveCorrelation(undefined)).toEqual({ openTelemetry: 'auto', requestId: requestIdOf });
+    expect(resolveCorrelation({ openTelemetry: false })).toEqual({ openTelemetry: false, requestId: requestIdOf });
+    expect(requestIdOf({ id: 'req-7' })).toBe('req-7');
+    expect(requestIdOf({ id: 12 })).toBe('12');
+    expect(requestIdOf({ id: { nested: true } })).toBeUndefined();
+    expect(requestIdOf({})).toBeUndefined();
     expect(resolveCorrelation(false)).toBeUndefined();
     expect(resolveCorrelation({ requestIdHeader: 'X-Request-Id' })).toMatchObject({ requestIdHeader: 'x-request-id', openTelemetry: 'auto' });
   });

@@ -4,7 +4,7 @@ import { DeferredWorkConfigError } from '../../core/errors/deferred-work-config.
 /** `correlation` with its defaults, checked; `undefined` for `false`. */
 export function resolveCorrelation(option: CorrelationOptions | false | undefined): ResolvedCorrelation | undefined {
   if (option === false) return undefined;
-  if (option === undefined) return { openTelemetry: 'auto' };
+  if (option === undefined) return { requestId: requestIdOf, openTelemetry: 'auto' };
   if (option === null || typeof option !== 'object') {
     throw new DeferredWorkConfigError('correlation', `expected an object or false, got ${JSON.stringify(option)}`, "Pass correlation: { requestIdHeader: 'x-request-id' }, or false.");
   }
@@ -21,5 +21,12 @@ export function resolveCorrelation(option: CorrelationOptions | false | undefine
   if (openTelemetry !== true && openTelemetry !== false && openTelemetry !== 'auto') {
     throw new DeferredWorkConfigError('correlation.openTelemetry', `expected true, false or 'auto', got ${JSON.stringify(openTelemetry)}`, "Leave it out for 'auto'.");
   }
-  return { requestIdHeader: requestIdHeader?.toLowerCase(), requestId, openTelemetry };
+  // Neither given: the id pino-http and Fastify give every request (`req.id`).
+  return { requestIdHeader: requestIdHeader?.toLowerCase(), requestId: requestIdHeader === undefined ? (requestId ?? requestIdOf) : undefined, openTelemetry };
+}
+
+/** The default request id: `req.id`, as pino-http (Express) and Fastify set it, when it is a string or a number. */
+export function requestIdOf(request: unknown): string | undefined {
+  const id = (request as { id?: unknown } | null)?.id;
+  return typeof id === 'string' ? id : typeof id === 'number' ? String(id) : undefined;
 }
