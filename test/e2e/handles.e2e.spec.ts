@@ -10,7 +10,9 @@ import {
   DeferredWorkModule,
   InjectDeferredClient,
   InjectDeferredMetric,
+  InjectDeferredPinoLogger,
   InjectDeferredQueue,
+  type DeferredPinoLogger,
   type JobItem,
   type LogItem,
   MemorySink,
@@ -45,6 +47,7 @@ class MailService {
     @InjectDeferredClient('EVENTS') private readonly events: ClientLike,
     @InjectDeferredMetric('welcomes') private readonly welcomes: DeferredMetricHandle,
     metrics: DeferredMetrics,
+    @InjectDeferredPinoLogger('Audit') private readonly audit: DeferredPinoLogger,
   ) {
     this.signups = metrics.getCounter('signups');
   }
@@ -57,6 +60,7 @@ class MailService {
     this.logger.log('welcome queued', { user, requestId });
     this.welcomes.inc({ channel: 'web' });
     this.signups.add(1, { plan: 'free' });
+    this.audit.info({ user }, 'audited %s', user);
     return receipt.id;
   }
 }
@@ -136,10 +140,11 @@ describe.each(platforms)('deferred handles on $name', (platform) => {
     expect(statuses).toEqual([]);
     const posts = await Promise.all(ids.map((id) => fetch(`${started.url}/users/${id}/welcome`, { method: 'POST' }).then(async (r) => ({ status: r.status, body: (await r.json()) as { job: string } }))));
     expect(posts.every((p) => p.status === 201)).toBe(true);
-    await eventually(() => expect(work.stats()).toMatchObject({ accepted: 1000, delivered: 1000, pending: 0 }), 10_000);
+    await eventually(() => expect(work.stats()).toMatchObject({ accepted: 1200, delivered: 1200, pending: 0 }), 10_000);
     const job = byRequest(jobs.items as JobItem[]);
     const event = byRequest(events.items as JobItem[]);
-    const log = byRequest(logs.items as LogItem[]);
+    const log = byRequest((logs.items as LogItem[]).filter((l) => l.context === 'MailService'));
+    const audit = byRequest((logs.items as LogItem[]).filter((l) => l.context === 'Audit'));
     const leaks: string[] = [];
     ids.forEach((id, i) => {
       const j = job.get(id)!;
@@ -147,6 +152,7 @@ describe.each(platforms)('deferred handles on $name', (platform) => {
       if (j.id !== posts[i].body.job) leaks.push(`receipt ${id}`); // the receipt's id is the job's
       if ((event.get(id)!.data as { user: string }).user !== id) leaks.push(`event ${id}`);
       if ((log.get(id)!.fields as { user: string }).user !== id) leaks.push(`log ${id}`);
+      if (audit.get(id)!.message !== `audited ${id}`) leaks.push(`pino-style log ${id}`);
     });
     expect(leaks).toEqual([]);
     expect(jobs.items).toHaveLength(200);
@@ -166,7 +172,7 @@ describe.each(platforms)('deferred handles on $name', (platform) => {
     expect(await work.flush(2000)).toBe(true);
     expect(jobs.items).toHaveLength(0);
     expect(events.items).toHaveLength(0);
-    expect(logs.items).toHaveLength(1);
+    expect(logs.items).toHaveLength(2);
     expect(metrics.items).toHaveLength(2);
   });
 

@@ -4,7 +4,8 @@ export { DeferredWorkInterceptor } from './nest/deferred-work.interceptor';
 export { DeferredWork } from './nest/deferred-work.service';
 export { AfterResponse, AFTER_RESPONSE_METADATA, type AfterResponseOptions } from './nest/after-response.decorator';
 export { Deferred } from './nest/deferred.decorator';
-export { InjectDeferredClient, InjectDeferredMetric, InjectDeferredQueue } from './nest/handles/inject-handles';
+export { InjectDeferredClient, InjectDeferredMetric, InjectDeferredPinoLogger, InjectDeferredQueue } from './nest/handles/inject-handles';
+export { DeferredPinoLogger } from './nest/handles/deferred-pino-logger';
 export { DeferredLogger } from './nest/handles/deferred-logger';
 export { DeferredMetrics } from './nest/handles/deferred-metrics.service';
 export type { DeferredJobReceipt } from './nest/handles/deferred-queue.handle';
@@ -16,7 +17,7 @@ export type {
   MetricLabels,
 } from './nest/handles/deferred-metric.handle';
 export type { DeferredHandleNames } from './nest/handles/handle.providers';
-export { deferredClientToken, deferredMetricToken, deferredQueueToken } from './nest/handles/handle-tokens';
+export { deferredClientToken, deferredMetricToken, deferredPinoLoggerToken, deferredQueueToken } from './nest/handles/handle-tokens';
 export {
   DeferredWorkHealthIndicator,
   type DeferredWorkHealthOptions,

@@ -10,6 +10,7 @@ export const handlesInUse = {
   queues: new Set<string>(),
   clients: new Set<string>(),
   metrics: new Set<string>(),
+  pinoLoggers: new Set<string>(),
 };
 
 /** The token of the deferred handle of the queue registered as `name`. */
@@ -27,7 +28,12 @@ export function deferredMetricToken(name: string): string {
   return `DeferredMetric_${name}`;
 }
 
+/** The token of the deferred `PinoLogger`-style logger of `context`. */
+export function deferredPinoLoggerToken(context: string): string {
+  return `DeferredPinoLogger_${context}`;
+}
+
 /** Whether any injected handle is in use: then requests need an async context for it to find them. */
 export function anyHandleInUse(): boolean {
-  return handlesInUse.queues.size > 0 || handlesInUse.clients.size > 0 || handlesInUse.metrics.size > 0;
+  return handlesInUse.queues.size > 0 || handlesInUse.clients.size > 0 || handlesInUse.metrics.size > 0 || handlesInUse.pinoLoggers.size > 0;
 }

@@ -1,6 +1,7 @@
 import type { Provider } from '@nestjs/common';
 import { DeferredHandles } from './deferred-handles';
-import { deferredClientToken, deferredMetricToken, deferredQueueToken, handlesInUse } from './handle-tokens';
+import { DeferredPinoLogger } from './deferred-pino-logger';
+import { deferredClientToken, deferredMetricToken, deferredPinoLoggerToken, deferredQueueToken, handlesInUse } from './handle-tokens';
 
 /** The handles to provide: queues, microservice clients and metrics, by name. */
 export interface DeferredHandleNames {
@@ -10,6 +11,8 @@ export interface DeferredHandleNames {
   clients?: readonly string[];
   /** Metrics declared in the metrics sinks, injected with `@InjectDeferredMetric(name)`. */
   metrics?: readonly string[];
+  /** Contexts of `PinoLogger`-style loggers, injected with `@InjectDeferredPinoLogger(context)`. */
+  pinoLoggers?: readonly string[];
 }
 
 /** Providers of the handles named (and of every handle the decorators asked for, when `withUsed`). */
@@ -17,6 +20,8 @@ export function handleProviders(names: DeferredHandleNames = {}, withUsed = fals
   const queues = new Set([...(names.queues ?? []), ...(withUsed ? handlesInUse.queues : [])]);
   const clients = new Set([...(names.clients ?? []), ...(withUsed ? handlesInUse.clients : [])]);
   const metrics = new Set([...(names.metrics ?? []), ...(withUsed ? handlesInUse.metrics : [])]);
+  const pinoLoggers = new Set([...(names.pinoLoggers ?? []), ...(withUsed ? handlesInUse.pinoLoggers : [])]);
+  for (const context of names.pinoLoggers ?? []) handlesInUse.pinoLoggers.add(context);
   for (const name of names.queues ?? []) handlesInUse.queues.add(name);
   for (const name of names.clients ?? []) handlesInUse.clients.add(name);
   for (const name of names.metrics ?? []) handlesInUse.metrics.add(name);
@@ -24,6 +29,11 @@ export function handleProviders(names: DeferredHandleNames = {}, withUsed = fals
     ...[...queues].map((name) => ({ provide: deferredQueueToken(name), inject: [DeferredHandles], useFactory: (h: DeferredHandles) => h.queue(name) })),
     ...[...clients].map((name) => ({ provide: deferredClientToken(name), inject: [DeferredHandles], useFactory: (h: DeferredHandles) => h.client(name) })),
     ...[...metrics].map((name) => ({ provide: deferredMetricToken(name), inject: [DeferredHandles], useFactory: (h: DeferredHandles) => h.metric(name) })),
+    ...[...pinoLoggers].map((context) => ({
+      provide: deferredPinoLoggerToken(context),
+      inject: [DeferredHandles],
+      useFactory: (h: DeferredHandles) => new DeferredPinoLogger(context || undefined, h.current),
+    })),
   ];
 }
 

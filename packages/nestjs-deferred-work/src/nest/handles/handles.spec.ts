@@ -136,3 +136,21 @@ describe('DeferredLogger', () => {
     expect(() => new DeferredLogger('Nobody', () => undefined).warn('no app')).not.toThrow();
   });
 });
+
+describe('DeferredPinoLogger', () => {
+  it("takes PinoLogger's calls: an object then a message, printf-style arguments, an error first", async () => {
+    const { DeferredPinoLogger } = await import('./deferred-pino-logger');
+    const { scope, calls } = recordingScope();
+    const logger = new DeferredPinoLogger('OrdersService', () => scope);
+    logger.info({ orderId: 'o-1' }, 'order %s placed', 'o-1');
+    logger.debug('plain %d', 3);
+    logger.error(new Error('boom'), 'failed');
+    logger.trace('fine');
+    expect(calls.map((c) => c.slice(1))).toEqual([
+      ['info', 'order o-1 placed', { orderId: 'o-1' }, { context: 'OrdersService' }],
+      ['debug', 'plain 3', undefined, { context: 'OrdersService' }],
+      ['error', 'failed', { err: expect.objectContaining({ type: 'Error', message: 'boom' }) }, { context: 'OrdersService' }],
+      ['verbose', 'fine', undefined, { context: 'OrdersService' }],
+    ]);
+  });
+});

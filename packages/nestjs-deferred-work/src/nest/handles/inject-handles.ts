@@ -1,5 +1,5 @@
 import { Inject } from '@nestjs/common';
-import { deferredClientToken, deferredMetricToken, deferredQueueToken, handlesInUse } from './handle-tokens';
+import { deferredClientToken, deferredMetricToken, deferredPinoLoggerToken, deferredQueueToken, handlesInUse } from './handle-tokens';
 
 /**
  * Injects a deferred handle on the queue registered as `name` (`BullModule.registerQueue`, Bull or
@@ -40,4 +40,14 @@ export function InjectDeferredClient(name: string): ParameterDecorator & Propert
 export function InjectDeferredMetric(name: string): ParameterDecorator & PropertyDecorator {
   handlesInUse.metrics.add(name);
   return Inject(deferredMetricToken(name));
+}
+
+/**
+ * Injects a `DeferredPinoLogger` of `context` in place of nestjs-pino's `@InjectPinoLogger(context)`:
+ * the same calls (`info({ orderId }, 'order placed')`, `error(err, 'failed')`), the records written by
+ * the logger sink after the response.
+ */
+export function InjectDeferredPinoLogger(context = ''): ParameterDecorator & PropertyDecorator {
+  handlesInUse.pinoLoggers.add(context);
+  return Inject(deferredPinoLoggerToken(context));
 }
