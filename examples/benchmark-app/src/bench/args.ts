@@ -170,7 +170,7 @@ export const SPOOL_VARIANT: Variant = 'deferred-spool';
 /** The variants that await the side-effect themselves (in the handler, a `tap`, a listener): the app counts what they deliver. */
 export const AWAITED_VARIANTS: readonly Variant[] = ['blocking', 'article-tap', 'event-emitter'];
 /** The variants that hand the side-effect to the library: what they deliver is counted by `stats()`. */
-export const DEFERRED_VARIANTS: readonly Variant[] = ['deferred', OFFLOAD_VARIANT, SPOOL_VARIANT];
+export const DEFERRED_VARIANTS: readonly Variant[] = ['deferred', OFFLOAD_VARIANT, SPOOL_VARIANT, 'deferred-handle', 'deferred-injected'];
 /** The variants whose sink runs in a worker thread: the only ones whose worker CPU is counted (see `cpuSplit`). */
 export const WORKER_VARIANTS: readonly Variant[] = [OFFLOAD_VARIANT];
 

@@ -11,6 +11,8 @@ const COLORS: Record<Variant, string> = {
   deferred: '#2e86ab',
   'deferred-offload': '#1b998b',
   'deferred-spool': '#3d5a80',
+  'deferred-handle': '#5b8def',
+  'deferred-injected': '#8e6bd8',
   'article-tap': '#f2a541',
   'event-emitter': '#8e6c8a',
 };

@@ -9,6 +9,10 @@ export type Adapter = 'express' | 'fastify';
  * route, its sink an `OffloadedSink` whose client work runs in a worker thread;
  * `deferred-spool` (issue 16, `bull-local`, `http-log` and `mix`): the same deferred route, its sink
  * (a twin of the `deferred` route's, same destination) behind the module's disk spool.
+ * `deferred-handle` (`mix` and the queue scenarios): the same items through the deferred handles as
+ * handler parameters (`@Deferred.queue()`, …); `deferred-injected`, on a server started with
+ * `BENCH_INJECTED=1` only (`dist/server/main-injected.js`): through handles injected into a service,
+ * which turns the async context on for that whole server.
  * The peers, written as their users write them: `article-tap`: a route interceptor running the
  * side-effect in `tap(async () => ...)`; `event-emitter`: `@nestjs/event-emitter`, an async `@OnEvent` listener.
  */
@@ -19,6 +23,8 @@ export type Variant =
   | 'deferred'
   | 'deferred-offload'
   | 'deferred-spool'
+  | 'deferred-handle'
+  | 'deferred-injected'
   | 'article-tap'
   | 'event-emitter';
 

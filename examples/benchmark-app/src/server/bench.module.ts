@@ -15,6 +15,7 @@ import { effectListener } from './effect.listener.js';
 import type { ScenarioResources } from './effects.js';
 import { NoopInterceptor } from './noop.interceptor.js';
 import { offloadController, scenarioController, spoolController } from './scenario.controller.js';
+import { handleController, injectedController } from './handles.controller.js';
 
 /** How long `?flush=1` waits, at most, for deferred items and awaited side-effects still running. */
 const FLUSH_TIMEOUT_MS = 15_000;
@@ -135,6 +136,7 @@ export class BenchModule {
   static register(config: ServerConfig, resources: ScenarioResources): DynamicModule {
     const controllers: Type<unknown>[] = [StatsController];
     const listeners: Type<unknown>[] = [];
+    const services: Type<unknown>[] = [];
     for (const id of config.scenarios) {
       const effect = resources.effects.get(id);
       if (!effect) continue;
@@ -143,6 +145,13 @@ export class BenchModule {
       if (offload) controllers.push(offload);
       const spooled = spoolController(id, effect);
       if (spooled) controllers.push(spooled);
+      const handle = handleController(id, effect);
+      if (handle) controllers.push(handle);
+      const injected = injectedController(id, effect);
+      if (injected) {
+        controllers.push(injected.controller);
+        services.push(injected.service);
+      }
       listeners.push(effectListener(id, routeKey(id, 'event-emitter'), () => effect.perform()));
     }
     if (config.scenarios.includes('compression')) controllers.push(CompressionController);
@@ -163,7 +172,7 @@ export class BenchModule {
         }),
       ],
       controllers,
-      providers: [NoopInterceptor, ...listeners, ...(resources.graphql ? [resources.graphql.resolver] : [])],
+      providers: [NoopInterceptor, ...listeners, ...services, ...(resources.graphql ? [resources.graphql.resolver] : [])],
     };
   }
 }

@@ -13,6 +13,25 @@ import { benchQueueName, offloadSinkName, scenarioInfo, spoolSinkName } from '..
 import type { ScenarioId, ServerConfig } from '../bench/types.js';
 import { type GraphqlParts, graphqlParts } from './graphql.js';
 
+/** The deferred handles a scenario's side-effect is written with (the `deferred-handle` and `deferred-injected` routes). */
+export interface HandleSet {
+  queue?: { add(name: string, data: unknown, opts?: object): Promise<unknown> };
+  logger?: { log(message: string, fields?: object): void; debug(message: string, fields?: object): void };
+  metrics: Record<string, { inc(labels: Record<string, string>, value?: number): void }>;
+}
+
+/** Which handles the side-effect needs, and the side-effect through them. */
+export interface ScenarioHandles {
+  /** The queue whose handle it adds to. */
+  queue?: string;
+  /** Whether it logs through a `DeferredLogger`. */
+  logger?: boolean;
+  /** The metrics whose handles it increments. */
+  metrics?: readonly string[];
+  /** The same side-effect as `defer`, through the handles (the same items). */
+  defer(h: HandleSet): void;
+}
+
 export interface ScenarioEffect {
   /** Performs the side-effect and resolves when it is done; returns how many items it delivered; rejects where the real call would (Redis, HTTP). */
   perform(): Promise<number>;
@@ -20,6 +39,8 @@ export interface ScenarioEffect {
   defer(work: DeferredScope): void;
   /** Route options of the deferred variant (e.g. which sink takes its jobs). */
   afterResponse: AfterResponseOptions;
+  /** The side-effect through the deferred handles, where the scenario has them (`mix`, the queue scenarios). */
+  handles?: ScenarioHandles;
   /**
    * Route options of the `deferred-offload` variant (issue 12): the same items, routed to the offloaded
    * twin of the scenario's sink (same queue or receiver). Only for the scenarios marked `offload`.
@@ -100,6 +121,18 @@ function mix(deferredSinkName: string): ScenarioEffect {
       work.metric('orders.value', ORDER.total, TAGS);
     },
     afterResponse: { sinks: { job: deferredSinkName, log: deferredSinkName, metric: deferredSinkName } },
+    handles: {
+      queue: 'orders',
+      logger: true,
+      metrics: ['orders.created', 'orders.value'],
+      defer(h) {
+        void h.queue!.add('confirm', ORDER);
+        h.logger!.log('order accepted', FIELDS);
+        h.logger!.debug('stock reserved', FIELDS);
+        h.metrics['orders.created'].inc(TAGS, 1);
+        h.metrics['orders.value'].inc(TAGS, ORDER.total);
+      },
+    },
   };
 }
 
@@ -174,6 +207,10 @@ function queueJob(queueName: string, queue: { add(name: string, data: unknown): 
       work.job(queueName, 'confirm', ORDER);
     },
     afterResponse: { sinks: { job: sink.name } },
+    handles: {
+      queue: queueName,
+      defer: (h) => void h.queue!.add('confirm', ORDER),
+    },
   };
 }
 
