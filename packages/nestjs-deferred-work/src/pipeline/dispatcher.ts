@@ -7,6 +7,7 @@ import { timeoutOr } from '../core/timers';
 import { settleWithin } from './processor/guarded-write';
 import type { ResolvedDeferredWorkOptions } from './resolved-options.interface';
 import type { DeadLetter } from '../core/dead-letter.interface';
+import { DeadLetters } from './dead-letters';
 import { describeItem, validateItem } from '../core/items/item-validator';
 import { newItemId } from '../core/items/item-id';
 import { RateLimitedLogger } from './warnings/rate-limited-logger';
@@ -34,14 +35,14 @@ export interface ShutdownReport {
 /**
  * @internal
  * Takes accepted items, validates and routes them to one processor per sink (callbacks to the
- * callback runner), keeps the dead-letter ring, and drains everything on shutdown.
+ * callback runner), hands dead letters on (`DeadLetters`), and drains everything on shutdown.
  */
 export class Dispatcher {
   private readonly processors = new Map<string, ProcessorBase>();
   private readonly runner: CallbackRunner;
   private readonly warnings: RateLimitedLogger;
   private readonly sinkWarnings: SinkWarnings;
-  private readonly ring: DeadLetter[] = [];
+  private readonly deadLetterDesk: DeadLetters;
   private rejected = 0;
   private closed = 0;
   private skipped = 0;
@@ -62,7 +63,7 @@ export class Dispatcher {
     this.warnings = new RateLimitedLogger(logger);
     this.sinkWarnings = new SinkWarnings(logger, this.warnings);
     const hooks = {
-      deadLetter: (letters: DeadLetter[]) => this.onDeadLetters(letters),
+      deadLetter: (letters: DeadLetter[]) => this.deadLetterDesk.add(letters),
       writeFailed: (sinkName: string, message: string) => this.sinkWarnings.failed(sinkName, message),
       recovered: (sinkName: string) => this.sinkWarnings.recovered(sinkName),
     };
@@ -80,6 +81,7 @@ export class Dispatcher {
       throw error;
     }
     this.runner = new CallbackRunner(options.callbacks, hooks);
+    this.deadLetterDesk = new DeadLetters(options, this.warnings, this.processors);
   }
 
   /** Starts delivering what the sinks' spools hold from a previous process (at bootstrap, once the sinks are attached). */
@@ -208,7 +210,7 @@ export class Dispatcher {
 
   /** Recent dead letters, oldest first (at most `deadLetterCapacity`). */
   deadLetters(): readonly DeadLetter[] {
-    return [...this.ring];
+    return this.deadLetterDesk.recent();
   }
 
   /**
@@ -339,61 +341,5 @@ export class Dispatcher {
     }
     const drained = lostTotal === 0 && spooledTotal === 0;
     return this.options.spools?.size ? { drained, undelivered, spooled } : { drained, undelivered };
-  }
-
-  private onDeadLetters(letters: DeadLetter[]): void {
-    if (letters.length === 0) return; // e.g. shutdown() after the export loop already buried everything
-    const capacity = this.options.deadLetterCapacity;
-    if (capacity > 0) {
-      for (const letter of letters) this.ring.push(letter);
-      if (this.ring.length > capacity) this.ring.splice(0, this.ring.length - capacity);
-    }
-    const first = letters[0];
-    // Items deferred after shutdown get their own warning (see refused()).
-    if (first.reason !== 'closed') this.warnDeadLetters(letters);
-    this.forwardDeadLetters(letters);
-  }
-
-  private warnDeadLetters(letters: DeadLetter[]): void {
-    const first = letters[0];
-    this.warnings.warn(
-      `dead:${first.sink}`,
-      `${letters.length} item(s) for sink "${first.sink}" dead-lettered (${first.reason}` +
-        `${first.error ? `: ${first.error}` : ''}). See DeferredWork.deadLetters() and stats().`,
-    );
-  }
-
-  private forwardDeadLetters(letters: DeadLetter[]): void {
-    const target = this.options.deadLetter;
-    if (target === undefined) return;
-    if (typeof target === 'string') {
-      // Through the fallback sink's own processor: one writer per sink, its retries and accounting.
-      // Its own dead letters are not forwarded again (no loops); callbacks have nowhere to go.
-      // The fallback's own check runs first, as for any item handed to it (it may also prepare the
-      // item, e.g. give a BullMQ job its stable id); an item it refuses stays a dead letter here.
-      const fallback = this.processors.get(target)!;
-      for (const letter of letters) {
-        if (letter.sink === target || letter.item.kind === 'callback') continue;
-        try {
-          fallback.sink.validate?.(letter.item);
-        } catch (error) {
-          this.warnings.warn('dead-letter-forward', `A dead letter was not forwarded to sink "${target}": ${errorMessage(error)}`);
-          continue;
-        }
-        fallback.enqueue(letter.item);
-      }
-      // The dead letters' own records are already confirmed in their sink's spool: a spooled fallback
-      // writes them now, not at the end of the turn, so a crash in between cannot lose them.
-      fallback.spool?.writeNow();
-      return;
-    }
-    Promise.resolve()
-      .then(() => target(letters))
-      .catch((error: unknown) =>
-        this.warnings.warn(
-          'dead-letter-handler',
-          `Dead-letter handler failed: ${error instanceof Error ? error.message : String(error)}; the letters stay in DeferredWork.deadLetters().`,
-        ),
-      );
   }
 }
