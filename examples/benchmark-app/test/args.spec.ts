@@ -153,7 +153,7 @@ describe('scenario catalog', () => {
   });
 });
 
-describe('variantsOf (issues 12 and 16)', () => {
+describe('variantsOf', () => {
   const SIX = ['plain', 'noop-interceptor', 'blocking', 'deferred', 'article-tap', 'event-emitter'];
   const SEVEN = ['plain', 'noop-interceptor', 'blocking', 'deferred', 'deferred-offload', 'article-tap', 'event-emitter'];
   const WITH_SPOOL = ['plain', 'noop-interceptor', 'blocking', 'deferred', 'deferred-spool', 'article-tap', 'event-emitter'];
@@ -181,8 +181,8 @@ describe('variantsOf (issues 12 and 16)', () => {
     expect(USAGE).toContain('plus deferred-spool (the sink behind the disk spool) in bull-local, http-log, mix.');
   });
 
-  it('counts deferred-offload and deferred-spool like deferred (from stats()), and only the offloaded one has a worker', () => {
-    expect(DEFERRED_VARIANTS).toEqual(['deferred', 'deferred-offload', 'deferred-spool']);
+  it('counts deferred-offload, deferred-spool and the handle routes like deferred (from stats()), and only the offloaded one has a worker', () => {
+    expect(DEFERRED_VARIANTS).toEqual(['deferred', 'deferred-offload', 'deferred-spool', 'deferred-handle', 'deferred-injected']);
     expect(WORKER_VARIANTS).toEqual(['deferred-offload']);
     // the same items per request as the deferred route
     expect(expectedItems(scenarioInfo('http-log'), 40, 10)).toBe(50);
