@@ -165,12 +165,12 @@ const fixed = (n: number, d = 1) => (Number.isFinite(n) ? n.toFixed(d) : '–');
 
 async function cpuMode(options: Options): Promise<void> {
   for (const adapter of options.adapters) {
-    const servers = await Promise.all(
-      options.servers.map(async (s) => ({
-        ...s,
-        server: await forkServer(s.entry, { adapter, scenarios: options.scenarios, spoolDir: await spoolDirFor(options), redisUrl: options.redisUrl, logReceiverUrl: options.logReceiverUrl }, [], s.entry),
-      })),
-    );
+    // one after another: builds given the same queue scenario share its queue, which each server empties as it starts
+    const servers: Array<(typeof options.servers)[number] & { server: ServerHandle }> = [];
+    for (const s of options.servers) {
+      const config = { adapter, scenarios: options.scenarios, spoolDir: await spoolDirFor(options), redisUrl: options.redisUrl, logReceiverUrl: options.logReceiverUrl };
+      servers.push({ ...s, server: await forkServer(s.entry, config, [], s.entry) });
+    }
     try {
       const runs = new Map<string, CpuRun[]>();
       const id = (label: string, scenario: string, variant: string) => `${label}|${scenario}|${variant}`;
