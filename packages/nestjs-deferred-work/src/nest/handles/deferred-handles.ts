@@ -1,4 +1,4 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, type OnApplicationBootstrap } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import type { DeferredScope } from '../../capture/deferred-scope.interface';
 import { Dispatcher } from '../../pipeline/dispatcher';
@@ -17,7 +17,7 @@ const queueToken = (name: string) => (name ? `BullQueue_${name}` : 'BullQueue_de
  * declarations in the metrics sinks.
  */
 @Injectable()
-export class DeferredHandles {
+export class DeferredHandles implements OnApplicationBootstrap {
   constructor(
     @Inject(DeferredWork) private readonly work: DeferredWork,
     @Inject(ModuleRef) private readonly moduleRef: ModuleRef,
@@ -48,17 +48,35 @@ export class DeferredHandles {
     return undefined;
   };
 
-  /** Looks the provider up on first use (and again while it is missing). */
+  /**
+   * The provider registered under `token`, looked up on first use and kept, one lookup per token for
+   * the whole app (a handle is built per request when it is a parameter). A token not registered is
+   * looked up again until the app has bootstrapped (a handle can be built before the provider exists),
+   * then known to be missing: a failed lookup throws inside Nest, which is slow.
+   */
   private finder(token: string): () => object | undefined {
+    let find = this.finders.get(token);
+    if (find) return find;
     let found: object | undefined;
-    return () => {
-      if (found) return found;
+    let missing = false;
+    find = () => {
+      if (found || missing) return found;
       try {
         found = this.moduleRef.get(token, { strict: false }) as object | undefined;
       } catch {
         found = undefined;
       }
+      if (!found && this.bootstrapped) missing = true;
       return found;
     };
+    this.finders.set(token, find);
+    return find;
+  }
+
+  private readonly finders = new Map<string, () => object | undefined>();
+  private bootstrapped = false;
+
+  onApplicationBootstrap(): void {
+    this.bootstrapped = true;
   }
 }

@@ -18,10 +18,12 @@ export function passthrough<T extends object>(own: Record<PropertyKey, unknown>,
     get(_target, prop) {
       if (Object.prototype.hasOwnProperty.call(own, prop)) return own[prop];
       if (NEST_HOOKS.has(prop)) return undefined;
+      // never a thenable (Nest awaits a handler's parameters: no lookup of the real object for that)
+      if (prop === 'then') return undefined;
       const object = real();
       if (object === undefined) {
         if (prop === 'constructor') return Object;
-        if (prop === 'then' || typeof prop === 'symbol') return undefined; // not a thenable; inspect and friends
+        if (typeof prop === 'symbol') return undefined; // inspect and friends
         return () => {
           throw missing();
         };
