@@ -39,19 +39,22 @@ export function handleController(id: ScenarioId, effect: ScenarioEffect): Type<u
 
   @Controller(id)
   class HandleController {
-    @Get('deferred-handle')
-    @AfterResponse(effect.afterResponse)
     deferredHandle(...args: unknown[]) {
       countHandled(key);
       handles!.defer(handleSet(handles!, args));
       return OK;
     }
   }
+  // In the order TypeScript applies them when written in the signature: the parameters first, then
+  // @AfterResponse() (which binds no interceptor to a route whose parameters open the scope), then @Get().
   decorateParams(HandleController.prototype, 'deferredHandle', [
     ...(handles.queue ? [Deferred.queue(handles.queue)] : []),
     ...(handles.logger ? [Deferred.logger('Bench')] : []),
     ...(handles.metrics ?? []).map((name) => Deferred.metric(name)),
   ]);
+  const descriptor = Object.getOwnPropertyDescriptor(HandleController.prototype, 'deferredHandle')!;
+  AfterResponse(effect.afterResponse)(HandleController.prototype, 'deferredHandle', descriptor);
+  Get('deferred-handle')(HandleController.prototype, 'deferredHandle', descriptor);
   Object.defineProperty(HandleController, 'name', { value: `HandleController_${id.replace(/\W/g, '_')}` });
   return HandleController;
 }
