@@ -1,0 +1,134 @@
+import { createHash } from 'node:crypto';
+import type { SqlConnection, SqlStatement } from './sql-clients';
+import type { SqlDialect } from './sql-sink.options';
+
+/** What the sink knows of a table it writes: checked once against the database, then one statement text per row count. */
+export interface TableShape {
+  /** As the user named it. */
+  table: string;
+  /** Quoted for the dialect (`"schema"."name"`, `` `name` ``). */
+  quoted: string;
+  /** The columns the sink fills, in the order of its `columns`. */
+  columns: readonly string[];
+  /** Position of the id column in `columns`. */
+  idIndex: number;
+  /** PostgreSQL: each column's type, as `format_type` gives it (the array casts of the insert). */
+  types: readonly string[];
+}
+
+/** A problem with a table that the user fixes (missing, a missing column, no unique id): not retried. */
+export class SqlTableError extends Error {
+  override readonly name = 'SqlTableError';
+}
+
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_$]*$/;
+
+/** Checks a table name (`name` or `schema.name`) and returns its parts; throws with the fix. */
+export function tableParts(table: string): string[] {
+  const parts = typeof table === 'string' ? table.split('.') : [];
+  if (parts.length === 0 || parts.length > 2 || !parts.every((p) => IDENTIFIER.test(p))) {
+    throw new SqlTableError(`table ${JSON.stringify(table)} is not a table name: use letters, digits, _ and $ (not first), as "name" or "schema.name"`);
+  }
+  return parts;
+}
+
+/** An identifier quoted for the dialect (checked by the caller). */
+export function quote(dialect: SqlDialect, name: string): string {
+  return dialect === 'postgres' ? `"${name}"` : `\`${name}\``;
+}
+
+/** A table name quoted for the dialect. */
+export function quoteTable(dialect: SqlDialect, table: string): string {
+  return tableParts(table)
+    .map((p) => quote(dialect, p))
+    .join('.');
+}
+
+/**
+ * Reads the table's columns and unique indexes and checks that it can take the sink's rows: the table
+ * exists, has every column of `columns`, and the id column has a unique index of its own (so that a row
+ * written again is skipped). Throws a {@link SqlTableError} naming what to fix.
+ */
+export async function describeTable(connection: SqlConnection, dialect: SqlDialect, table: string, columns: readonly string[], idColumn: string): Promise<TableShape> {
+  const parts = tableParts(table);
+  const quoted = parts.map((p) => quote(dialect, p)).join('.');
+  const schema = parts.length === 2 ? parts[0] : null;
+  const name = parts[parts.length - 1];
+  const found = new Map<string, string>();
+  let unique: boolean;
+  if (dialect === 'postgres') {
+    const rows = await connection.query({
+      text: 'SELECT a.attname AS name, format_type(a.atttypid, NULL) AS type FROM pg_attribute a WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped',
+      values: [quoted],
+    });
+    for (const row of rows) found.set(String(row.name), String(row.type));
+    const idx = await connection.query({
+      text:
+        'SELECT 1 AS ok FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0] ' +
+        'WHERE i.indrelid = to_regclass($1) AND i.indisunique AND i.indnatts = 1 AND a.attname = $2',
+      values: [quoted, idColumn],
+    });
+    unique = idx.length > 0;
+  } else {
+    const rows = await connection.query({
+      text: 'SELECT COLUMN_NAME AS name, DATA_TYPE AS type FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = COALESCE(?, DATABASE()) AND TABLE_NAME = ?',
+      values: [schema, name],
+    });
+    for (const row of rows) found.set(String(row.name ?? row.NAME).toLowerCase(), String(row.type ?? row.TYPE));
+    const idx = await connection.query({
+      text:
+        'SELECT INDEX_NAME AS name FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = COALESCE(?, DATABASE()) AND TABLE_NAME = ? AND NON_UNIQUE = 0 ' +
+        'GROUP BY INDEX_NAME HAVING COUNT(*) = 1 AND LOWER(MAX(COLUMN_NAME)) = LOWER(?)',
+      values: [schema, name, idColumn],
+    });
+    unique = idx.length > 0;
+  }
+  if (found.size === 0) throw new SqlTableError(`table ${table} does not exist. Create it (the default table's DDL is in docs/sinks/sql.md, or set createTable: true for it)`);
+  const key = (c: string) => (dialect === 'mysql' ? c.toLowerCase() : c);
+  const missing = columns.filter((c) => !found.has(key(c)));
+  if (missing.length > 0) {
+    throw new SqlTableError(`table ${table} has no column ${missing.map((c) => JSON.stringify(c)).join(', ')} (it has ${[...found.keys()].join(', ')}). Add it, or map your row to the columns it has`);
+  }
+  const types = columns.map((c) => found.get(key(c))!);
+  const array = columns.find((c, i) => dialect === 'postgres' && types[i].endsWith('[]'));
+  if (array) throw new SqlTableError(`column ${JSON.stringify(array)} of table ${table} is an array (${found.get(array)}), which the sink cannot write in one statement. Use a json or jsonb column: arrays are written as JSON`);
+  if (!unique) {
+    throw new SqlTableError(
+      `column ${JSON.stringify(idColumn)} of table ${table} has no unique index of its own, so a row written again (a retry, a replay) would be a second row. ` +
+        `Make it the primary key, or add a unique index on it alone`,
+    );
+  }
+  return { table, quoted, columns, idIndex: columns.indexOf(idColumn), types };
+}
+
+/** The PostgreSQL insert of a batch: one constant text (one array parameter per column), skipping ids already there and returning those inserted. */
+export function pgInsert(shape: TableShape, rows: readonly unknown[][], prepare: boolean): SqlStatement {
+  const cols = shape.columns.map((c) => quote('postgres', c));
+  const arrays = shape.types.map((type, i) => `$${i + 1}::${type}[]`);
+  const id = cols[shape.idIndex];
+  const text = `INSERT INTO ${shape.quoted} (${cols.join(', ')}) SELECT * FROM unnest(${arrays.join(', ')}) ON CONFLICT (${id}) DO NOTHING RETURNING ${id} AS id`;
+  const values = shape.columns.map((_, c) => rows.map((row) => row[c]));
+  return prepare ? { name: statementName(text), text, values } : { text, values };
+}
+
+/** The MySQL insert of a chunk: a multi-row `INSERT … VALUES`, a row already there left as it is (not `INSERT IGNORE`, which would turn a bad value into a warning and write it mangled). */
+export function mysqlInsert(shape: TableShape, rows: readonly unknown[][]): SqlStatement {
+  const cols = shape.columns.map((c) => quote('mysql', c));
+  const one = `(${cols.map(() => '?').join(', ')})`;
+  const id = cols[shape.idIndex];
+  return {
+    text: `INSERT INTO ${shape.quoted} (${cols.join(', ')}) VALUES ${rows.map(() => one).join(', ')} ON DUPLICATE KEY UPDATE ${id} = ${id}`,
+    values: rows.flat(),
+  };
+}
+
+/** The MySQL query of which of `ids` are in the table already (mysql2 reports a skipped duplicate and an insert alike). */
+export function mysqlExisting(shape: TableShape, ids: readonly unknown[]): SqlStatement {
+  const id = quote('mysql', shape.columns[shape.idIndex]);
+  return { text: `SELECT ${id} AS id FROM ${shape.quoted} WHERE ${id} IN (${ids.map(() => '?').join(', ')})`, values: [...ids] };
+}
+
+/** A prepared statement's name for its text: the same text, the same name, on every connection. */
+function statementName(text: string): string {
+  return `dw_${createHash('sha1').update(text).digest('hex').slice(0, 20)}`;
+}

@@ -1,0 +1,178 @@
+import { readFileSync } from 'node:fs';
+import * as path from 'node:path';
+import type { LogItem, SinkItem } from '../../core/items/deferred-item.interface';
+import { SinkConfigError } from '../kit/sink-config.error';
+import { sqlErrorCode, sqlErrorKind } from './sql-errors';
+import { columnValue, DEFAULT_COLUMNS, defaultRow } from './sql-rows';
+import { SQL_PROCESSOR_DEFAULTS, SQL_SINK_DEFAULTS } from './sql-sink.options';
+import { SqlSink } from './sql.sink';
+import { mysqlExisting, mysqlInsert, pgInsert, quoteTable, type TableShape } from './sql-tables';
+
+const log = (fields?: Record<string, unknown>): LogItem => ({ kind: 'log', level: 'info', message: 'hello', fields, when: 'always', createdAt: 1_700_000_000_000, id: 'dw-1' });
+
+describe('SqlSink options', () => {
+  it('defaults: the default table, every kind, one connection', () => {
+    const sink = new SqlSink();
+    expect(sink.name).toBe('sql');
+    expect(sink.kinds).toEqual(['job', 'log', 'metric']);
+    expect(sink.defaults).toBe(SQL_PROCESSOR_DEFAULTS);
+  });
+
+  it.each([
+    [{ name: '' }, 'option "name" must be a non-empty string'],
+    [{ table: 'drop table x; --' }, 'option "table" is not a table name'],
+    [{ table: 'a.b.c' }, 'option "table" is not a table name'],
+    [{ row: () => ({}) }, 'option "columns" is required with "row"'],
+    [{ row: 'nope' }, 'option "row" must be a function of the item'],
+    [{ columns: ['id'] }, 'option "columns" is only taken with "row"'],
+    [{ row: () => ({}), columns: ['event'] }, 'option "columns" must include the id column "id"'],
+    [{ row: () => ({}), columns: ['id', 'id'] }, 'option "columns" must be a non-empty array of distinct column names'],
+    [{ row: () => ({}), columns: ['id', 'bad name'] }, 'option "columns" must be a non-empty array of distinct column names'],
+    [{ createTable: 'yes' }, 'option "createTable" must be true or false'],
+    [{ createTable: true, row: () => ({}), columns: ['id'] }, 'option "createTable" only creates the default table'],
+    [{ maxConnections: 0 }, 'option "maxConnections" must be a whole number from 1 to 64'],
+    [{ kinds: ['callback'] }, "option \"kinds\" must be a non-empty array of 'job', 'log', 'metric'"],
+    [{ prepare: 1 }, 'option "prepare" must be true or false'],
+  ])('%j is refused: %s', (options, message) => {
+    expect(() => new SqlSink(options as never)).toThrow(SinkConfigError);
+    expect(() => new SqlSink(options as never)).toThrow(message);
+  });
+
+  it('a custom row names its id column', () => {
+    expect(() => new SqlSink({ row: (item) => ({ event_id: item.id, body: item }), columns: ['event_id', 'body'], idColumn: 'event_id' })).not.toThrow();
+  });
+
+  it('refuses writes before it is attached, for good', async () => {
+    await expect(new SqlSink().write([log()], { signal: new AbortController().signal, attempt: 1 })).rejects.toMatchObject({ retryable: false });
+  });
+});
+
+describe('SqlSink rows', () => {
+  it('the default row: id, kind, name by kind, the rest as payload, correlation, created_at', () => {
+    const item: SinkItem = { ...log({ order: 7 }), context: 'Orders', correlation: { requestId: 'r1', traceId: 't'.repeat(32), spanId: 's'.repeat(16) } };
+    expect(defaultRow(item)).toEqual({
+      id: 'dw-1',
+      kind: 'log',
+      name: 'info',
+      payload: { message: 'hello', fields: { order: 7 }, context: 'Orders' },
+      request_id: 'r1',
+      trace_id: 't'.repeat(32),
+      span_id: 's'.repeat(16),
+      created_at: new Date(1_700_000_000_000),
+    });
+    expect(defaultRow({ kind: 'job', queue: 'mail', name: 'welcome', data: { to: 'a' }, when: 'always', createdAt: 1, id: 'dw-2' })).toMatchObject({ name: 'mail', payload: { name: 'welcome', data: { to: 'a' } } });
+    expect(defaultRow({ kind: 'metric', name: 'orders', value: 2, tags: { a: 'b' }, when: 'always', createdAt: 1, id: 'dw-3' })).toMatchObject({ name: 'orders', payload: { value: 2, tags: { a: 'b' } } });
+    expect(Object.keys(defaultRow(item))).toEqual([...DEFAULT_COLUMNS]);
+  });
+
+  it('values: objects as JSON, undefined as NULL, dates and buffers as they are; a cycle cannot be written', () => {
+    expect(columnValue({ a: 1 })).toBe('{"a":1}');
+    expect(columnValue([1, 2])).toBe('[1,2]');
+    expect(columnValue(undefined)).toBeNull();
+    const date = new Date();
+    expect(columnValue(date)).toBe(date);
+    expect(columnValue(10n)).toBe('10');
+    const cycle: Record<string, unknown> = {};
+    cycle.self = cycle;
+    expect(() => columnValue(cycle)).toThrow();
+  });
+
+  it('validate refuses, when the item is deferred, a row that cannot be written', () => {
+    const cyclic = new SqlSink({ row: (item) => ({ id: item.id, body: (() => { const c: Record<string, unknown> = {}; c.c = c; return c; })() }), columns: ['id', 'body'] });
+    expect(() => cyclic.validate(log())).toThrow(/circular/i);
+    const perTable = new SqlSink({ table: () => 'not a table' });
+    expect(() => perTable.validate(log())).toThrow('is not a table name');
+    const notObject = new SqlSink({ row: () => 5 as never, columns: ['id'] });
+    expect(() => notObject.validate(log())).toThrow('row(item) must return an object of column values, got 5');
+  });
+});
+
+describe('SqlSink statements', () => {
+  const shape: TableShape = { table: 'audit.events', quoted: quoteTable('postgres', 'audit.events'), columns: ['id', 'body', 'at'], idIndex: 0, types: ['text', 'jsonb', 'timestamp with time zone'] };
+
+  it('PostgreSQL: one constant statement per table (an array per column), named once for its text, skipping ids already there', () => {
+    const one = pgInsert(shape, [['a', '{}', null]], true);
+    const many = pgInsert(shape, [['a', '{}', null], ['b', '[]', null]], true);
+    expect(one.text).toBe(
+      'INSERT INTO "audit"."events" ("id", "body", "at") SELECT * FROM unnest($1::text[], $2::jsonb[], $3::timestamp with time zone[]) ON CONFLICT ("id") DO NOTHING RETURNING "id" AS id',
+    );
+    expect(many.text).toBe(one.text);
+    expect(many.name).toBe(one.name);
+    expect(many.values).toEqual([['a', 'b'], ['{}', '[]'], [null, null]]);
+    expect(pgInsert(shape, [['a', '{}', null]], false).name).toBeUndefined();
+  });
+
+  it('MySQL: a multi-row INSERT that leaves a row already there as it is (not INSERT IGNORE), and the lookup of those already there', () => {
+    const my: TableShape = { ...shape, table: 'events', quoted: quoteTable('mysql', 'events') };
+    const insert = mysqlInsert(my, [['a', '{}', null], ['b', '[]', null]]);
+    expect(insert.text).toBe('INSERT INTO `events` (`id`, `body`, `at`) VALUES (?, ?, ?), (?, ?, ?) ON DUPLICATE KEY UPDATE `id` = `id`');
+    expect(insert.text).not.toMatch(/IGNORE/);
+    expect(insert.values).toEqual(['a', '{}', null, 'b', '[]', null]);
+    expect(mysqlExisting(my, ['a', 'b'])).toEqual({ text: 'SELECT `id` AS id FROM `events` WHERE `id` IN (?, ?)', values: ['a', 'b'] });
+  });
+});
+
+describe('SqlSink errors', () => {
+  const pg = (code: string) => Object.assign(new Error(code), { code });
+  const my = (errno: number, code: string, extra: object = {}) => Object.assign(new Error(code), { errno, code, sqlState: 'HY000', ...extra });
+
+  it.each([
+    ['23502', 'row'],
+    ['23514', 'row'],
+    ['22001', 'row'],
+    ['22P02', 'row'],
+    ['22P05', 'row'],
+    ['40001', 'transient'],
+    ['40P01', 'transient'],
+    ['57P01', 'transient'],
+    ['53300', 'transient'],
+    ['08006', 'transient'],
+    ['25006', 'transient'],
+  ])('PostgreSQL %s is %s', (code, kind) => {
+    expect(sqlErrorKind(pg(code))).toBe(kind);
+    expect(sqlErrorCode(pg(code))).toBe(code);
+  });
+
+  it.each([
+    [1048, 'ER_BAD_NULL_ERROR', 'row'],
+    [1406, 'ER_DATA_TOO_LONG', 'row'],
+    [1366, 'ER_TRUNCATED_WRONG_VALUE_FOR_FIELD', 'row'],
+    [3819, 'ER_CHECK_CONSTRAINT_VIOLATED', 'row'],
+    [4025, 'ER_CONSTRAINT_FAILED', 'row'],
+    [1205, 'ER_LOCK_WAIT_TIMEOUT', 'transient'],
+    [1213, 'ER_LOCK_DEADLOCK', 'transient'],
+    [1040, 'ER_CON_COUNT_ERROR', 'transient'],
+    [1290, 'ER_OPTION_PREVENTS_STATEMENT', 'transient'],
+  ])('MySQL %i %s is %s', (errno, code, kind) => {
+    expect(sqlErrorKind(my(errno, code))).toBe(kind);
+    expect(sqlErrorCode(my(errno, code))).toBe(String(errno));
+  });
+
+  it('a lost connection is transient, whatever the code', () => {
+    expect(sqlErrorKind(Object.assign(new Error('reset'), { code: 'ECONNRESET', errno: -104 }))).toBe('transient');
+    expect(sqlErrorKind(my(1048, 'ER_BAD_NULL_ERROR', { fatal: true }))).toBe('transient');
+    expect(sqlErrorKind(new Error('Connection terminated unexpectedly'))).toBe('transient');
+    expect(sqlErrorKind(undefined)).toBe('transient');
+  });
+});
+
+describe('docs/sinks/sql.md', () => {
+  it('its options table lists every option with the default the code has', () => {
+    const doc = readFileSync(path.resolve(import.meta.dirname, '../../../../../docs/sinks/sql.md'), 'utf8');
+    const rows = new Map<string, string>();
+    for (const match of doc.matchAll(/^\| `(\w+)` \| ([^|]+) \|/gm)) rows.set(match[1], match[2].trim());
+    const expected: Record<string, string> = {
+      name: `\`'${SQL_SINK_DEFAULTS.name}'\``,
+      client: 'the one SQL client among the app\u2019s providers',
+      kinds: "`['job', 'log', 'metric']`",
+      table: `\`'${SQL_SINK_DEFAULTS.table}'\``,
+      columns: 'the default table\u2019s',
+      row: 'the default table\u2019s row',
+      idColumn: `\`'${SQL_SINK_DEFAULTS.idColumn}'\``,
+      createTable: `\`${SQL_SINK_DEFAULTS.createTable}\``,
+      maxConnections: `\`${SQL_SINK_DEFAULTS.maxConnections}\``,
+      prepare: `\`${SQL_SINK_DEFAULTS.prepare}\``,
+    };
+    expect(Object.fromEntries(rows)).toEqual(expected);
+  });
+});
