@@ -90,15 +90,22 @@ describe('SqlSink rows', () => {
 describe('SqlSink statements', () => {
   const shape: TableShape = { table: 'audit.events', quoted: quoteTable('postgres', 'audit.events'), columns: ['id', 'body', 'at'], idIndex: 0, types: ['text', 'jsonb', 'timestamp with time zone'] };
 
-  it('PostgreSQL: one constant statement per table (an array per column), named once for its text, skipping ids already there', () => {
-    const one = pgInsert(shape, [['a', '{}', null]], true);
-    const many = pgInsert(shape, [['a', '{}', null], ['b', '[]', null]], true);
+  it('PostgreSQL: one constant statement per table (the batch as one JSON parameter), named once for its text, skipping ids already there', () => {
+    const at = new Date('2026-01-02T03:04:05.006Z');
+    const one = pgInsert(shape, [['a', '{"k":1}', null]], true);
+    const many = pgInsert(shape, [['a', '{"k":1}', at], ['b', '[]', null]], true);
     expect(one.text).toBe(
-      'INSERT INTO "audit"."events" ("id", "body", "at") SELECT * FROM unnest($1::text[], $2::jsonb[], $3::timestamp with time zone[]) ON CONFLICT ("id") DO NOTHING RETURNING "id" AS id',
+      'INSERT INTO "audit"."events" ("id", "body", "at") SELECT "id", "body", "at" FROM jsonb_to_recordset($1::jsonb) ' +
+        'AS r("id" text, "body" jsonb, "at" timestamp with time zone) ON CONFLICT ("id") DO NOTHING RETURNING "id" AS id',
     );
     expect(many.text).toBe(one.text);
     expect(many.name).toBe(one.name);
-    expect(many.values).toEqual([['a', 'b'], ['{}', '[]'], [null, null]]);
+    // a json column's value goes in as the JSON it is; others as JSON values
+    expect(JSON.parse(many.values[0] as string)).toEqual([
+      { id: 'a', body: { k: 1 }, at: '2026-01-02T03:04:05.006Z' },
+      { id: 'b', body: [], at: null },
+    ]);
+    expect(JSON.parse(pgInsert({ ...shape, types: ['text', 'bytea', 'text'] }, [['a', Buffer.from([1, 255]), 'x"y']], false).values[0] as string)).toEqual([{ id: 'a', body: '\\x01ff', at: 'x"y' }]);
     expect(pgInsert(shape, [['a', '{}', null]], false).name).toBeUndefined();
   });
 
