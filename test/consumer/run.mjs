@@ -156,7 +156,7 @@ const TSCONFIG_ESM = {
 // Files allowed in the tarball.
 const ALLOWED_FILE = /^(dist\/.+\.(js|cjs|d\.ts|d\.cts|js\.map|cjs\.map)|README\.md|LICENSE|package\.json)$/;
 const REQUIRED_FILES = ['package.json', 'README.md', 'LICENSE'];
-const SUBPATHS = ['.', './bull', './bullmq', './prometheus', './opentelemetry', './microservices', './testing'];
+const SUBPATHS = ['.', './bull', './bullmq', './prometheus', './opentelemetry', './microservices', './sql', './testing'];
 
 const children = new Set();
 let workDir;
