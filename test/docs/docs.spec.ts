@@ -48,9 +48,14 @@ describe('docs', () => {
     mkdirSync(snippetsDir, { recursive: true });
     files = new Map();
     snippets().forEach((snippet, index) => {
-      // A snippet that starts with `// name.ts` is written under that name, so others can import it.
+      // A snippet that starts with `// name.ts` is written under that name, so others can import it;
+      // one that starts with `// src/name.ts` (a file of an app a guide builds) under a folder of
+      // its page, so that two guides' `src/app.module.ts` do not meet.
       const named = /^\/\/ ([\w.-]+\.ts)\n/.exec(snippet.code)?.[1];
-      const path = join(snippetsDir, named ?? `snippet-${index}.ts`);
+      const inApp = /^\/\/ ((?:[\w.-]+\/)+[\w.-]+\.ts)\n/.exec(snippet.code)?.[1];
+      const page = snippet.from.split(':')[0].replace(/[^\w.-]+/g, '_');
+      const path = inApp ? join(snippetsDir, page, inApp) : join(snippetsDir, named ?? `snippet-${index}.ts`);
+      mkdirSync(join(path, '..'), { recursive: true });
       writeFileSync(path, snippet.code);
       files.set(path, snippet.from);
     });

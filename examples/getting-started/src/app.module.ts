@@ -1,0 +1,14 @@
+import { Module } from '@nestjs/common';
+import { DeferredWorkModule, LoggerSink } from 'nestjs-deferred-work';
+import { StatsController } from './stats.controller';
+import { UsersController } from './users.controller';
+
+@Module({
+  imports: [
+    DeferredWorkModule.forRoot({
+      sinks: [new LoggerSink({ context: 'Deferred' })], // deferred log records go to the app's logger
+    }),
+  ],
+  controllers: [UsersController, StatsController],
+})
+export class AppModule {}
