@@ -18,6 +18,8 @@ import { DeferredWorkHealthIndicator } from './health/deferred-work.health-indic
 import type { DeferredWorkModuleOptions } from './options/module-options.interface';
 import { resolveOptions } from './options/resolve-options';
 import { DeferredAsyncContext } from '../capture/async-context';
+import { DEFERRED_INTAKE } from '../core/intake.interface';
+import { DispatcherIntake } from './deferred-intake';
 import { Correlator } from '../capture/correlation';
 import { DirectScope } from '../capture/direct-scope';
 import { ScopeOpener } from '../capture/scope-opener';
@@ -65,6 +67,8 @@ import { HandlerScopes } from '../capture/handler-scopes';
     DeferredWorkHealthIndicator,
     DeferredHandles,
     DeferredMetrics,
+    DispatcherIntake,
+    { provide: DEFERRED_INTAKE, useExisting: DispatcherIntake },
   ],
   exports: [
     DeferredWork,
@@ -78,6 +82,8 @@ import { HandlerScopes } from '../capture/handler-scopes';
     HandlerScopes,
     DeferredAsyncContext,
     Correlator,
+    // What a source other than a request (the SQL outbox's relay) hands its items to.
+    DEFERRED_INTAKE,
   ],
 })
 export class DeferredWorkModule extends DeferredWorkConfigurableModule {

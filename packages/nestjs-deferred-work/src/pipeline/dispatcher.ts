@@ -11,6 +11,7 @@ import { DeadLetters } from './dead-letters';
 import { describeItem, validateItem } from '../core/items/item-validator';
 import { newItemId } from '../core/items/item-id';
 import { RateLimitedLogger } from './warnings/rate-limited-logger';
+import { itemWatch } from './item-watch';
 import { InlineProcessor } from './processor/inline-processor';
 import type { ProcessorBase } from './processor/processor-base';
 import { SinkProcessor } from './processor/sink-processor';
@@ -142,6 +143,7 @@ export class Dispatcher {
   /** Counts and logs an item refused before acceptance. */
   private reject(item: DeferredItem, error: unknown): void {
     this.rejected++;
+    if (itemWatch.watching > 0) itemWatch.settled(item, 'rejected');
     const message = error instanceof Error ? error.message : String(error);
     // One key per kind: a message names the item, so keying on it would neither limit nor stay bounded.
     this.warnings.warn(`rejected:${item?.kind}`, message);

@@ -1,3 +1,4 @@
+import { itemWatch } from '../item-watch';
 import type { DeadLetter, DeadLetterReason } from '../../core/dead-letter.interface';
 import { errorMessage } from '../../core/error-message';
 import type { DeferredItem } from '../../core/items/deferred-item.interface';
@@ -139,6 +140,7 @@ export abstract class ProcessorBase {
     }
     this.counters.delivered += entries.length - failures.length;
     if (this.spool) this.ackDelivered(entries, failures);
+    if (itemWatch.watching > 0) watchDelivered(entries, failures);
     // To the back of the spool (still pending, on disk); what the spool cannot take is retried here.
     if (requeue.length > 0) for (const entry of this.spool!.requeue(requeue)) retry.push(entry);
     keep(retry);
@@ -178,11 +180,13 @@ export abstract class ProcessorBase {
       if (reason === 'shutdown' && entries.every((entry) => entry.spoolSeq)) {
         this.kept += entries.length;
         this.spool.keep(entries.length);
+        if (itemWatch.watching > 0) for (const entry of entries) itemWatch.settled(entry.item, 'kept');
         return [];
       }
       this.spool.ack(entries);
     }
     const at = this.counters.buried(failures.length);
+    if (itemWatch.watching > 0) for (const failure of failures) itemWatch.settled(failure.entry.item, 'dead-lettered');
     return failures.map(({ entry, message, code }) => {
       const letter: DeadLetter = { item: entry.item, sink: this.sink.name, reason, error: message, attempts: entry.attempts, at };
       if (code !== undefined) letter.code = code;
@@ -233,4 +237,10 @@ export abstract class ProcessorBase {
     this.waiters = [];
     for (const wake of waiters) wake();
   }
+}
+
+/** Tells the watchers of a write's entries that went through. */
+function watchDelivered(entries: readonly Entry[], failures: readonly Failure[]): void {
+  const failed = failures.length === 0 ? undefined : new Set(failures.map((failure) => failure.entry));
+  for (const entry of entries) if (!failed?.has(entry)) itemWatch.settled(entry.item, 'delivered');
 }

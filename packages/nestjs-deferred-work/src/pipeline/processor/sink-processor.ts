@@ -1,3 +1,4 @@
+import { itemWatch } from '../item-watch';
 import { AsyncResource } from 'node:async_hooks';
 import type { DeferredItem } from '../../core/items/deferred-item.interface';
 import type { DeferredSink, SinkProcessorOptions } from '../../core/sink.interface';
@@ -103,6 +104,7 @@ export class SinkProcessor extends ProcessorBase {
     if (this.spool) return this.enqueueSpooled(entry);
     if (this.pending >= this.options.maxQueueSize) {
       this.counters.drop();
+      if (itemWatch.watching > 0) itemWatch.settled(item, 'dropped');
       return false;
     }
     this.queue.push(entry);
@@ -119,6 +121,7 @@ export class SinkProcessor extends ProcessorBase {
     const spool = this.spool!;
     if (!spool.append(entry)) {
       this.counters.drop();
+      if (itemWatch.watching > 0) itemWatch.settled(entry.item, 'dropped');
       return false;
     }
     this.seq = entry.seq;
@@ -127,6 +130,8 @@ export class SinkProcessor extends ProcessorBase {
       this.queue.push(entry);
     } else {
       spool.backlog++;
+      // On disk only, read back later as a new object: kept, from a watcher's point of view.
+      if (itemWatch.watching > 0) itemWatch.settled(entry.item, 'kept');
     }
     this.schedule();
     return true;

@@ -1,0 +1,183 @@
+import type { Logger } from '@nestjs/common';
+import { errorMessage } from '../../../core/error-message';
+import type { DeferredIntake, ItemOutcome } from '../../../core/intake.interface';
+import type { SinkItem } from '../../../core/items/deferred-item.interface';
+import type { SqlConnection, SqlDriver } from '../sql-clients';
+import { mysqlClaimRead, mysqlClaimWrite, outboxDelete, outboxRelease, pgClaim } from './outbox-statements';
+
+/** The relay's counters (`DeferredOutbox.stats()`). */
+export interface OutboxRelayStats {
+  /** Whether this instance relays (the `relay` option, and bootstrap done, shutdown not begun). */
+  relaying: boolean;
+  /** Rows claimed from the table. */
+  claimed: number;
+  /** Rows whose items were delivered by every sink they are routed to, and deleted. */
+  delivered: number;
+  /** Rows whose items a sink dead-lettered or refused (see `DeferredWork.deadLetters()`), deleted. */
+  deadLettered: number;
+  /** Rows whose items a sink's disk spool took over (delivered from there), deleted. */
+  spooled: number;
+  /** Rows given back unsent (a sink's queue was full), claimed again by a later round. */
+  released: number;
+  /** Rounds of the relay that failed (the database unreachable, say); each is tried again with a backoff. */
+  failedRounds: number;
+  /** The last failure's message, if the last round failed. */
+  lastError?: string;
+}
+
+interface ClaimedRow {
+  id: string;
+  item: SinkItem;
+}
+
+/** The settled rows of a round, by what to do with them. */
+interface RoundResult {
+  remove: string[];
+  release: string[];
+}
+
+const MAX_BACKOFF_MS = 5000;
+
+/**
+ * Reads committed outbox rows — claimed with `FOR UPDATE SKIP LOCKED` and a lease, so that several
+ * instances relay at once without taking the same rows — hands their items to the dispatcher (the
+ * usual batching, retries, dead letters and accounting of each sink), and deletes each row once its
+ * item has settled at every sink it is routed to. A row whose instance stopped before that is
+ * claimed again when its lease ends: at least once, with the item's id unchanged.
+ */
+export class OutboxRelay {
+  private readonly counters: Omit<OutboxRelayStats, 'relaying'> = { claimed: 0, delivered: 0, deadLettered: 0, spooled: 0, released: 0, failedRounds: 0 };
+  private running = false;
+  private loop: Promise<void> | undefined;
+  private wake: (() => void) | undefined;
+
+  constructor(
+    private readonly driver: SqlDriver,
+    private readonly table: string,
+    private readonly options: { batchSize: number; pollIntervalMs: number; leaseMs: number },
+    private readonly intake: DeferredIntake,
+    private readonly logger: Logger,
+  ) {}
+
+  stats(): OutboxRelayStats {
+    return { relaying: this.running, ...this.counters };
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.loop = this.run();
+  }
+
+  /** Stops claiming; waits (up to `waitMs`) for the round under way to settle and delete its rows. */
+  async stop(waitMs: number): Promise<void> {
+    if (!this.running) return;
+    this.running = false;
+    this.wake?.();
+    const round = this.loop;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([round, new Promise<void>((resolve) => (timer = setTimeout(resolve, waitMs)))]);
+    clearTimeout(timer);
+  }
+
+  private async run(): Promise<void> {
+    let backoff = 0;
+    while (this.running) {
+      let claimed = 0;
+      try {
+        claimed = await this.round();
+        if (backoff > 0) this.logger.log(`Outbox relay of ${this.table}: reading rows again.`);
+        backoff = 0;
+        delete this.counters.lastError;
+      } catch (error) {
+        this.counters.failedRounds++;
+        this.counters.lastError = errorMessage(error);
+        // Said once per run of failures, and when it ends.
+        if (backoff === 0) this.logger.warn(`Outbox relay of ${this.table}: ${this.counters.lastError}; trying again with a backoff (up to ${MAX_BACKOFF_MS} ms).`);
+        backoff = Math.min(MAX_BACKOFF_MS, Math.max(this.options.pollIntervalMs, backoff * 2));
+      }
+      if (claimed < this.options.batchSize || backoff > 0) await this.idle(backoff || this.options.pollIntervalMs);
+    }
+  }
+
+  /** Waits `ms` (the relay keeps the process alive: it is what this instance is for), or until stopped. */
+  private idle(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.wake = done;
+    });
+  }
+
+  /** One round: claim, dispatch, wait for the outcomes, delete what settled, give back what was refused. */
+  private async round(): Promise<number> {
+    const rows = await this.withConnection((connection) => this.claim(connection));
+    if (rows.length === 0) return 0;
+    this.counters.claimed += rows.length;
+    // Waits no longer than most of the lease: past it, another relay may take the rows anyway.
+    const outcomes = await this.intake.deliver(rows.map((row) => row.item), Math.max(1000, this.options.leaseMs - 1000));
+    const result: RoundResult = { remove: [], release: [] };
+    // An item not settled in time stays claimed, taken again when the lease ends (same id: at least once).
+    rows.forEach((row, index) => outcomes[index] && this.settle(row.id, outcomes[index]!, result));
+    if (result.remove.length > 0 || result.release.length > 0) {
+      await this.withConnection(async (connection) => {
+        if (result.remove.length > 0) await connection.query(outboxDelete(this.driver.dialect, this.table, result.remove));
+        if (result.release.length > 0) await connection.query(outboxRelease(this.driver.dialect, this.table, result.release));
+      });
+    }
+    return rows.length;
+  }
+
+  private async claim(connection: SqlConnection): Promise<ClaimedRow[]> {
+    const { batchSize, leaseMs } = this.options;
+    let rows: Array<Record<string, unknown>>;
+    if (this.driver.dialect === 'postgres') {
+      rows = await connection.query(pgClaim(this.table, batchSize, leaseMs));
+    } else {
+      await connection.query({ text: 'START TRANSACTION', values: [] });
+      try {
+        rows = await connection.query(mysqlClaimRead(this.table, batchSize));
+        if (rows.length > 0) await connection.query(mysqlClaimWrite(this.table, rows.map((row) => String(row.id)), leaseMs));
+        await connection.query({ text: 'COMMIT', values: [] });
+      } catch (error) {
+        await connection.query({ text: 'ROLLBACK', values: [] }).catch(() => undefined);
+        throw error;
+      }
+    }
+    return rows
+      .sort((a, b) => Number(a.seq) - Number(b.seq))
+      .map((row) => {
+        const item = (typeof row.item === 'string' ? JSON.parse(row.item) : row.item) as SinkItem;
+        item.id = String(row.id);
+        return { id: item.id, item };
+      });
+  }
+
+  /** Counts a row's outcomes: refused by a full queue somewhere → given back; otherwise it is done. */
+  private settle(id: string, outcomes: readonly ItemOutcome[], result: RoundResult): void {
+    if (outcomes.includes('dropped')) {
+      this.counters.released++;
+      result.release.push(id);
+      return;
+    }
+    result.remove.push(id);
+    if (outcomes.includes('dead-lettered') || outcomes.includes('rejected')) this.counters.deadLettered++;
+    else if (outcomes.includes('kept')) this.counters.spooled++;
+    else this.counters.delivered++;
+  }
+
+  private async withConnection<T>(fn: (connection: SqlConnection) => Promise<T>): Promise<T> {
+    const connection = await this.driver.acquire();
+    try {
+      const value = await fn(connection);
+      connection.release();
+      return value;
+    } catch (error) {
+      connection.destroy(error);
+      throw error;
+    }
+  }
+}
