@@ -491,7 +491,7 @@ async function testApp(dir, major, format, tarball, kind, redis) {
   const started = Date.now();
   if (kind === 'bullmq') {
     const prefix = `${BULLMQ_RUN}-nest${major}-${format}`;
-    // The offloaded audit sink is spooled (issue 16): a fresh directory per app, removed after it.
+    // The offloaded audit sink is spooled (the disk spool): a fresh directory per app, removed after it.
     const spoolDir = mkdtempSync(join(tmpdir(), 'consumer-spool-'));
     try {
       await runApp(dir, main, (base, output) => driveBullMq(base, output, redis.server, prefix), {

@@ -14,7 +14,7 @@ import { platforms } from '../support/platforms';
 import { RedisServer } from '../support/redis-server';
 
 /**
- * The disk spool (issue 16) with real processes, on Express and Fastify: a fixture app
+ * The disk spool with real processes, on Express and Fastify: a fixture app
  * (test/fixtures/spool-crash.app.ts) accepts work while its sink is down, is killed with SIGKILL, and
  * a new process on the same spool directory delivers what the first one spooled — into a private
  * Redis (Bull, BullMQ: exactly once, by the stable item id as jobId) or an HTTP receiver (at least

@@ -94,7 +94,7 @@ describe('parseArgs', () => {
 });
 
 describe('scenario catalog', () => {
-  it('has the six scenarios of issue 4, the slow tail of issue 9, the compression study, the BullMQ pair of issue 11, the brokers of issue 15, then GraphQL (issue 14)', () => {
+  it('has the six request scenarios, the slow tail, the compression study, the BullMQ pair, the brokers, then GraphQL', () => {
     expect(SCENARIOS.map((s) => [s.id, s.itemsPerRequest])).toEqual([
       ['sim5', 1],
       ['sim25', 1],
@@ -118,11 +118,11 @@ describe('scenario catalog', () => {
   it('mirrors the Bull scenarios with BullMQ: same needs, one job per request, a queue of their own each', () => {
     expect(BULL_SCENARIOS).toEqual(['bull-local', 'bull-proxy']);
     expect(BULLMQ_SCENARIOS).toEqual(['bullmq-local', 'bullmq-proxy']);
-    // issue 15: the broker scenarios, each with the broker it needs (probed by the runner, skipped with the reason if absent)
+    // the broker scenarios, each with the broker it needs (probed by the runner, skipped with the reason if absent)
     expect(scenarioInfo('rabbitmq').needs).toEqual(['rabbitmq']);
     expect(scenarioInfo('nats').needs).toEqual(['nats']);
     expect(variantsOf('rabbitmq')).toEqual(VARIANTS);
-    // issue 14: the GraphQL scenario has plain, blocking and deferred, driven at one query field each
+    // the GraphQL scenario has plain, blocking and deferred, driven at one query field each
     expect(variantsOf('graphql')).toEqual(['plain', 'blocking', 'deferred']);
     expect(routePath('graphql', 'deferred')).toBe('/graphql?query=%7Bdeferred%7D');
     expect(routePath('sim5', 'deferred')).toBe('/sim5/deferred');
@@ -146,7 +146,7 @@ describe('scenario catalog', () => {
     expect(expectedItems(scenarioInfo('http-log'), 40, 10)).toBe(50);
   });
 
-  it('runs every scenario six ways: the four of issue 4 and the two peers, which await the effect themselves', () => {
+  it('runs every scenario six ways: plain, noop-interceptor, blocking, deferred and the two peers, which await the effect themselves', () => {
     expect(VARIANTS).toEqual(['plain', 'noop-interceptor', 'blocking', 'deferred', 'article-tap', 'event-emitter']);
     expect(AWAITED_VARIANTS).toEqual(['blocking', 'article-tap', 'event-emitter']);
     expect(scenarioInfo('sim5-tail')).toMatchObject({ kind: 'variants', needs: [], alwaysItemsPerRequest: 0 });
@@ -169,7 +169,7 @@ describe('variantsOf', () => {
     expect(VARIANTS).toHaveLength(6);
   });
 
-  it('adds deferred-spool (issue 16) after deferred and deferred-offload in bull-local, http-log and mix only', () => {
+  it('adds deferred-spool after deferred and deferred-offload in bull-local, http-log and mix only', () => {
     expect(SPOOL_VARIANT).toBe('deferred-spool');
     expect(SCENARIOS.filter((s) => s.spool).map((s) => s.id)).toEqual(['bull-local', 'http-log', 'mix']);
     for (const id of ['bull-local', 'http-log'] as const) expect(variantsOf(id)).toEqual(EIGHT);

@@ -16,18 +16,18 @@ export interface ScenarioInfo {
   alwaysItemsPerRequest: number;
   needs: ScenarioNeed[];
   /**
-   * `variants`: the routes of issue 4 (plain, noop-interceptor, blocking, deferred) and their two peers
-   * of issue 9 (article-tap, event-emitter);
-   * `encodings`: one large-JSON route fetched as identity, gzip 6 and Brotli 11 (issue 5), on its own server.
+   * `variants`: the routes plain, noop-interceptor, blocking and deferred, and their two peers
+   * (article-tap, event-emitter);
+   * `encodings`: one large-JSON route fetched as identity, gzip 6 and Brotli 11, on its own server.
    */
   kind: 'variants' | 'encodings';
   /**
-   * Issue 12: the scenario's sink can be offloaded (`HttpSink.offloaded()`, `BullSink.offloaded()`,
+   * The scenario's sink can be offloaded (`HttpSink.offloaded()`, `BullSink.offloaded()`,
    * `BullMqSink.offloaded()`), so it also has the `deferred-offload` variant. See {@link variantsOf}.
    */
   offload?: boolean;
   /**
-   * Issue 16: the scenario also has the `deferred-spool` variant — its deferred route's items through a
+   * The scenario also has the `deferred-spool` variant — its deferred route's items through a
    * twin of its sink behind the module's disk spool. See {@link variantsOf}.
    */
   spool?: boolean;
@@ -35,7 +35,7 @@ export interface ScenarioInfo {
   variants?: readonly Variant[];
 }
 
-/** The scenarios of issues 4, 9 and 11, in their default order (new ones last, so the numbers stay). */
+/** The scenarios, in their default order (new ones last, so the numbers stay). */
 export const SCENARIOS: readonly ScenarioInfo[] = [
   { id: 'sim5', label: 'simulated 5 ms side-effect', itemsPerRequest: 1, alwaysItemsPerRequest: 0, needs: [], kind: 'variants' },
   { id: 'sim25', label: 'simulated 25 ms side-effect', itemsPerRequest: 1, alwaysItemsPerRequest: 0, needs: [], kind: 'variants' },
@@ -94,7 +94,7 @@ export const SCENARIOS: readonly ScenarioInfo[] = [
     needs: [],
     kind: 'encodings',
   },
-  // issue 11: the Bull pair again with BullMQ (appended, so the numbers of the scenarios above stay)
+  // the Bull pair again with BullMQ (appended, so the numbers of the scenarios above stay)
   {
     id: 'bullmq-local',
     label: 'BullMQ job, local Redis',
@@ -113,10 +113,10 @@ export const SCENARIOS: readonly ScenarioInfo[] = [
     kind: 'variants',
     offload: true,
   },
-  // issue 15: an event per request through a @nestjs/microservices client (ClientProxySink)
+  // an event per request through a @nestjs/microservices client (ClientProxySink)
   { id: 'rabbitmq', label: 'RabbitMQ event (ClientRMQ, publisher confirms)', itemsPerRequest: 1, alwaysItemsPerRequest: 0, needs: ['rabbitmq'], kind: 'variants' },
   { id: 'nats', label: 'NATS event (ClientNats, core)', itemsPerRequest: 1, alwaysItemsPerRequest: 0, needs: ['nats'], kind: 'variants' },
-  // issue 14: a GraphQL query (Apollo) whose resolver has the sim5 side effect, three ways
+  // a GraphQL query (Apollo) whose resolver has the sim5 side effect, three ways
   {
     id: 'graphql',
     label: 'GraphQL query (Apollo), simulated 5 ms side-effect',
@@ -161,11 +161,11 @@ export const ENCODINGS: readonly Encoding[] = ['identity', 'gzip-6', 'br-11'];
 /** The `Accept-Encoding` the client sends for each encoding. */
 export const ACCEPT_ENCODING: Readonly<Record<Encoding, string>> = { identity: 'identity', 'gzip-6': 'gzip', 'br-11': 'br' };
 
-/** The six variants every `variants` scenario has (issues 4 and 9). */
+/** The six variants every `variants` scenario has. */
 export const VARIANTS: readonly Variant[] = ['plain', 'noop-interceptor', 'blocking', 'deferred', 'article-tap', 'event-emitter'];
-/** Issue 12: the deferred route with its sink offloaded to a worker thread, in the scenarios marked `offload`. */
+/** The deferred route with its sink offloaded to a worker thread, in the scenarios marked `offload`. */
 export const OFFLOAD_VARIANT: Variant = 'deferred-offload';
-/** Issue 16: the deferred route with its sink behind the module's disk spool, in the scenarios marked `spool`. */
+/** The deferred route with its sink behind the module's disk spool, in the scenarios marked `spool`. */
 export const SPOOL_VARIANT: Variant = 'deferred-spool';
 /** The variants that await the side-effect themselves (in the handler, a `tap`, a listener): the app counts what they deliver. */
 export const AWAITED_VARIANTS: readonly Variant[] = ['blocking', 'article-tap', 'event-emitter'];

@@ -1,6 +1,6 @@
 /**
  * `node dist/bench/decompose.js`: splits what a deferred route costs the request thread, step by step
- * (issue 12), on the routes of `src/server/decompose.app.ts`. The routes alternate within each round
+ * on the routes of `src/server/decompose.app.ts`. The routes alternate within each round
  * (the order rotates), every round measures each for `--duration` s with autocannon on 127.0.0.1, and
  * each route's cost is taken against `plain` *in the same round* — adjacent in time, so that a host
  * whose speed drifts (this 2-core VM's does, by up to 2× within minutes) moves both alike. Prints the

@@ -1,5 +1,5 @@
 /**
- * `node dist/bench/profile.js`: where a route's CPU goes, for issue #12. Two modes, both on 127.0.0.1,
+ * `node dist/bench/profile.js`: where a route's CPU goes. Two modes, both on 127.0.0.1,
  * each run bounded in time (autocannon `duration`):
  *
  * - `cpu` (default): CPU µs per request of each variant — the server's `process.cpuUsage()` delta over
@@ -32,7 +32,7 @@ import type { Adapter, ScenarioId, ServerConfig, Variant } from './types.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
-/** A fresh spool directory per server (issue 16) when the `deferred-spool` variant is measured; left in the OS temp dir. */
+/** A fresh spool directory per server when the `deferred-spool` variant is measured; left in the OS temp dir. */
 async function spoolDirFor(options: { variants: Variant[] }): Promise<string | undefined> {
   return options.variants.includes('deferred-spool') ? mkdtemp(path.join(os.tmpdir(), 'dw-profile-spool-')) : undefined;
 }

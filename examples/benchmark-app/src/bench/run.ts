@@ -221,7 +221,7 @@ async function measureCompression(server: ServerHandle, encoding: Encoding, opti
 }
 
 /**
- * Issue 16: the Δ of one spooled sink's counters between two snapshots, its `pending` as of the later
+ * The Δ of one spooled sink's counters between two snapshots, its `pending` as of the later
  * one, and the fsyncs per second of a run lasting `durationS`. Throws when the server reports no spool
  * for the sink (the `deferred-spool` route would not have been spooled).
  */
@@ -262,7 +262,7 @@ async function measure(
   const after = await snapshot(server, true);
   const atDestinationAfter = await destination?.();
   const redisAfter = await redisCpu?.();
-  // issue 16: the spool's counters one group commit after the drain (its last acks' fsync included)
+  // the spool's counters one group commit after the drain (its last acks' fsync included)
   let spool: SpoolSample | undefined;
   if (variant === SPOOL_VARIANT) {
     await new Promise((resolve) => setTimeout(resolve, SPOOL_SETTLE_MS));
@@ -437,7 +437,7 @@ async function main(): Promise<void> {
   try {
     for (const adapter of options.adapters) {
       if (variantScenarios.length > 0) {
-        // issue 16: a fresh spool directory per server process (one process per spool: never shared), removed after it
+        // a fresh spool directory per server process (one process per spool: never shared), removed after it
         const spoolDir = variantScenarios.some((id) => scenarioInfo(id).spool)
           ? await mkdtemp(path.join(os.tmpdir(), `dw-bench-spool-${adapter}-`))
           : undefined;

@@ -5,9 +5,9 @@ export type Adapter = 'express' | 'fastify';
 /**
  * `plain`: no side-effect, no interceptor (the ceiling); `noop-interceptor`: plain plus a pass-through
  * interceptor; `blocking`: awaits the side-effect in the handler; `deferred`: `@AfterResponse()`;
- * `deferred-offload` (issue 12, only where the scenario's sink can be offloaded): the same deferred
+ * `deferred-offload` (only where the scenario's sink can be offloaded): the same deferred
  * route, its sink an `OffloadedSink` whose client work runs in a worker thread;
- * `deferred-spool` (issue 16, `bull-local`, `http-log` and `mix`): the same deferred route, its sink
+ * `deferred-spool` (`bull-local`, `http-log` and `mix`): the same deferred route, its sink
  * (a twin of the `deferred` route's, same destination) behind the module's disk spool.
  * `deferred-handle` (`mix` and the queue scenarios): the same items through the deferred handles as
  * handler parameters (`@Deferred.queue()`, …); `deferred-injected`, on a server started with
@@ -69,7 +69,7 @@ export interface BenchOptions {
 }
 
 /**
- * Issue 16: what the disk spool of the `deferred-spool` route's sink did over one run — the Δ of its
+ * What the disk spool of the `deferred-spool` route's sink did over one run — the Δ of its
  * `stats().sinks[name].spool` counters from before the run to one sync interval after its drain (so
  * the group commit that makes the last acks durable is counted too).
  */
@@ -132,7 +132,7 @@ export interface RunSample {
   redisCpuUsPerRequest?: number;
   /** Unhandled promise rejections the server saw during the run (a side-effect fired without a catch). */
   unhandledRejections?: number;
-  /** Issue 16: the spool's counters over the run (`deferred-spool` only). */
+  /** The spool's counters over the run (`deferred-spool` only). */
   spool?: SpoolSample;
 }
 
@@ -184,7 +184,7 @@ export interface ResultRow {
   redisCpuUsPerRequest?: number;
   /** Summed over the repeats; absent when none was seen. */
   unhandledRejections?: number;
-  /** Issue 16: the spool's counters (`deferred-spool` rows only). */
+  /** The spool's counters (`deferred-spool` rows only). */
   spool?: SpoolFigures;
   errors: number;
   non2xx: number;
@@ -240,7 +240,7 @@ export interface ScenarioRatios {
   cpuDeferredVsNoop?: number;
   /** blocking p99 ÷ deferred p99. */
   p99BlockingVsDeferred?: number;
-  /** deferred-offload req/s ÷ plain req/s (issue 12; scenarios with an offloadable sink). */
+  /** deferred-offload req/s ÷ plain req/s (scenarios with an offloadable sink). */
   deferredOffloadVsPlain?: number;
   /** deferred-offload req/s ÷ deferred req/s. */
   deferredOffloadVsDeferred?: number;
@@ -248,13 +248,13 @@ export interface ScenarioRatios {
   deferredOffloadVsArticleTap?: number;
   /** deferred-offload req/s ÷ event-emitter req/s. */
   deferredOffloadVsEventEmitter?: number;
-  /** deferred-spool req/s ÷ plain req/s (issue 16; `bull-local`, `http-log`, `mix`). */
+  /** deferred-spool req/s ÷ plain req/s (`bull-local`, `http-log`, `mix`). */
   deferredSpoolVsPlain?: number;
   /** deferred-spool req/s ÷ deferred req/s: what the spool costs in throughput. */
   deferredSpoolVsDeferred?: number;
 }
 
-/** One target of issue 4, 9, 11, 12 or 16, evaluated. */
+/** One check of the report (a comparison against its threshold), evaluated. */
 export interface TargetCheck {
   adapter: Adapter;
   target: string;
@@ -262,7 +262,7 @@ export interface TargetCheck {
   measured: string;
   /** `undefined` when it could not be evaluated (scenario skipped), or for a figure that is only reported. */
   pass?: boolean;
-  /** A figure reported next to the targets, with no threshold to meet (the BullMQ ratios of issue 11). */
+  /** A figure reported next to the checks, with no threshold to meet (the BullMQ ratios). */
   reportOnly?: boolean;
 }
 
@@ -333,7 +333,7 @@ export interface ServerSnapshot {
     requests: { finished: number; aborted: number };
   };
   /**
-   * Issue 16: `stats().sinks[name].spool` of every spooled sink, by sink name (the `deferred-spool`
+   * `stats().sinks[name].spool` of every spooled sink, by sink name (the `deferred-spool`
    * routes' twins; none when the server has no spool).
    */
   spool: Record<string, { fsyncs: number; syncErrors: number; appended: number; acked: number; pending: number; refused: number; failed: number }>;
@@ -361,7 +361,7 @@ export interface ServerConfig {
    */
   compression?: boolean;
   /**
-   * Issue 16: the module's `spool` option, `{ dir: spoolDir }` (default `syncIntervalMs`), for the
+   * The module's `spool` option, `{ dir: spoolDir }` (default `syncIntervalMs`), for the
    * `deferred-spool` routes' twin sinks (every other sink opts out with `spool: false`). A fresh
    * temporary directory per server process, made and removed by the runner. Absent: no spool, and no
    * `deferred-spool` routes.

@@ -26,7 +26,7 @@ const FLUSH_TIMEOUT_MS = 15_000;
  * the Redis-behind-a-proxy scenarios (the queue fills and items are dropped, and counted). Those
  * sinks (Bull and BullMQ alike) therefore get bigger batches and room for one more batch's worth of
  * backlog, as an app expecting that load would configure it — their offloaded twins (the
- * `deferred-offload` routes, issue 12) too: the dispatcher and its one write in flight stay on the
+ * `deferred-offload` routes) too: the dispatcher and its one write in flight stay on the
  * request thread, only the write runs in the worker. `run(fn)` callbacks use the library's
  * defaults: they must absorb a slow tail (`sim25`, `sim5-tail`) without tuning.
  */
@@ -165,7 +165,7 @@ export class BenchModule {
           // BENCH_CORRELATION=off measures the library without the correlation option (see tracing.ts)
           ...(process.env.BENCH_CORRELATION === 'off' ? { correlation: false as const } : {}),
           shutdownTimeoutMs: 15_000,
-          // issue 16: the module's spool (each sink in `<dir>/<sink name>`, default syncIntervalMs) for the
+          // the module's spool (each sink in `<dir>/<sink name>`, default syncIntervalMs) for the
           // `deferred-spool` routes' twins only; every other sink opts out, so `deferred` stays unspooled
           ...(config.spoolDir ? { spool: { dir: config.spoolDir } } : {}),
           sinkOptions: sinkOptions(config, resources),

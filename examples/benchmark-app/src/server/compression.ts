@@ -1,5 +1,5 @@
 /**
- * The `compression` scenario (issue 5's worked example): a fast handler returning a large JSON body
+ * The `compression` scenario (the response-time example of the observability docs): a fast handler returning a large JSON body
  * behind response compression configured with gzip level 6 and Brotli quality 11. The client's
  * `Accept-Encoding` picks the encoding; the library's `timing` splits handler time from send time.
  */

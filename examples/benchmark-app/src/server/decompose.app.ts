@@ -1,5 +1,5 @@
 /**
- * The server of `dist/bench/decompose.js` (issue 12): one route per step of what a deferred route
+ * The server of `dist/bench/decompose.js`: one route per step of what a deferred route
  * adds to a plain one, so that the request thread's CPU per request can be split step by step —
  * a parameter at all, the `@Deferred()` scope with nothing deferred, a no-op `run(fn)`, a `run(fn)`
  * that waits 5 ms on a timer (the `sim5` scenario) — next to the same 5 ms effect started by

@@ -42,12 +42,12 @@ export interface ScenarioEffect {
   /** The side-effect through the deferred handles, where the scenario has them (`mix`, the queue scenarios). */
   handles?: ScenarioHandles;
   /**
-   * Route options of the `deferred-offload` variant (issue 12): the same items, routed to the offloaded
+   * Route options of the `deferred-offload` variant: the same items, routed to the offloaded
    * twin of the scenario's sink (same queue or receiver). Only for the scenarios marked `offload`.
    */
   offloadAfterResponse?: AfterResponseOptions;
   /**
-   * Route options of the `deferred-spool` variant (issue 16): the same items, routed to a twin of the
+   * Route options of the `deferred-spool` variant: the same items, routed to a twin of the
    * scenario's sink (same queue, receiver or kind of sink) whose items go through the module's disk
    * spool. Only for the scenarios marked `spool`, on a server given a spool directory.
    */
@@ -161,7 +161,7 @@ async function bullJob(
 }
 
 /**
- * Issue 12: where the scenario can be offloaded, adds the offloaded twin of its sink (built by
+ * Where the scenario can be offloaded, adds the offloaded twin of its sink (built by
  * `twin`, writing to the same destination) and routes the `deferred-offload` variant's items to it.
  */
 function withOffload(scenario: ScenarioId, effect: ScenarioEffect, sinks: DeferredSink[], twin: () => DeferredSink): ScenarioEffect {
@@ -174,7 +174,7 @@ function withOffload(scenario: ScenarioId, effect: ScenarioEffect, sinks: Deferr
 }
 
 /**
- * Issue 16: where the scenario has a `deferred-spool` variant and the server a spool directory, adds a
+ * Where the scenario has a `deferred-spool` variant and the server a spool directory, adds a
  * twin of its sink (built by `twin`, named `<scenario>-spool`, same destination) and routes the
  * `deferred-spool` variant's items to it. Which sinks are spooled is decided in `bench.module.ts`.
  */
@@ -275,7 +275,7 @@ function httpLogWithTwins(url: string, config: ServerConfig, sinks: DeferredSink
 }
 
 /**
- * An event per request through a `@nestjs/microservices` client (issue 15): `perform` awaits
+ * An event per request through a `@nestjs/microservices` client: `perform` awaits
  * `lastValueFrom(client.emit(...))` (what a handler does to be sure the broker has it: the publisher
  * confirm on RabbitMQ; the write on core NATS, which cannot confirm); `deferred` hands the same event
  * to a `ClientProxySink` on the same client (NATS: one flush per batch). The RabbitMQ queue is

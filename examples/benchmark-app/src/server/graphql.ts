@@ -1,5 +1,5 @@
 /**
- * The GraphQL scenario (issue 14): an Apollo endpoint whose three query fields do the `sim5` side
+ * The GraphQL scenario: an Apollo endpoint whose three query fields do the `sim5` side
  * effect three ways — `plain` (none), `blocking` (awaited in the resolver), `deferred`
  * (`@AfterResponse()` + `@Deferred()`: after the HTTP response finished). Loaded only when the
  * scenario runs, so the other scenarios' servers have no GraphQL module.

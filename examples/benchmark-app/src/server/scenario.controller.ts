@@ -106,7 +106,7 @@ function twinController(id: ScenarioId, variant: Variant, effect: ScenarioEffect
 }
 
 /**
- * Issue 12: `GET /<scenario>/deferred-offload`, the `deferred` route again — the same decorators, the
+ * `GET /<scenario>/deferred-offload`, the `deferred` route again — the same decorators, the
  * same items — routed to the offloaded twin of the scenario's sink, whose client work runs in a worker
  * thread. `undefined` for a scenario without one (it gets no such route).
  */
@@ -115,7 +115,7 @@ export function offloadController(id: ScenarioId, effect: ScenarioEffect): Type<
 }
 
 /**
- * Issue 16: `GET /<scenario>/deferred-spool`, the `deferred` route again routed to the spooled twin of
+ * `GET /<scenario>/deferred-spool`, the `deferred` route again routed to the spooled twin of
  * the scenario's sink (each item appended to the disk spool when accepted, acked when delivered).
  * `undefined` for a scenario without one, or on a server without a spool directory.
  */
