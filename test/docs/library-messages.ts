@@ -128,6 +128,12 @@ export function libraryMessages(srcDir: string): LibraryMessage[] {
         };
         visitSuper(node);
         return;
+      } else if (ts.isCallExpression(node) && ts.isIdentifier(node.expression) && node.expression.text === 'optionError') {
+        // optionError(prefix, option, problem, fix, value?): `prefix: option "option" problem[, got value]. fix`
+        const [prefix, option, problem, fix] = node.arguments.slice(0, 4).map((a) => patterns(a, consts));
+        const got = node.arguments.length > 4 ? `, got ${HOLE}` : '';
+        const built = prefix.flatMap((p) => option.flatMap((o) => problem.flatMap((q) => fix.map((f) => `${p}: option "${o}" ${q}${got}.${f ? ` ${f}` : ''}`))));
+        add(node, 'SinkConfigError', built);
       } else if (ts.isCallExpression(node)) {
         const message = loggedMessage(node);
         if (message) add(node, 'log', patterns(message, consts));
