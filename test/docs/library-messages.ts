@@ -43,46 +43,53 @@ function sourceFiles(dir: string): string[] {
   return out;
 }
 
-/** The string constants of a file (`const prefix = \`HttpSink "${name}"\``), by name. */
-function constants(file: ts.SourceFile): Map<string, ts.Expression> {
-  const found = new Map<string, ts.Expression>();
-  const visit = (node: ts.Node) => {
-    if (ts.isVariableDeclaration(node) && ts.isIdentifier(node.name) && node.initializer) {
-      const init = node.initializer;
-      if (ts.isStringLiteralLike(init) || ts.isTemplateExpression(init)) found.set(node.name.text, init);
+/**
+ * The value a local constant names (`const prefix = \`HttpSink "${name}"\``): the nearest declaration
+ * in an enclosing block or the file (a parameter, or a name declared nowhere above, is a hole).
+ */
+function constantOf(name: ts.Identifier): ts.Expression | undefined {
+  for (let scope: ts.Node | undefined = name.parent; scope; scope = scope.parent) {
+    if (!ts.isBlock(scope) && !ts.isSourceFile(scope) && !ts.isModuleBlock(scope)) continue;
+    for (const statement of scope.statements) {
+      if (!ts.isVariableStatement(statement)) continue;
+      for (const declaration of statement.declarationList.declarations) {
+        if (!ts.isIdentifier(declaration.name) || declaration.name.text !== name.text) continue;
+        return declaration.initializer;
+      }
     }
-    ts.forEachChild(node, visit);
-  };
-  visit(file);
-  return found;
+  }
+  return undefined;
 }
 
 /** Every pattern an expression can evaluate to (holes for what is not known from the source). */
-function patterns(node: ts.Expression, consts: Map<string, ts.Expression>, depth = 0): string[] {
+function patterns(node: ts.Expression, depth = 0): string[] {
   if (depth > 4) return [HOLE];
-  if (ts.isParenthesizedExpression(node)) return patterns(node.expression, consts, depth);
+  if (ts.isParenthesizedExpression(node)) return patterns(node.expression, depth);
   if (ts.isStringLiteralLike(node)) return [node.text];
   if (ts.isTemplateExpression(node)) {
     let out = [node.head.text];
     for (const span of node.templateSpans) {
-      const inner = patterns(span.expression, consts, depth + 1);
+      const inner = patterns(span.expression, depth + 1);
       out = out.flatMap((before) => inner.map((value) => before + value + span.literal.text));
     }
     return out;
   }
   if (ts.isBinaryExpression(node) && node.operatorToken.kind === ts.SyntaxKind.PlusToken) {
-    const left = patterns(node.left, consts, depth);
-    const right = patterns(node.right, consts, depth);
+    const left = patterns(node.left, depth);
+    const right = patterns(node.right, depth);
     return left.flatMap((l) => right.map((r) => l + r));
   }
-  if (ts.isConditionalExpression(node)) return [...patterns(node.whenTrue, consts, depth), ...patterns(node.whenFalse, consts, depth)];
-  if (ts.isIdentifier(node) && consts.has(node.text)) return patterns(consts.get(node.text)!, consts, depth + 1);
+  if (ts.isConditionalExpression(node)) return [...patterns(node.whenTrue, depth), ...patterns(node.whenFalse, depth)];
+  if (ts.isIdentifier(node)) {
+    const value = constantOf(node);
+    if (value) return patterns(value, depth + 1);
+  }
   return [HOLE];
 }
 
 /** The message patterns of one `new X(args)` of a user-facing error class. */
-function thrownPatterns(name: string, args: readonly ts.Expression[], consts: Map<string, ts.Expression>): string[] {
-  const arg = (i: number) => (args[i] ? patterns(args[i], consts) : ['']);
+function thrownPatterns(name: string, args: readonly ts.Expression[]): string[] {
+  const arg = (i: number) => (args[i] ? patterns(args[i]) : ['']);
   const join3 = (head: string, a: string[], mid: string, b: string[], dot: string, c: string[]) =>
     a.flatMap((x) => b.flatMap((y) => c.map((z) => `${head}${x}${mid}${y}${dot}${z}`)));
   if (name === 'DeferredWorkConfigError') return join3('DeferredWorkModule: invalid option "', arg(0), '": ', arg(1), '. ', arg(2));
@@ -111,18 +118,17 @@ export function libraryMessages(srcDir: string): LibraryMessage[] {
   for (const path of sourceFiles(srcDir)) {
     const text = readFileSync(path, 'utf8');
     const file = ts.createSourceFile(path, text, ts.ScriptTarget.Latest, true);
-    const consts = constants(file);
     const at = (node: ts.Node) => `${relative(join(srcDir, '..'), path)}:${file.getLineAndCharacterOfPosition(node.getStart()).line + 1}`;
     const add = (node: ts.Node, via: string, found: string[]) => {
       for (const pattern of found) if (pattern.replaceAll(HOLE, '').trim().length > 0) out.push({ at: at(node), via, pattern });
     };
     const visit = (node: ts.Node) => {
       if (ts.isNewExpression(node) && ts.isIdentifier(node.expression) && USER_ERRORS.has(node.expression.text)) {
-        add(node, node.expression.text, thrownPatterns(node.expression.text, node.arguments ?? [], consts));
+        add(node, node.expression.text, thrownPatterns(node.expression.text, node.arguments ?? []));
       } else if (ts.isClassDeclaration(node) && node.name && SELF_WORDED.includes(node.name.text)) {
         const visitSuper = (inner: ts.Node) => {
           if (ts.isCallExpression(inner) && inner.expression.kind === ts.SyntaxKind.SuperKeyword && inner.arguments[0]) {
-            add(inner, node.name!.text, patterns(inner.arguments[0], consts));
+            add(inner, node.name!.text, patterns(inner.arguments[0]));
           }
           ts.forEachChild(inner, visitSuper);
         };
@@ -130,13 +136,13 @@ export function libraryMessages(srcDir: string): LibraryMessage[] {
         return;
       } else if (ts.isCallExpression(node) && ts.isIdentifier(node.expression) && node.expression.text === 'optionError') {
         // optionError(prefix, option, problem, fix, value?): `prefix: option "option" problem[, got value]. fix`
-        const [prefix, option, problem, fix] = node.arguments.slice(0, 4).map((a) => patterns(a, consts));
+        const [prefix, option, problem, fix] = node.arguments.slice(0, 4).map((a) => patterns(a));
         const got = node.arguments.length > 4 ? `, got ${HOLE}` : '';
         const built = prefix.flatMap((p) => option.flatMap((o) => problem.flatMap((q) => fix.map((f) => `${p}: option "${o}" ${q}${got}.${f ? ` ${f}` : ''}`))));
         add(node, 'SinkConfigError', built);
       } else if (ts.isCallExpression(node)) {
         const message = loggedMessage(node);
-        if (message) add(node, 'log', patterns(message, consts));
+        if (message) add(node, 'log', patterns(message));
       }
       ts.forEachChild(node, visit);
     };
