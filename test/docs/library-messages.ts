@@ -153,7 +153,7 @@ export function libraryMessages(srcDir: string): LibraryMessage[] {
 
 /** A heading of the troubleshooting page as a pattern: `<placeholder>` and `…` are holes. */
 export function headingPattern(heading: string): string {
-  return heading.replace(/<[A-Za-z][\w .-]*>|…/g, HOLE);
+  return heading.replace(/<[A-Za-z][^<>]*>|…/g, HOLE);
 }
 
 /**
