@@ -59,8 +59,7 @@ export class DeferredOutbox implements OnApplicationBootstrap, OnModuleDestroy, 
     if (items.length === 0) return [];
     const rows = items.map((item) => {
       this.intake!.validate(item);
-      const { when: _when, ...stored } = item;
-      return [item.id!, JSON.stringify(stored)] as const;
+      return [item.id!, JSON.stringify(item)] as const;
     });
     const statement = outboxInsert(driver.dialect, runner.placeholders, this.table, rows);
     await runner.run(statement.text, statement.values);
@@ -84,7 +83,7 @@ export class DeferredOutbox implements OnApplicationBootstrap, OnModuleDestroy, 
 
   /** The relay's counters on this instance. */
   stats(): OutboxRelayStats {
-    return this.relay?.stats() ?? { relaying: false, claimed: 0, delivered: 0, deadLettered: 0, spooled: 0, released: 0, failedRounds: 0 };
+    return this.relay?.stats() ?? { relaying: false, claimed: 0, delivered: 0, deadLettered: 0, refused: 0, spooled: 0, released: 0, failedRounds: 0 };
   }
 
   /** Finds the database, checks (or creates) the outbox table, starts the relay. After every module's init: the sinks are attached. */

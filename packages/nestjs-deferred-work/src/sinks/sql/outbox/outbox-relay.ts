@@ -13,8 +13,13 @@ export interface OutboxRelayStats {
   claimed: number;
   /** Rows whose items were delivered by every sink they are routed to, and deleted. */
   delivered: number;
-  /** Rows whose items a sink dead-lettered or refused (see `DeferredWork.deadLetters()`), deleted. */
+  /** Rows whose items a sink dead-lettered (see `DeferredWork.deadLetters()`), deleted. */
   deadLettered: number;
+  /**
+   * Rows whose items the dispatcher refused (no sink of that name, a kind the sink does not take; it
+   * logs why): kept, and tried again when their lease ends.
+   */
+  refused: number;
   /** Rows whose items a sink's disk spool took over (delivered from there), deleted. */
   spooled: number;
   /** Rows given back unsent (a sink's queue was full), claimed again by a later round. */
@@ -46,7 +51,7 @@ const MAX_BACKOFF_MS = 5000;
  * claimed again when its lease ends: at least once, with the item's id unchanged.
  */
 export class OutboxRelay {
-  private readonly counters: Omit<OutboxRelayStats, 'relaying'> = { claimed: 0, delivered: 0, deadLettered: 0, spooled: 0, released: 0, failedRounds: 0 };
+  private readonly counters: Omit<OutboxRelayStats, 'relaying'> = { claimed: 0, delivered: 0, deadLettered: 0, refused: 0, spooled: 0, released: 0, failedRounds: 0 };
   private running = false;
   private loop: Promise<void> | undefined;
   private wake: (() => void) | undefined;
@@ -137,6 +142,9 @@ export class OutboxRelay {
     if (this.driver.dialect === 'postgres') {
       rows = await connection.query(pgClaim(this.table, batchSize, leaseMs));
     } else {
+      // READ COMMITTED: the locking read takes no gap locks, so the app's own transactions inserting
+      // outbox rows meanwhile neither wait for it nor deadlock with it (InnoDB's REPEATABLE READ would).
+      await connection.query({ text: 'SET TRANSACTION ISOLATION LEVEL READ COMMITTED', values: [] });
       await connection.query({ text: 'START TRANSACTION', values: [] });
       try {
         rows = await connection.query(mysqlClaimRead(this.table, batchSize));
@@ -163,8 +171,14 @@ export class OutboxRelay {
       result.release.push(id);
       return;
     }
+    if (outcomes.includes('rejected')) {
+      // Refused by the dispatcher (no sink of that name, a kind the sink does not take: it warns which).
+      // The row stays, claimed: tried again when its lease ends, once the configuration is fixed.
+      this.counters.refused++;
+      return;
+    }
     result.remove.push(id);
-    if (outcomes.includes('dead-lettered') || outcomes.includes('rejected')) this.counters.deadLettered++;
+    if (outcomes.includes('dead-lettered')) this.counters.deadLettered++;
     else if (outcomes.includes('kept')) this.counters.spooled++;
     else this.counters.delivered++;
   }
