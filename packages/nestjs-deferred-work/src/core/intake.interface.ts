@@ -26,10 +26,10 @@ export interface DeferredIntake {
   /** Checks an item as the dispatcher will (shape, size); throws a `DeferredItemRejectedError` that says what to fix. */
   validate(item: SinkItem): void;
   /**
-   * Dispatches the items and resolves, per item, with its outcomes at every sink it is routed to —
-   * or `undefined` for an item not settled within `waitMs`.
+   * Dispatches the items; calls `onSettled` once per item, with its outcomes at every sink it is
+   * routed to, when the last of them is known.
    */
-  deliver(items: readonly SinkItem[], waitMs: number): Promise<Array<readonly ItemOutcome[] | undefined>>;
+  deliver(items: readonly SinkItem[], onSettled: (index: number, outcomes: readonly ItemOutcome[]) => void): void;
   /** The module's `shutdownTimeoutMs`. */
   readonly shutdownTimeoutMs: number;
 }

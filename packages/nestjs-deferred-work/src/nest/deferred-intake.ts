@@ -2,7 +2,7 @@ import { Inject, Injectable, Optional } from '@nestjs/common';
 import { CollectingScope } from '../capture/collecting-scope';
 import { Correlator } from '../capture/correlation';
 import type { DeferredIntake, ItemBuilder, ItemOutcome } from '../core/intake.interface';
-import type { DeferredItem, SinkItem } from '../core/items/deferred-item.interface';
+import type { SinkItem } from '../core/items/deferred-item.interface';
 import { validateItem } from '../core/items/item-validator';
 import { Dispatcher } from '../pipeline/dispatcher';
 import { itemWatch } from '../pipeline/item-watch';
@@ -31,35 +31,20 @@ export class DispatcherIntake implements DeferredIntake {
     validateItem(item, this.dispatcher.options.maxItemBytes);
   }
 
-  deliver(items: readonly SinkItem[], waitMs: number): Promise<Array<readonly ItemOutcome[] | undefined>> {
-    const results: Array<ItemOutcome[] | undefined> = items.map(() => undefined);
-    const waiting = new Set<DeferredItem>();
-    let allSettled: () => void = () => undefined;
-    const settled = new Promise<void>((resolve) => (allSettled = resolve));
+  deliver(items: readonly SinkItem[], onSettled: (index: number, outcomes: readonly ItemOutcome[]) => void): void {
     const routing = this.dispatcher.options.routing;
     items.forEach((item, index) => {
       const target = item.sink ?? routing[item.kind];
       let owed = typeof target === 'string' ? 1 : Math.max(1, target.length);
       const outcomes: ItemOutcome[] = [];
-      waiting.add(item);
       itemWatch.watch(item, (outcome) => {
         outcomes.push(outcome);
         // A refusal before routing (a bad item) comes once, not once per sink.
         if (outcome !== 'rejected' && --owed > 0) return;
         itemWatch.unwatch(item);
-        waiting.delete(item);
-        results[index] = outcomes;
-        if (waiting.size === 0) allSettled();
+        onSettled(index, outcomes);
       });
     });
     for (const item of items) this.dispatcher.dispatch(item);
-    if (waiting.size === 0) return Promise.resolve(results);
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<void>((resolve) => (timer = setTimeout(resolve, waitMs)));
-    return Promise.race([settled, timeout]).then(() => {
-      clearTimeout(timer);
-      for (const item of waiting) itemWatch.unwatch(item);
-      return results;
-    });
   }
 }

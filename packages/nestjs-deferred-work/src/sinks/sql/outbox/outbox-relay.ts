@@ -3,7 +3,7 @@ import { errorMessage } from '../../../core/error-message';
 import type { DeferredIntake, ItemOutcome } from '../../../core/intake.interface';
 import type { SinkItem } from '../../../core/items/deferred-item.interface';
 import type { SqlConnection, SqlDriver } from '../sql-clients';
-import { mysqlClaimRead, mysqlClaimWrite, outboxDelete, outboxRelease, pgClaim } from './outbox-statements';
+import { mysqlClaimRead, mysqlClaimWrite, outboxDelete, outboxRelease, outboxRenew, pgClaim } from './outbox-statements';
 
 /** The relay's counters (`DeferredOutbox.stats()`). */
 export interface OutboxRelayStats {
@@ -35,13 +35,10 @@ interface ClaimedRow {
   item: SinkItem;
 }
 
-/** The settled rows of a round, by what to do with them. */
-interface RoundResult {
-  remove: string[];
-  release: string[];
-}
 
 const MAX_BACKOFF_MS = 5000;
+/** At most this many batches of rows under way at once per instance. */
+const MAX_IN_FLIGHT_BATCHES = 10;
 
 /**
  * Reads committed outbox rows — claimed with `FOR UPDATE SKIP LOCKED` and a lease, so that several
@@ -53,6 +50,11 @@ const MAX_BACKOFF_MS = 5000;
 export class OutboxRelay {
   private readonly counters: Omit<OutboxRelayStats, 'relaying'> = { claimed: 0, delivered: 0, deadLettered: 0, refused: 0, spooled: 0, released: 0, failedRounds: 0 };
   private running = false;
+  /** Ids of the rows whose items this instance has dispatched and not seen settle: their claims are renewed. */
+  private readonly inFlight = new Set<string>();
+  private renewAt = 0;
+  private readonly toRemove: string[] = [];
+  private readonly toRelease: string[] = [];
   private loop: Promise<void> | undefined;
   private wake: (() => void) | undefined;
 
@@ -74,15 +76,16 @@ export class OutboxRelay {
     this.loop = this.run();
   }
 
-  /** Stops claiming; waits (up to `waitMs`) for the round under way to settle and delete its rows. */
+  /** Stops claiming; waits (up to `waitMs`) for the items under way to settle, and deletes their rows. */
   async stop(waitMs: number): Promise<void> {
     if (!this.running) return;
     this.running = false;
     this.wake?.();
-    const round = this.loop;
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([round, new Promise<void>((resolve) => (timer = setTimeout(resolve, waitMs)))]);
-    clearTimeout(timer);
+    await this.loop;
+    const deadline = Date.now() + waitMs;
+    while (this.inFlight.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    // What is still under way keeps its claim: taken again when the lease ends (same id: at least once).
+    await this.finish().catch((error: unknown) => this.logger.warn(`Outbox relay of ${this.table}: could not delete delivered rows at shutdown (${errorMessage(error)}); they will be delivered again.`));
   }
 
   private async run(): Promise<void> {
@@ -101,7 +104,7 @@ export class OutboxRelay {
         if (backoff === 0) this.logger.warn(`Outbox relay of ${this.table}: ${this.counters.lastError}; trying again with a backoff (up to ${MAX_BACKOFF_MS} ms).`);
         backoff = Math.min(MAX_BACKOFF_MS, Math.max(this.options.pollIntervalMs, backoff * 2));
       }
-      if (claimed < this.options.batchSize || backoff > 0) await this.idle(backoff || this.options.pollIntervalMs);
+      if (this.running && (claimed === 0 || backoff > 0)) await this.idle(backoff || this.options.pollIntervalMs);
     }
   }
 
@@ -117,27 +120,53 @@ export class OutboxRelay {
     });
   }
 
-  /** One round: claim, dispatch, wait for the outcomes, delete what settled, give back what was refused. */
+  /**
+   * One round: deletes the rows whose items settled since the last round (and gives back those a
+   * full queue refused), renews the claim on the rows still under way, claims new rows and
+   * dispatches their items. Resolves with how many rows it claimed.
+   */
   private async round(): Promise<number> {
-    const rows = await this.withConnection((connection) => this.claim(connection));
-    if (rows.length === 0) return 0;
-    this.counters.claimed += rows.length;
-    // Waits no longer than most of the lease: past it, another relay may take the rows anyway.
-    const outcomes = await this.intake.deliver(rows.map((row) => row.item), Math.max(1000, this.options.leaseMs - 1000));
-    const result: RoundResult = { remove: [], release: [] };
-    // An item not settled in time stays claimed, taken again when the lease ends (same id: at least once).
-    rows.forEach((row, index) => outcomes[index] && this.settle(row.id, outcomes[index]!, result));
-    if (result.remove.length > 0 || result.release.length > 0) {
-      await this.withConnection(async (connection) => {
-        if (result.remove.length > 0) await connection.query(outboxDelete(this.driver.dialect, this.table, result.remove));
-        if (result.release.length > 0) await connection.query(outboxRelease(this.driver.dialect, this.table, result.release));
-      });
-    }
-    return rows.length;
+    const room = MAX_IN_FLIGHT_BATCHES * this.options.batchSize - this.inFlight.size;
+    const rows = await this.withConnection(async (connection) => {
+      await this.finishOn(connection);
+      if (this.inFlight.size > 0 && Date.now() >= this.renewAt) {
+        await connection.query(outboxRenew(this.driver.dialect, this.table, [...this.inFlight], this.options.leaseMs));
+        this.renewAt = Date.now() + this.options.leaseMs / 3;
+      }
+      return room > 0 ? this.claim(connection, Math.min(room, this.options.batchSize)) : [];
+    });
+    const fresh = rows.filter((row) => !this.inFlight.has(row.id));
+    if (fresh.length === 0) return 0;
+    this.counters.claimed += fresh.length;
+    if (this.inFlight.size === 0) this.renewAt = Date.now() + this.options.leaseMs / 3;
+    for (const row of fresh) this.inFlight.add(row.id);
+    this.intake.deliver(
+      fresh.map((row) => row.item),
+      (index, outcomes) => this.settle(fresh[index].id, outcomes),
+    );
+    return fresh.length;
   }
 
-  private async claim(connection: SqlConnection): Promise<ClaimedRow[]> {
-    const { batchSize, leaseMs } = this.options;
+  private async finish(): Promise<void> {
+    if (this.toRemove.length > 0 || this.toRelease.length > 0) await this.withConnection((connection) => this.finishOn(connection));
+  }
+
+  /** Deletes settled rows, gives back refused ones. */
+  private async finishOn(connection: SqlConnection): Promise<void> {
+    const remove = this.toRemove.splice(0);
+    const release = this.toRelease.splice(0);
+    try {
+      if (remove.length > 0) await connection.query(outboxDelete(this.driver.dialect, this.table, remove));
+      if (release.length > 0) await connection.query(outboxRelease(this.driver.dialect, this.table, release));
+    } catch (error) {
+      this.toRemove.push(...remove);
+      this.toRelease.push(...release);
+      throw error;
+    }
+  }
+
+  private async claim(connection: SqlConnection, batchSize: number): Promise<ClaimedRow[]> {
+    const { leaseMs } = this.options;
     let rows: Array<Record<string, unknown>>;
     if (this.driver.dialect === 'postgres') {
       rows = await connection.query(pgClaim(this.table, batchSize, leaseMs));
@@ -164,11 +193,12 @@ export class OutboxRelay {
       });
   }
 
-  /** Counts a row's outcomes: refused by a full queue somewhere → given back; otherwise it is done. */
-  private settle(id: string, outcomes: readonly ItemOutcome[], result: RoundResult): void {
+  /** Counts a row's outcomes: refused by a full queue somewhere → given back; refused by the dispatcher → kept; otherwise deleted. */
+  private settle(id: string, outcomes: readonly ItemOutcome[]): void {
+    this.inFlight.delete(id);
     if (outcomes.includes('dropped')) {
       this.counters.released++;
-      result.release.push(id);
+      this.toRelease.push(id);
       return;
     }
     if (outcomes.includes('rejected')) {
@@ -177,7 +207,7 @@ export class OutboxRelay {
       this.counters.refused++;
       return;
     }
-    result.remove.push(id);
+    this.toRemove.push(id);
     if (outcomes.includes('dead-lettered')) this.counters.deadLettered++;
     else if (outcomes.includes('kept')) this.counters.spooled++;
     else this.counters.delivered++;

@@ -89,3 +89,10 @@ export function outboxRelease(dialect: SqlDialect, table: string, ids: readonly 
 export function outboxBacklog(table: string): SqlStatement {
   return { text: `SELECT COUNT(*) AS n FROM ${table}`, values: [] };
 }
+
+/** Extends the claim on rows whose items this instance is still delivering. */
+export function outboxRenew(dialect: SqlDialect, table: string, ids: readonly string[], leaseMs: number): SqlStatement {
+  return dialect === 'postgres'
+    ? { text: `UPDATE ${table} SET claimed_until = now() + $2 * interval '1 millisecond' WHERE id = ANY($1::text[])`, values: [ids, leaseMs] }
+    : { text: `UPDATE ${table} SET claimed_until = NOW(3) + INTERVAL ? MICROSECOND WHERE id IN (${ids.map(() => '?').join(', ')})`, values: [leaseMs * 1000, ...ids] };
+}
