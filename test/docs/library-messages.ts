@@ -24,6 +24,7 @@ const USER_ERRORS = new Set([
   'SinkWriteError',
   'DeferredItemRejectedError',
   'SqlTableError',
+  'OutboxTransactionError',
   'Error',
   'TypeError',
   'RangeError',
