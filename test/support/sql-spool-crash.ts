@@ -24,9 +24,11 @@ import { TcpProxy } from './tcp-proxy';
  * - The database unreachable for the first process (its link, a TCP proxy, cut after the bootstrap):
  *   every request 2xx, every item spooled and fsynced, none written; after kill -9 the next process
  *   writes them all, once, 15 of them already in the table (the crash window) counted as duplicates.
- * - Killed while rows are being written (the database up, requests arriving): every row whose request
- *   had its 2xx well before the kill is in the table after the restart, no item twice, and the rows
- *   the replay added are exactly the replayed items the table did not have.
+ * - Killed while rows are being written (the database up, requests arriving, an insert of the sink
+ *   waiting on a table lock the test holds and lets go after the kill, so that it may commit rows the
+ *   dead process never confirmed): every row whose request had its 2xx well before the kill is in the
+ *   table after the restart, no item twice, and the rows the replay added are exactly the replayed
+ *   items the table did not have (the others counted as duplicates).
  */
 
 /** The group commit's interval in the fixture; "synced" is waited for as a few of them. */
@@ -65,6 +67,9 @@ interface Database {
   /** The job number a row holds (in the default table's `payload`). */
   n: string;
   placeholders(count: number): string;
+  /** Takes a lock on the table that holds the sink's inserts (not reads) until `unlock()`. */
+  lock(table: string): Promise<void>;
+  unlock(): Promise<void>;
 }
 
 function postgres(): Database {
@@ -81,6 +86,11 @@ function postgres(): Database {
     query: async (text, values) => (await client!.query(text, values)).rows,
     n: `(payload->'data'->>'n')::int`,
     placeholders: (count) => range(1, count + 1).map((i) => `$${i}`).join(', '),
+    async lock(table) {
+      await client!.query('BEGIN');
+      await client!.query(`LOCK TABLE ${table} IN SHARE MODE`);
+    },
+    unlock: async () => void (await client!.query('COMMIT')),
   };
 }
 
@@ -97,6 +107,8 @@ function mariadb(): Database {
     query: async (text, values) => (await connection!.query(text, values))[0] as Array<Record<string, unknown>>,
     n: `CAST(JSON_UNQUOTE(JSON_EXTRACT(payload, '$.data.n')) AS SIGNED)`,
     placeholders: (count) => range(0, count).map(() => '?').join(', '),
+    lock: async (table) => void (await connection!.query(`LOCK TABLES ${table} READ`)),
+    unlock: async () => void (await connection!.query('UNLOCK TABLES')),
   };
 }
 
@@ -291,7 +303,7 @@ export function describeSqlSpoolCrash(database: 'postgres' | 'mariadb'): void {
       );
     }, 45_000);
 
-    it('kill -9 while rows are being written: every row whose 2xx came well before the kill is in the table after the restart, none twice', async () => {
+    it('kill -9 while rows are being written (an insert in progress): every row whose 2xx came well before the kill is in the table after the restart, none twice', async () => {
       const testStart = Date.now();
       const table = newTable(db, `${adapter}_live`);
       const spoolDir = tempDir();
@@ -301,17 +313,30 @@ export function describeSqlSpoolCrash(database: 'postgres' | 'mariadb'): void {
       const startedAt = performance.now();
       const live = liveLoad(first.url, 8);
       const { state } = live;
+      let locked = false;
+      let sinkAtKill: SinkStats & { spool: SinkSpoolStats };
       try {
-        // Rows are being written while requests arrive; then long enough, with 2xx well before now, requests
-        // in flight, and items not yet confirmed by the sink (in its queue or its statement) a moment ago.
+        // Rows are being written while requests arrive; then long enough, with 2xx well before now.
         await eventually(async () => expect((await first.sink()).delivered).toBeGreaterThan(20), 10_000, 10);
         await eventually(
-          async () => {
+          () => {
             const now = performance.now();
             expect(now - startedAt).toBeGreaterThanOrEqual(LIVE_LOAD_MS);
             expect([...state.okAt.values()].filter((at) => at <= now - WELL_BEFORE_MS).length).toBeGreaterThan(20);
+          },
+          10_000,
+          5,
+        );
+        // A statement of the sink in progress at the kill: the test holds a lock on the table, so that the
+        // sink's insert waits on it (as behind a migration or a long transaction), with requests in flight.
+        await db.lock(table);
+        locked = true;
+        sinkAtKill = await eventually(
+          async () => {
+            const sink = await first.sink();
+            expect(sink.inFlight).toBeGreaterThan(0);
             expect(state.inFlight).toBeGreaterThan(0);
-            expect((await first.sink()).spool.pending).toBeGreaterThan(0);
+            return sink;
           },
           10_000,
           5,
@@ -319,6 +344,7 @@ export function describeSqlSpoolCrash(database: 'postgres' | 'mariadb'): void {
       } catch (error) {
         live.stop();
         await live.done;
+        if (locked) await db.unlock();
         throw error;
       }
       const inFlightAtKill = state.inFlight;
@@ -327,6 +353,8 @@ export function describeSqlSpoolCrash(database: 'postgres' | 'mariadb'): void {
       live.stop(); // in the same turn: no request starts after the kill
       expect(await first.process.exited).toEqual({ code: null, signal: 'SIGKILL' });
       await live.done;
+      // The insert the killed process left waiting may still commit once the lock is gone.
+      await db.unlock();
       expect(state.failed.filter((f) => f.at < killAt || f.status !== 0)).toEqual([]); // every request before the kill had its 2xx
       const mustSurvive = sorted([...state.okAt].filter(([, at]) => at <= killAt - WELL_BEFORE_MS).map(([n]) => n));
       const late = [...state.okAt].filter(([, at]) => at > killAt - WELL_BEFORE_MS).map(([n]) => n);
@@ -358,7 +386,7 @@ export function describeSqlSpoolCrash(database: 'postgres' | 'mariadb'): void {
       expect(after.duplicates).toBe(spooled.filter((item) => writtenNs.has(item.data.n)).length);
       process.stdout.write(
         `[sql-spool-crash ${adapter} ${db.name} live kill] ${state.started} requests in ${Math.round(killAt - startedAt)} ms ` +
-          `(${inFlightAtKill} in flight at the kill), ${state.okAt.size} answered 2xx: ${mustSurvive.length} must survive, ` +
+          `(${inFlightAtKill} in flight at the kill, ${sinkAtKill.inFlight} items in the sink's waiting statement), ${state.okAt.size} answered 2xx: ${mustSurvive.length} must survive, ` +
           `${late.filter((n) => ns.has(n)).length}/${late.length} late ones written; rows at the kill ${atKill.length}, on disk ${spooled.length}, ` +
           `replayed ${replayed} (${after.duplicates} already in the table), rows after ${rows.length}; test ${Date.now() - testStart} ms\n`,
       );
