@@ -234,7 +234,7 @@ function deferredRows(rows: readonly ResultRow[], scenario: ScenarioId, adapter:
 
 /**
  * Evaluates the checks for each adapter present: deferred against blocking, the library's CPU against
- * a no-op interceptor, the slow tail and the deliveries; the BullMQ ratios as figures only
+ * a no-op interceptor, the slow tail and the deliveries; the BullMQ and SQL ratios as figures only
  * (`reportOnly`, no threshold; their deliveries count in "delivered = expected, every scenario"); then,
  * each with the better of `deferred` and `deferred-offload` where a scenario has both (the one used is
  * named), deferred ÷ plain per scenario, the request thread's CPU per Bull job, and deferred ÷
@@ -308,6 +308,10 @@ export function checkTargets(rows: readonly ResultRow[], skipped: readonly Skipp
     reported('bullmq-local, deferred BullMQ job vs no side effect: deferred/plain req/s', 'bullmq-local', r('bullmq-local')?.deferredVsPlain);
     reported('bullmq-proxy, BullMQ batching vs await queue.add, Redis at 30 ms RTT: deferred/blocking req/s', 'bullmq-proxy', r('bullmq-proxy')?.deferredVsBlocking);
     reported('bullmq-proxy, deferred BullMQ job vs no side effect, Redis at 30 ms RTT: deferred/plain req/s', 'bullmq-proxy', r('bullmq-proxy')?.deferredVsPlain);
+    reported('pg-local, batched rows vs await INSERT: deferred/blocking req/s', 'pg-local', r('pg-local')?.deferredVsBlocking);
+    reported('pg-local, batched rows vs an async @OnEvent listener awaiting INSERT: deferred/event-emitter req/s', 'pg-local', r('pg-local')?.deferredVsEventEmitter);
+    reported('mysql-local, batched rows vs await INSERT: deferred/blocking req/s', 'mysql-local', r('mysql-local')?.deferredVsBlocking);
+    reported('mysql-local, batched rows vs an async @OnEvent listener awaiting INSERT: deferred/event-emitter req/s', 'mysql-local', r('mysql-local')?.deferredVsEventEmitter);
 
     // with the better of the two deferred routes where a scenario has both
     const bestVs = (scenario: ScenarioId, peer: Variant) => {
