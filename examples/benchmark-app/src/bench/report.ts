@@ -758,8 +758,9 @@ export function renderMarkdown(report: BenchReport, svgFileName: string): string
     'Each check compares the deferred route with another route of the same scenario and adapter (or the same route in two scenarios) ' +
       'against a threshold; *not met* means this run\'s figure fell on the wrong side of it (the deferred route slower, or costlier in CPU). ' +
       'Where a scenario has both `deferred` and `deferred-offload`, a check takes the better of the two and names it. ' +
-      'The BullMQ ratios are reported without a threshold. "Delivered = expected" counts the `deferred`, `deferred-offload`, ' +
-      '`deferred-spool` and `blocking` routes, the spooled ones with every item acked and none left pending after the drain.',
+      'The BullMQ ratios, and the SQL scenarios\' deferred ÷ blocking and deferred ÷ event-emitter, are reported without a threshold. ' +
+      '"Delivered = expected" counts the `deferred`, `deferred-offload`, `deferred-spool` and `blocking` routes, the spooled ones with every ' +
+      'item acked and none left pending after the drain; where the destination is counted too (receiver records, queued jobs, table rows), it must agree.',
     '',
     renderTargets(report.targets),
   );
