@@ -2,6 +2,7 @@ import {
   AWAITED_VARIANTS,
   BULL_SCENARIOS,
   BULLMQ_SCENARIOS,
+  benchTableName,
   benchQueueName,
   DEFAULT_OPTIONS,
   DEFERRED_VARIANTS,
@@ -39,6 +40,8 @@ describe('parseArgs', () => {
       'rabbitmq',
       'nats',
       'graphql',
+      'pg-local',
+      'mysql-local',
     ]);
     expect(options.adapters).toEqual(['express', 'fastify']);
     expect(options).toMatchObject({ duration: DEFAULT_OPTIONS.duration, connections: 10, repeats: DEFAULT_OPTIONS.repeats, help: false });
@@ -80,9 +83,9 @@ describe('parseArgs', () => {
     [['--duration', '--connections', '5'], '--duration needs a value'],
     [
       ['--scenarios', 'redis'],
-      'Unknown scenario "redis". Use ids (sim5, sim25, bull-local, bull-proxy, http-log, mix, sim5-tail, compression, bullmq-local, bullmq-proxy, rabbitmq, nats, graphql) or numbers 1-13',
+      'Unknown scenario "redis". Use ids (sim5, sim25, bull-local, bull-proxy, http-log, mix, sim5-tail, compression, bullmq-local, bullmq-proxy, rabbitmq, nats, graphql, pg-local, mysql-local) or numbers 1-15',
     ],
-    [['--scenarios', '14'], 'Unknown scenario "14"'],
+    [['--scenarios', '16'], 'Unknown scenario "16"'],
     [['--scenarios', '0'], 'Unknown scenario "0"'],
     [['--scenarios', ','], '--scenarios is empty'],
     [['--adapter', 'koa'], '--adapter must be express, fastify or both, got "koa"'],
@@ -94,7 +97,7 @@ describe('parseArgs', () => {
 });
 
 describe('scenario catalog', () => {
-  it('has the six request scenarios, the slow tail, the compression study, the BullMQ pair, the brokers, then GraphQL', () => {
+  it('has the six request scenarios, the slow tail, the compression study, the BullMQ pair, the brokers, GraphQL, then the SQL pair', () => {
     expect(SCENARIOS.map((s) => [s.id, s.itemsPerRequest])).toEqual([
       ['sim5', 1],
       ['sim25', 1],
@@ -109,8 +112,10 @@ describe('scenario catalog', () => {
       ['rabbitmq', 1],
       ['nats', 1],
       ['graphql', 1],
+      ['pg-local', 1],
+      ['mysql-local', 1],
     ]);
-    expect(SCENARIOS.filter((s) => s.kind === 'variants')).toHaveLength(12);
+    expect(SCENARIOS.filter((s) => s.kind === 'variants')).toHaveLength(14);
     expect(scenarioInfo('compression').kind).toBe('encodings');
     expect(scenarioInfo('bull-proxy').needs).toEqual(['redis', 'redis-proxy']);
   });
@@ -131,6 +136,11 @@ describe('scenario catalog', () => {
     expect(scenarioInfo('bullmq-local')).toMatchObject({ needs: ['redis'], kind: 'variants', itemsPerRequest: 1, alwaysItemsPerRequest: 0 });
     expect(scenarioInfo('bullmq-proxy')).toMatchObject({ needs: ['redis', 'redis-proxy'], kind: 'variants', itemsPerRequest: 1 });
     expect(scenarioInfo('bullmq-proxy').label).toContain('BullMQ');
+    // a row per request into the app's database: a log record, so aborted requests write theirs too
+    expect(scenarioInfo('pg-local')).toMatchObject({ needs: ['postgres'], kind: 'variants', itemsPerRequest: 1, alwaysItemsPerRequest: 1 });
+    expect(scenarioInfo('mysql-local')).toMatchObject({ needs: ['mysql'], kind: 'variants', itemsPerRequest: 1, alwaysItemsPerRequest: 1 });
+    expect(variantsOf('pg-local')).toEqual(VARIANTS);
+    expect(benchTableName('mysql-local', 4242)).toBe('bench_mysql_local_4242');
     const names = [...BULL_SCENARIOS, ...BULLMQ_SCENARIOS].map(benchQueueName);
     expect(names).toEqual(['bench-bull-local', 'bench-bull-proxy', 'bench-bullmq-local', 'bench-bullmq-proxy']);
     // a job delivered when the response finished; none for an aborted request

@@ -355,7 +355,7 @@ describe('deferred-spool (the disk spool)', () => {
 describe('checkTargets', () => {
   it('marks every check met for a passing result set', () => {
     const checks = checkTargets(passingRows());
-    expect(checks).toHaveLength(27);
+    expect(checks).toHaveLength(31);
     expect(gated(checks)).toHaveLength(21);
     expect(gated(checks).every((c) => c.pass === true)).toBe(true);
     expect(checks.find((c) => c.target.startsWith('sim25 vs sim5: deferred req/s within 10%'))?.measured).toBe('-2.9%');
@@ -399,8 +399,28 @@ describe('checkTargets', () => {
 
   it('evaluates each adapter separately', () => {
     const checks = checkTargets([...passingRows('express'), ...passingRows('fastify')]);
-    expect(checks.filter((c) => c.adapter === 'fastify')).toHaveLength(27);
+    expect(checks.filter((c) => c.adapter === 'fastify')).toHaveLength(31);
     expect(gated(checks).filter((c) => c.adapter === 'fastify')).toHaveLength(21);
+  });
+
+  it('reports the SQL ratios deferred ÷ blocking and deferred ÷ event-emitter without a threshold, and counts their deliveries', () => {
+    const pg = passingRows()
+      .filter((r) => r.scenario === 'bullmq-local' && r.variant !== 'deferred-offload')
+      .map((r) => ({ ...r, scenario: 'pg-local' as const, scenarioLabel: 'PostgreSQL row', itemsAtDestination: r.itemsDelivered }));
+    const checks = checkTargets([...passingRows(), ...pg], [{ scenario: 'mysql-local', scenarioLabel: 'MySQL row', reason: 'no database' }]);
+    const sql = checks.filter((c) => c.target.startsWith('pg-local') || c.target.startsWith('mysql-local'));
+    expect(sql.map((c) => [c.target, c.measured, c.pass, c.reportOnly])).toEqual([
+      ['pg-local, batched rows vs await INSERT: deferred/blocking req/s', '1.23×', undefined, true],
+      ['pg-local, batched rows vs an async @OnEvent listener awaiting INSERT: deferred/event-emitter req/s', '4.00×', undefined, true],
+      ['mysql-local, batched rows vs await INSERT: deferred/blocking req/s', 'skipped: no database', undefined, true],
+      ['mysql-local, batched rows vs an async @OnEvent listener awaiting INSERT: deferred/event-emitter req/s', 'skipped: no database', undefined, true],
+    ]);
+    expect(checks.find((c) => c.target === 'delivered = expected, every scenario')?.pass).toBe(true);
+    // a row missing from the table fails the delivery check
+    const lost = pg.map((r) => (r.variant === 'deferred' ? { ...r, itemsAtDestination: r.itemsDelivered - 1 } : r));
+    const failed = checkTargets([...passingRows(), ...lost]).find((c) => c.target === 'delivered = expected, every scenario')!;
+    expect(failed.pass).toBe(false);
+    expect(failed.measured).toMatch(/^pg-local\/deferred: (\d+) of \1, \d+ at the destination$/);
   });
 
   it('reports the BullMQ ratios deferred ÷ blocking and deferred ÷ plain without a threshold, per adapter', () => {

@@ -5,7 +5,7 @@
 import type { Adapter, BenchOptions, Encoding, ScenarioId, Variant } from './types.js';
 
 /** What a scenario needs from the runner before its server can start. */
-export type ScenarioNeed = 'redis' | 'redis-proxy' | 'log-receiver' | 'rabbitmq' | 'nats';
+export type ScenarioNeed = 'redis' | 'redis-proxy' | 'log-receiver' | 'rabbitmq' | 'nats' | 'postgres' | 'mysql';
 
 export interface ScenarioInfo {
   id: ScenarioId;
@@ -126,6 +126,23 @@ export const SCENARIOS: readonly ScenarioInfo[] = [
     kind: 'variants',
     variants: ['plain', 'blocking', 'deferred'],
   },
+  // a row per request into the app's own database, through the app's pool (SqlSink)
+  {
+    id: 'pg-local',
+    label: 'PostgreSQL row, local database (pg Pool)',
+    itemsPerRequest: 1,
+    alwaysItemsPerRequest: 1,
+    needs: ['postgres'],
+    kind: 'variants',
+  },
+  {
+    id: 'mysql-local',
+    label: 'MySQL / MariaDB row, local database (mysql2 pool)',
+    itemsPerRequest: 1,
+    alwaysItemsPerRequest: 1,
+    needs: ['mysql'],
+    kind: 'variants',
+  },
 ];
 
 /** The GraphQL scenario's endpoint: one query field per variant, over GET (Apollo's CSRF check wants the preflight header). */
@@ -146,6 +163,34 @@ export const BROKER_SCENARIOS: Readonly<Partial<Record<ScenarioId, { need: 'rabb
   rabbitmq: { need: 'rabbitmq', url: 'amqp://guest:guest@127.0.0.1:5672' },
   nats: { need: 'nats', url: 'nats://127.0.0.1:4222' },
 };
+
+/**
+ * The scenarios that write a row per request into the app's own database: the database each needs,
+ * its URL (from the environment variable named, or the machine's own service) and what to set to
+ * point the benchmark at another one.
+ */
+export const SQL_SCENARIOS: Readonly<Partial<Record<ScenarioId, { need: 'postgres' | 'mysql'; what: string; url: string; env: string }>>> = {
+  'pg-local': {
+    need: 'postgres',
+    what: 'PostgreSQL',
+    url: process.env.DW_BENCH_PG_URL || 'postgresql://postgres@127.0.0.1:5432/test',
+    env: 'DW_BENCH_PG_URL',
+  },
+  'mysql-local': {
+    need: 'mysql',
+    what: 'MySQL / MariaDB',
+    url: process.env.DW_BENCH_MYSQL_URL || 'mysql://root@127.0.0.1:3306/test',
+    env: 'DW_BENCH_MYSQL_URL',
+  },
+};
+
+/**
+ * The table a SQL scenario's server writes its rows to: one per server process (named after its
+ * pid), created when the server starts and dropped when it stops; the runner counts its rows.
+ */
+export function benchTableName(scenario: ScenarioId, serverPid: number): string {
+  return `bench_${scenario.replace(/-/g, '_')}_${serverPid}`;
+}
 
 /** The scenarios that add a Bull job per request, and those that add a BullMQ job. */
 export const BULL_SCENARIOS: readonly ScenarioId[] = ['bull-local', 'bull-proxy'];
@@ -230,6 +275,8 @@ export const USAGE = `Usage: pnpm bench [options]
   -h, --help              this text
 
 Scenarios: ${SCENARIOS.map((s) => `${s.id} (${s.label})`).join('; ')}.
+pg-local writes to DW_BENCH_PG_URL (default postgresql://postgres@127.0.0.1:5432/test), mysql-local to
+DW_BENCH_MYSQL_URL (default mysql://root@127.0.0.1:3306/test): a table of their own per server, dropped when it stops.
 Variants per scenario: ${VARIANTS.join(', ')}; plus ${OFFLOAD_VARIANT} (the sink in a worker thread) in ${SCENARIOS.filter((s) => s.offload)
   .map((s) => s.id)
   .join(', ')}; plus ${SPOOL_VARIANT} (the sink behind the disk spool) in ${SCENARIOS.filter((s) => s.spool)

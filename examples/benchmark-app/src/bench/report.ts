@@ -234,7 +234,7 @@ function deferredRows(rows: readonly ResultRow[], scenario: ScenarioId, adapter:
 
 /**
  * Evaluates the checks for each adapter present: deferred against blocking, the library's CPU against
- * a no-op interceptor, the slow tail and the deliveries; the BullMQ ratios as figures only
+ * a no-op interceptor, the slow tail and the deliveries; the BullMQ and SQL ratios as figures only
  * (`reportOnly`, no threshold; their deliveries count in "delivered = expected, every scenario"); then,
  * each with the better of `deferred` and `deferred-offload` where a scenario has both (the one used is
  * named), deferred ÷ plain per scenario, the request thread's CPU per Bull job, and deferred ÷
@@ -308,6 +308,10 @@ export function checkTargets(rows: readonly ResultRow[], skipped: readonly Skipp
     reported('bullmq-local, deferred BullMQ job vs no side effect: deferred/plain req/s', 'bullmq-local', r('bullmq-local')?.deferredVsPlain);
     reported('bullmq-proxy, BullMQ batching vs await queue.add, Redis at 30 ms RTT: deferred/blocking req/s', 'bullmq-proxy', r('bullmq-proxy')?.deferredVsBlocking);
     reported('bullmq-proxy, deferred BullMQ job vs no side effect, Redis at 30 ms RTT: deferred/plain req/s', 'bullmq-proxy', r('bullmq-proxy')?.deferredVsPlain);
+    reported('pg-local, batched rows vs await INSERT: deferred/blocking req/s', 'pg-local', r('pg-local')?.deferredVsBlocking);
+    reported('pg-local, batched rows vs an async @OnEvent listener awaiting INSERT: deferred/event-emitter req/s', 'pg-local', r('pg-local')?.deferredVsEventEmitter);
+    reported('mysql-local, batched rows vs await INSERT: deferred/blocking req/s', 'mysql-local', r('mysql-local')?.deferredVsBlocking);
+    reported('mysql-local, batched rows vs an async @OnEvent listener awaiting INSERT: deferred/event-emitter req/s', 'mysql-local', r('mysql-local')?.deferredVsEventEmitter);
 
     // with the better of the two deferred routes where a scenario has both
     const bestVs = (scenario: ScenarioId, peer: Variant) => {
@@ -754,8 +758,9 @@ export function renderMarkdown(report: BenchReport, svgFileName: string): string
     'Each check compares the deferred route with another route of the same scenario and adapter (or the same route in two scenarios) ' +
       'against a threshold; *not met* means this run\'s figure fell on the wrong side of it (the deferred route slower, or costlier in CPU). ' +
       'Where a scenario has both `deferred` and `deferred-offload`, a check takes the better of the two and names it. ' +
-      'The BullMQ ratios are reported without a threshold. "Delivered = expected" counts the `deferred`, `deferred-offload`, ' +
-      '`deferred-spool` and `blocking` routes, the spooled ones with every item acked and none left pending after the drain.',
+      'The BullMQ ratios, and the SQL scenarios\' deferred ÷ blocking and deferred ÷ event-emitter, are reported without a threshold. ' +
+      '"Delivered = expected" counts the `deferred`, `deferred-offload`, `deferred-spool` and `blocking` routes, the spooled ones with every ' +
+      'item acked and none left pending after the drain; where the destination is counted too (receiver records, queued jobs, table rows), it must agree.',
     '',
     renderTargets(report.targets),
   );

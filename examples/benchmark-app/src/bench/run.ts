@@ -19,6 +19,7 @@ import {
   BULL_SCENARIOS,
   BULLMQ_SCENARIOS,
   benchQueueName,
+  benchTableName,
   DEFERRED_VARIANTS,
   ENCODINGS,
   expectedItems,
@@ -28,6 +29,7 @@ import {
   SPOOL_SETTLE_MS,
   SPOOL_VARIANT,
   spoolSinkName,
+  SQL_SCENARIOS,
   USAGE,
   UsageError,
   variantsOf,
@@ -61,6 +63,7 @@ import {
   TARGETS_TITLE,
 } from './report.js';
 import { forkServer, type ServerHandle, snapshot } from './server-process.js';
+import { openSqlCounter, type SqlCounter } from './sql-counter.js';
 import { renderSvg } from './svg.js';
 import type {
   BenchOptions,
@@ -369,6 +372,18 @@ async function main(): Promise<void> {
   if (missing.bullmq) for (const id of BULLMQ_SCENARIOS) skip(id, missing.bullmq);
   if (missing.http) skip('http-log', missing.http);
 
+  // the SQL scenarios' databases must answer (no skip: the run stops here, saying how to provide one)
+  const sqlCounters = new Map<ScenarioId, SqlCounter>();
+  try {
+    for (const id of Object.keys(SQL_SCENARIOS) as ScenarioId[]) {
+      if (options.scenarios.includes(id)) sqlCounters.set(id, await openSqlCounter(id));
+    }
+  } catch (error) {
+    await Promise.allSettled([...sqlCounters.values()].map((counter) => counter.close()));
+    throw error;
+  }
+  for (const id of sqlCounters.keys()) log(`${id}: ${SQL_SCENARIOS[id]!.what} at ${SQL_SCENARIOS[id]!.url} (a table per server, dropped when it stops)`);
+
   let redis: PrivateRedis | undefined;
   let proxy: DelayProxy | undefined;
   let receiver: LogReceiver | undefined;
@@ -410,7 +425,12 @@ async function main(): Promise<void> {
   const estimate = perAdapter * options.adapters.length * (options.warmup + options.repeats * (options.duration + 0.3));
   log(`${totalRuns} measured runs, about ${Math.ceil(estimate / 60)} min\n`);
 
-  const destination = (scenario: ScenarioId): DestinationCounter | undefined => {
+  const destination = (scenario: ScenarioId, server: ServerHandle): DestinationCounter | undefined => {
+    const sql = sqlCounters.get(scenario);
+    if (sql && server.child.pid !== undefined) {
+      const table = benchTableName(scenario, server.child.pid);
+      return () => sql.count(table);
+    }
     if (scenario === 'http-log' && receiver) {
       const r = receiver;
       return async () => r.records();
@@ -449,6 +469,8 @@ async function main(): Promise<void> {
           logReceiverUrl: receiver?.url,
           rabbitMqUrl: BROKER_SCENARIOS.rabbitmq?.url,
           natsUrl: BROKER_SCENARIOS.nats?.url,
+          pgUrl: SQL_SCENARIOS['pg-local']?.url,
+          mysqlUrl: SQL_SCENARIOS['mysql-local']?.url,
           spoolDir,
         };
         let server: ServerHandle;
@@ -472,7 +494,7 @@ async function main(): Promise<void> {
             for (let r = 0; r < options.repeats; r++) {
               for (const variant of variantOrder(variants, r)) {
                 const redisCpu = redis && queueScenarios.includes(scenario) ? () => redisCpuUs(redis!.port) : undefined;
-                const sample = await measure(server, scenario, variant, options, destination(scenario), redisCpu);
+                const sample = await measure(server, scenario, variant, options, destination(scenario, server), redisCpu);
                 samples.get(variant)!.push(sample);
                 done++;
                 const atDestination =
@@ -598,7 +620,7 @@ async function main(): Promise<void> {
     }
   } finally {
     await bullMq?.close();
-    await Promise.allSettled([proxy?.close(), receiver?.close(), redis?.stop()]);
+    await Promise.allSettled([proxy?.close(), receiver?.close(), redis?.stop(), ...[...sqlCounters.values()].map((counter) => counter.close())]);
   }
 
   const report: BenchReport = {

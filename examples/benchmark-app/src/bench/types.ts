@@ -41,7 +41,9 @@ export type ScenarioId =
   | 'bullmq-proxy'
   | 'rabbitmq'
   | 'nats'
-  | 'graphql';
+  | 'graphql'
+  | 'pg-local'
+  | 'mysql-local';
 
 /** How the `compression` scenario's client asks for the large JSON body (`Accept-Encoding`). */
 export type Encoding = 'identity' | 'gzip-6' | 'br-11';
@@ -355,6 +357,10 @@ export interface ServerConfig {
   rabbitMqUrl?: string;
   /** `nats://` URL of a NATS server, for `nats`. */
   natsUrl?: string;
+  /** `postgresql://` URL of the app's PostgreSQL database, for `pg-local`. */
+  pgUrl?: string;
+  /** `mysql://` URL of the app's MySQL / MariaDB database, for `mysql-local`. */
+  mysqlUrl?: string;
   /**
    * Put response compression in front of every route (Express `compression`, Fastify
    * `@fastify/compress`; gzip level 6, Brotli quality 11). Only for the `compression` scenario's own server.

@@ -9,7 +9,8 @@ import Bull from 'bull';
 import type { AfterResponseOptions, DeferredScope, DeferredSink, LogItem, SinkItem, SinkKind } from 'nestjs-deferred-work';
 import { HttpSink, MemorySink } from 'nestjs-deferred-work';
 import { BullSink } from 'nestjs-deferred-work/bull';
-import { benchQueueName, offloadSinkName, scenarioInfo, spoolSinkName } from '../bench/args.js';
+import { randomUUID } from 'node:crypto';
+import { benchQueueName, benchTableName, offloadSinkName, scenarioInfo, spoolSinkName } from '../bench/args.js';
 import type { ScenarioId, ServerConfig } from '../bench/types.js';
 import { type GraphqlParts, graphqlParts } from './graphql.js';
 
@@ -310,6 +311,77 @@ async function brokerEvent(scenario: 'rabbitmq' | 'nats', url: string, sinks: De
   };
 }
 
+/** The log record of the SQL scenarios: a row of about 300 bytes in the default table's columns. */
+const ROW_MESSAGE = 'order accepted';
+const ROW_FIELDS = {
+  ...FIELDS,
+  customer: 'c-42',
+  total: 99.5,
+  currency: 'EUR',
+  lines: 3,
+  channel: 'web',
+  payment: 'card',
+  shipping: { method: 'standard', country: 'DE', zip: '10115' },
+  userAgent: 'Mozilla/5.0 (X11; Linux x86_64)',
+};
+
+/**
+ * A row per request into the app's own database, through the app's pool (10 connections): `perform`
+ * awaits one single-row `INSERT` (what a handler does to record an event); `deferred` hands the same
+ * record to a `SqlSink` on the same pool, which writes a batch per statement. The table — the sink's
+ * default columns, made by the sink at bootstrap — is the server's own (named after its pid) and is
+ * dropped when the server stops. `pg`, `mysql2` and the sink are loaded only when such a scenario runs.
+ */
+async function sqlRow(scenario: 'pg-local' | 'mysql-local', url: string, sinks: DeferredSink[], closers: Array<() => Promise<void>>): Promise<ScenarioEffect> {
+  const { SqlSink } = await import('nestjs-deferred-work/sql');
+  const table = benchTableName(scenario, process.pid);
+  let pool: object;
+  let insert: (values: unknown[]) => Promise<unknown>;
+  let end: () => Promise<void>;
+  if (scenario === 'pg-local') {
+    const { default: pg } = await import('pg');
+    const pgPool = new pg.Pool({ connectionString: url, max: 10 });
+    const text = `INSERT INTO "${table}" (id, kind, name, payload, created_at) VALUES ($1, $2, $3, $4, $5)`;
+    insert = (values) => pgPool.query(text, values);
+    end = async () => {
+      await pgPool.query(`DROP TABLE IF EXISTS "${table}"`);
+      await pgPool.end();
+    };
+    pool = pgPool;
+  } else {
+    const mysql = await import('mysql2/promise');
+    const myPool = mysql.createPool({ uri: url, connectionLimit: 10 });
+    const text = `INSERT INTO \`${table}\` (id, kind, name, payload, created_at) VALUES (?, ?, ?, ?, ?)`;
+    insert = (values) => myPool.execute(text, values as never);
+    end = async () => {
+      await myPool.query(`DROP TABLE IF EXISTS \`${table}\``);
+      await myPool.end();
+    };
+    pool = myPool;
+  }
+  // the drop waits for the app's shutdown (its sinks drained), as the pool is the app's to close
+  closers.push(async () => {
+    try {
+      await end();
+    } catch (error) {
+      console.error(`${scenario}: could not drop table ${table}: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  });
+  const sink = new SqlSink({ name: scenario, client: pool, table, createTable: true });
+  sinks.push(sink);
+  const payload = JSON.stringify({ message: ROW_MESSAGE, fields: ROW_FIELDS });
+  return {
+    async perform() {
+      await insert([randomUUID(), 'log', 'info', payload, new Date()]);
+      return 1;
+    },
+    defer(work) {
+      work.log('info', ROW_MESSAGE, ROW_FIELDS);
+    },
+    afterResponse: { sinks: { log: sink.name } },
+  };
+}
+
 /** Builds what the configured scenarios need. */
 export async function createScenarios(config: ServerConfig): Promise<ScenarioResources> {
   const memory = new MemorySink({ name: 'memory', capacity: 1000 });
@@ -355,6 +427,13 @@ export async function createScenarios(config: ServerConfig): Promise<ScenarioRes
         const url = id === 'rabbitmq' ? config.rabbitMqUrl : config.natsUrl;
         if (!url) throw new Error(`Scenario ${id} needs a broker URL from the runner.`);
         effects.set(id, await brokerEvent(id, url, sinks, closers));
+        break;
+      }
+      case 'pg-local':
+      case 'mysql-local': {
+        const url = id === 'pg-local' ? config.pgUrl : config.mysqlUrl;
+        if (!url) throw new Error(`Scenario ${id} needs a database URL from the runner.`);
+        effects.set(id, await sqlRow(id, url, sinks, closers));
         break;
       }
       case 'graphql':
