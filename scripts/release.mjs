@@ -5,7 +5,7 @@
 //   pnpm release                 everything, then the upload
 //   pnpm release --dry-run       everything except the upload (npm publish --dry-run)
 //   --skip-tests                 (or RELEASE_SKIP_TESTS=1) for when the tests just ran, as in CI
-//   --no-provenance              publish from a machine that cannot sign provenance (see docs/releasing.md)
+//   --no-provenance              publish from a machine that cannot sign provenance (see RELEASING.md)
 //
 // Provenance needs an OIDC token: GitHub Actions with `permissions: id-token: write`, or GitLab CI
 // with an `id_tokens: SIGSTORE_ID_TOKEN` entry. Elsewhere npm refuses `--provenance`.
