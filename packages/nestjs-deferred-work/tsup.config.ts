@@ -15,8 +15,16 @@ export default defineConfig({
   },
   format: ['cjs', 'esm'],
   dts: true,
+  // Maps point into src/ (shipped in the package, see "files"), without a copy of each source in every
+  // map: stack traces (node --enable-source-maps) and debuggers resolve to the shipped .ts files.
   sourcemap: true,
+  esbuildOptions(options) {
+    options.sourcesContent = false;
+  },
   clean: true,
+  // Never bundle a package: the optional integrations (nestjs-cls, found with a dynamic import) must be
+  // the app's own copy, or the app's providers are not found by their class.
+  skipNodeModulesBundle: true,
   target: 'node20',
   splitting: true,
   treeshake: true,

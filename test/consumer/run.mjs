@@ -153,8 +153,8 @@ const TSCONFIG_ESM = {
   },
 };
 
-// Files allowed in the tarball.
-const ALLOWED_FILE = /^(dist\/.+\.(js|cjs|d\.ts|d\.cts|js\.map|cjs\.map)|README\.md|LICENSE|package\.json)$/;
+// Files allowed in the tarball (src/: the TypeScript sources the source maps point at, no specs).
+const ALLOWED_FILE = /^(dist\/.+\.(js|cjs|d\.ts|d\.cts|js\.map|cjs\.map)|src\/.+(?<!\.spec)\.ts|README\.md|LICENSE|package\.json)$/;
 const REQUIRED_FILES = ['package.json', 'README.md', 'LICENSE'];
 const SUBPATHS = ['.', './bull', './bullmq', './prometheus', './opentelemetry', './microservices', './sql', './testing'];
 
@@ -289,7 +289,7 @@ async function checkTarball(tarball, reportedFiles, extractDir) {
   }
   const unexpected = files.filter((f) => !ALLOWED_FILE.test(f));
   if (unexpected.length) {
-    problems.push(`unexpected files in the tarball (only dist/**, README.md, LICENSE, package.json belong there): ${unexpected.join(', ')}`);
+    problems.push(`unexpected files in the tarball (only dist/**, src/** without specs, README.md, LICENSE, package.json belong there): ${unexpected.join(', ')}`);
   }
   for (const required of REQUIRED_FILES) {
     if (!files.includes(required)) problems.push(`${required} is missing from the tarball`);

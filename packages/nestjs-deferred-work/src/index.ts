@@ -1,3 +1,9 @@
+/**
+ * The module, the decorators, the deferred handles, the core sinks (memory, HTTP, logger, offloaded) and
+ * the types of the sink contract.
+ *
+ * @module nestjs-deferred-work
+ */
 export { DeferredWorkModule } from './nest/deferred-work.module';
 export { DEFERRED_WORK_MODULE_OPTIONS, RESOLVED_DEFERRED_WORK_OPTIONS } from './nest/deferred-work.module-definition';
 export { DeferredWorkInterceptor } from './nest/deferred-work.interceptor';

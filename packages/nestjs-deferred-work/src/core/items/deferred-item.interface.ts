@@ -46,27 +46,27 @@ export interface DeferredMetricOptions extends DeferredItemOptions {
 
 /** Options passed through to the queue with a job (Bull's `JobOptions` are a superset). */
 export interface DeferredJobOptions extends DeferredItemOptions {
-  /** Attempts the queue itself makes to process the job (Bull `attempts`). */
+  /** Attempts the queue itself makes to process the job (Bull `attempts`). Default: the queue's. */
   attempts?: number;
-  /** Backoff between the queue's own attempts (Bull `backoff`). */
+  /** Backoff between the queue's own attempts (Bull `backoff`). Default: the queue's. */
   backoff?: number | { type: string; delay?: number };
-  /** Delay before the job may be processed, in ms (Bull `delay`). */
+  /** Delay before the job may be processed, in ms (Bull `delay`). Default: the queue's (none). */
   delay?: number;
-  /** Idempotency key: a second job with the same id is not added (Bull `jobId`). */
+  /** Idempotency key: a second job with the same id is not added (Bull `jobId`). Default: the item's id (`dw-<uuid>`). */
   jobId?: string | number;
-  /** Remove the job once completed (Bull `removeOnComplete`). */
+  /** Remove the job once completed (Bull `removeOnComplete`). Default: the queue's. */
   removeOnComplete?: boolean | number;
-  /** Remove the job once it failed for good (Bull `removeOnFail`). */
+  /** Remove the job once it failed for good (Bull `removeOnFail`). Default: the queue's. */
   removeOnFail?: boolean | number;
-  /** Job priority (Bull `priority`, 1 is highest). */
+  /** Job priority (Bull `priority`, 1 is highest). Default: the queue's (none). */
   priority?: number;
-  /** Add to the right (newest first) end of the queue (Bull `lifo`). */
+  /** Add to the right (newest first) end of the queue (Bull `lifo`). Default: the queue's (`false`). */
   lifo?: boolean;
-  /** Milliseconds after which the queue fails the job (Bull `timeout`). */
+  /** Milliseconds after which the queue fails the job (Bull `timeout`). Default: the queue's (none). */
   timeout?: number;
-  /** Stack trace lines kept for a failed job (Bull `stackTraceLimit`). */
+  /** Stack trace lines kept for a failed job (Bull `stackTraceLimit`). Default: the queue's. */
   stackTraceLimit?: number;
-  /** Keep the job's data unparsed for the processor (Bull `preventParsingData`). */
+  /** Keep the job's data unparsed for the processor (Bull `preventParsingData`). Default: the queue's (`false`). */
   preventParsingData?: boolean;
   /** Any other option the queue understands (e.g. Bull's `debounce`), passed through unchanged. */
   [option: string]: unknown;

@@ -33,8 +33,11 @@ export interface DeferredSinkOptions extends Partial<SinkProcessorOptions> {
  * `stats()` count every copy.
  */
 export interface DeferredRouting {
+  /** Sink(s) for jobs. Default: `routing.default`. */
   job?: SinkTarget;
+  /** Sink(s) for log records. Default: `routing.default`. */
   log?: SinkTarget;
+  /** Sink(s) for metric points. Default: `routing.default`. */
   metric?: SinkTarget;
   /** Sink(s) for kinds not named above. Default: for each kind, the first of `sinks` that takes it (see `DeferredSink.kinds`). */
   default?: SinkTarget;

@@ -1,3 +1,8 @@
+/**
+ * Deferred jobs into Bull queues (`bull` and `@nestjs/bull` as optional peers).
+ *
+ * @module nestjs-deferred-work/bull
+ */
 export { BullSink } from './bull.sink';
 export {
   BULL_PROCESSOR_DEFAULTS,

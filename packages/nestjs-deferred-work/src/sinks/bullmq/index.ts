@@ -1,3 +1,8 @@
+/**
+ * Deferred jobs into BullMQ queues (`bullmq` and `@nestjs/bullmq` as optional peers).
+ *
+ * @module nestjs-deferred-work/bullmq
+ */
 export { BullMqSink } from './bullmq.sink';
 export { bullMqJob } from './bullmq-job-options';
 export {

@@ -29,18 +29,19 @@ export interface ClientProxySinkOptions {
    * the first argument of `job()`. Default: `clientToken` when it is a string, else `'microservices'`.
    */
   name?: string;
-  /** The client to emit through (yours to close after `app.close()`, or a registered one). */
+  /** The client to emit through (yours to close after `app.close()`, or a registered one). Default: the one `clientToken` names (one of the two is required). */
   client?: ClientProxyLike;
   /**
    * The injection token of a client registered with `ClientsModule`; found among the app's providers
-   * at bootstrap (a missing one fails the bootstrap). No second connection is opened.
+   * at bootstrap (a missing one fails the bootstrap). No second connection is opened. Default: none
+   * (give `client` instead).
    */
   clientToken?: string | symbol;
   /** @deprecated Not needed: the sink finds `clientToken` through the app itself. Still accepted (used to look it up when given). */
   moduleRef?: ModuleRefLike;
   /** The transport; default: read from the client's class (`ClientRMQ`, `ClientNats`, `ClientRedis`, `ClientMqtt`, `ClientKafka`). */
   transport?: BrokerTransport;
-  /** NATS only. */
+  /** NATS only. Default: `{ jetStream: false, ackTimeoutMs: 2000 }`. */
   nats?: {
     /**
      * Publish through JetStream on the client's own connection: each message is a request to the
@@ -52,12 +53,12 @@ export interface ClientProxySinkOptions {
     /** How long to wait for a JetStream ack, in ms. Default `2000`. */
     ackTimeoutMs?: number;
   };
-  /** MQTT only. */
+  /** MQTT only. Default: `{ qos: 1 }`. */
   mqtt?: {
     /** QoS of every message: 1 (default) and 2 are confirmed by the broker (PUBACK / PUBCOMP); 0 is not (`confirmed: false`). */
     qos?: 0 | 1 | 2;
   };
-  /** Redis only. */
+  /** Redis only. Default: `{ noSubscribers: 'fail' }`. */
   redis?: {
     /**
      * A PUBLISH whose reply says 0 subscribers got it: `'fail'` (default) retries it (and dead-letters

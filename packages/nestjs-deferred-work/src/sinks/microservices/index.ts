@@ -1,3 +1,8 @@
+/**
+ * Deferred events through the app's `ClientProxy` (`@nestjs/microservices` as an optional peer).
+ *
+ * @module nestjs-deferred-work/microservices
+ */
 export { ClientProxySink } from './client-proxy.sink';
 export { emitEvent, type DeferredEventOptions, type JobDeferrer } from './emit-event';
 export {

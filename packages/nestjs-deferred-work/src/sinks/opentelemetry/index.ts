@@ -1,3 +1,8 @@
+/**
+ * Deferred metric points recorded through an OpenTelemetry `Meter` (`@opentelemetry/api` as an optional peer).
+ *
+ * @module nestjs-deferred-work/opentelemetry
+ */
 export { OpenTelemetryMetricsSink } from './opentelemetry-metrics.sink';
 export {
   OPENTELEMETRY_SINK_DEFAULTS,

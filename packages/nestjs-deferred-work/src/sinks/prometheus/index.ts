@@ -1,3 +1,8 @@
+/**
+ * Deferred metric points recorded in prom-client metrics (`prom-client` as an optional peer).
+ *
+ * @module nestjs-deferred-work/prometheus
+ */
 export { PrometheusSink } from './prometheus.sink';
 export { prometheusMetricName } from './prometheus-name';
 export {
