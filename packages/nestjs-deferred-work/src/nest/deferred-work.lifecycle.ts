@@ -98,12 +98,17 @@ export class DeferredWorkLifecycle implements OnModuleInit, OnApplicationShutdow
   private async useAppAsyncContext(): Promise<void> {
     if (!this.asyncContext) return;
     let cls: ClsServiceLike | undefined;
-    try {
-      const { ClsService } = (await import('nestjs-cls' as string)) as { ClsService?: unknown };
-      const found = ClsService ? this.resolve(ClsService) : undefined;
-      if (found && typeof (found as ClsServiceLike).isActive === 'function') cls = found as ClsServiceLike;
-    } catch {
-      // nestjs-cls is not installed: nothing to reuse
+    for (const load of clsModules()) {
+      try {
+        const { ClsService } = (await load()) as { ClsService?: unknown };
+        const found = ClsService ? this.resolve(ClsService) : undefined;
+        if (found && typeof (found as ClsServiceLike).isActive === 'function') {
+          cls = found as ClsServiceLike;
+          break;
+        }
+      } catch {
+        // nestjs-cls is not installed (or not this build of it): nothing to reuse
+      }
     }
     this.asyncContext.use({ cls, otel: this.correlator.contextApi() });
   }
@@ -222,4 +227,16 @@ export class DeferredWorkLifecycle implements OnModuleInit, OnApplicationShutdow
       return undefined; // no HTTP server (a standalone application context)
     }
   }
+}
+
+/**
+ * The ways to load nestjs-cls, in order: its `ClsService` class is the injection token, so it must be
+ * the copy the app loaded. nestjs-cls ships a CommonJS and an ES module build; `import()` gives the ES
+ * one even from this package's CommonJS build, where a CommonJS app has the other: `require` first there.
+ */
+function clsModules(): Array<() => Promise<unknown>> {
+  const loads: Array<() => Promise<unknown>> = [];
+  if (typeof require === 'function') loads.push(async () => require('nestjs-cls') as unknown);
+  loads.push(() => import('nestjs-cls' as string));
+  return loads;
 }
