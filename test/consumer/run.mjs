@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // Consumer install test (`pnpm test:consumer`): packs the library with `npm pack`, checks what the
-// tarball contains, then for Nest 10, 11 and 12 and for a CommonJS and an ESM ("type": "module")
-// app: creates a fresh app in a temporary folder, `npm install`s the tarball, compiles it with
-// `tsc`, starts it and checks over HTTP (127.0.0.1 only) that the work deferred by an
+// tarball contains (and that every package dist loads by name is a dependency or a peer dependency,
+// with no third-party code bundled into dist), then for Nest 10, 11 and 12 and for a CommonJS and an
+// ESM ("type": "module") app: creates a fresh app in a temporary folder, `npm install`s the tarball,
+// compiles it with `tsc`, starts it and checks over HTTP (127.0.0.1 only) that the work deferred by an
 // `@AfterResponse()` route is delivered after its response finished. That basic app also installs
 // the optional peers `@nestjs/terminus` and `@nestjs/testing` of its Nest major: `GET /health` (a
 // Terminus `HealthCheckService` with the package's `DeferredWorkHealthIndicator`) must answer 200 with
@@ -35,10 +36,11 @@
 //                         (default <repo>/node_modules/.cache/consumer-npm)
 //   CONSUMER_CONCURRENCY  apps set up at once (default 2)
 //   CONSUMER_KEEP=1       keep the temporary folder (its path is printed) for debugging
-//   CONSUMER_TIMEOUT_S    give up on the whole run after this many seconds (default 900)
+//   CONSUMER_TIMEOUT_S    give up on the whole run after this many seconds (default 1500)
 import { spawn } from 'node:child_process';
 import { builtinModules } from 'node:module';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -62,7 +64,7 @@ const NODES = listEnv('CONSUMER_NODES', '20,22,24');
 const NODE_CACHE = resolve(process.env.CONSUMER_NODE_CACHE ?? join(ROOT, 'node_modules', '.cache', 'consumer-node'));
 const NPM_CACHE = resolve(process.env.CONSUMER_NPM_CACHE ?? join(ROOT, 'node_modules', '.cache', 'consumer-npm'));
 const KEEP = process.env.CONSUMER_KEEP === '1';
-const TOTAL_TIMEOUT_MS = Number(process.env.CONSUMER_TIMEOUT_S ?? 900) * 1000;
+const TOTAL_TIMEOUT_MS = Number(process.env.CONSUMER_TIMEOUT_S ?? 1500) * 1000;
 
 // POSTs per app; each defers a job (-> audit sink), a log and a metric (-> memory sink) and a
 // callback (-> the built-in callbacks runner).
@@ -892,6 +894,7 @@ function report(label, outcome) {
 }
 
 let redisServer;
+let wholeRunTimer;
 
 function cleanup() {
   for (const child of children) killGroup(child, 'SIGKILL');
@@ -958,7 +961,7 @@ async function main() {
       process.exit(130);
     });
   }
-  setTimeout(() => {
+  wholeRunTimer = setTimeout(() => {
     console.log(`consumer: FAILED: the whole run took longer than ${TOTAL_TIMEOUT_MS / 1000} s (CONSUMER_TIMEOUT_S); stopped`);
     cleanup();
     console.log(`consumer: 0 passed, ${1 + combos.reduce((n, c) => n + (c.kind === 'basic' ? NODES.length : 1), 0)} failed`);
@@ -1020,37 +1023,40 @@ async function main() {
   await runtimesReady;
 
   // One task per app: set it up once, then check it under each of its Node runtimes in turn (the
-  // basic app under every one of CONSUMER_NODES, the others under the system node).
+  // basic app under every one of CONSUMER_NODES, the others under the system node). Its folder is
+  // removed as soon as its checks are done, while the next apps install.
+  const removals = [];
   const tasks = combos.map(({ major, format, kind }) => async () => {
+    const name = `nest${major}-${format}${kind === 'basic' ? '' : `-${kind}`}`;
     const app = `nest ${major} ${format}${kind === 'basic' ? '' : ` ${kind}`}`;
     const targets = kind === 'basic' ? NODES.map((n) => runtimes[n]) : [SYSTEM_NODE];
     const labelOf = (runtime) => (runtime.system ? app : `${app} node ${runtime.major}`);
-    let setUp;
+    const results = [];
     try {
       if (!tarball) throw new StepError('pack', 'not run: the library could not be packed');
-      const name = `nest${major}-${format}${kind === 'basic' ? '' : `-${kind}`}`;
-      setUp = await setupApp(join(workDir, name), major, format, tarball, kind, redis);
-    } catch (error) {
-      return targets.map((runtime, i) => ({
-        label: labelOf(runtime),
-        ok: false,
-        error: i === 0 ? error : new StepError(error.step ?? 'setup', `not run: the app could not be set up (see ${labelOf(targets[0])})`),
-      }));
-    }
-    const results = [];
-    for (const runtime of targets) {
-      const label = labelOf(runtime);
-      try {
-        if (runtime.error) throw new StepError('node', `no Node.js ${runtime.major}: ${runtime.error.message}`);
-        results.push({ label, ok: true, detail: await runChecks(setUp, runtime, redis) });
-      } catch (error) {
-        results.push({ label, ok: false, error });
+      const setUp = await setupApp(join(workDir, name), major, format, tarball, kind, redis);
+      for (const runtime of targets) {
+        const label = labelOf(runtime);
+        try {
+          if (runtime.error) throw new StepError('node', `no Node.js ${runtime.major}: ${runtime.error.message}`);
+          results.push({ label, ok: true, detail: await runChecks(setUp, runtime, redis) });
+        } catch (error) {
+          results.push({ label, ok: false, error });
+        }
       }
+    } catch (error) {
+      targets.forEach((runtime, i) => {
+        const notRun = new StepError(error.step ?? 'setup', `not run: the app could not be set up (see ${labelOf(targets[0])})`);
+        results.push({ label: labelOf(runtime), ok: false, error: i === 0 ? error : notRun });
+      });
+    } finally {
+      if (!KEEP) removals.push(rm(join(workDir, name), { recursive: true, force: true }).catch(() => undefined));
     }
     return results;
   });
   // Run in parallel, print in matrix order.
   const outcomes = (await pool(tasks, CONCURRENCY)).flat();
+  await Promise.all(removals);
   for (const outcome of outcomes) {
     report(outcome.label, outcome);
     if (outcome.ok) passed++;
@@ -1063,10 +1069,12 @@ async function main() {
 
 main()
   .then((code) => {
+    clearTimeout(wholeRunTimer);
     cleanup();
     process.exitCode = code;
   })
   .catch((error) => {
+    clearTimeout(wholeRunTimer);
     console.error(error);
     cleanup();
     console.log('consumer: 0 passed, 1 failed');
