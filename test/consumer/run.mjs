@@ -1,9 +1,17 @@
 #!/usr/bin/env node
 // Consumer install test (`pnpm test:consumer`): packs the library with `npm pack`, checks what the
-// tarball contains, then for Nest 10, 11 and 12 and for a CommonJS and an ESM ("type": "module")
-// app: creates a fresh app in a temporary folder, `npm install`s the tarball, compiles it with
-// `tsc`, starts it and checks over HTTP (127.0.0.1 only) that the work deferred by an
-// `@AfterResponse()` route is delivered after its response finished.
+// tarball contains (and that every package dist loads by name is a dependency or a peer dependency,
+// with no third-party code bundled into dist), then for Nest 10, 11 and 12 and for a CommonJS and an
+// ESM ("type": "module") app: creates a fresh app in a temporary folder, `npm install`s the tarball,
+// compiles it with `tsc`, starts it and checks over HTTP (127.0.0.1 only) that the work deferred by an
+// `@AfterResponse()` route is delivered after its response finished. That basic app also installs
+// the optional peers `@nestjs/terminus` and `@nestjs/testing` of its Nest major: `GET /health` (a
+// Terminus `HealthCheckService` with the package's `DeferredWorkHealthIndicator`) must answer 200 with
+// the `deferredWork` indicator up, and a script compiled with the app runs its module under
+// `@nestjs/testing` with `withMemorySinks()` / `DeferredWorkTesting` from `nestjs-deferred-work/testing`.
+// The basic apps run under each Node.js major of CONSUMER_NODES: the system node, and Node binaries
+// installed from the registry's `node` package into node_modules/.cache/consumer-node/<major>
+// (compiled once, with tsc under the system node; each runtime starts the same compiled app).
 // For Nest 11 and 12 (CommonJS and ESM) a second app also installs `bullmq` and `@nestjs/bullmq`,
 // defers its jobs to `BullMqSink` (`nestjs-deferred-work/bullmq`) and consumes them with a real
 // `@Processor`, against a private `redis-server` the runner starts on a free port; it also defers an
@@ -19,14 +27,20 @@
 //   CONSUMER_FORMATS      comma-separated consumer formats (default "cjs,esm")
 //   CONSUMER_APPS         comma-separated apps (default "basic,bullmq,graphql"; bullmq and graphql run
 //                         for Nest 11 and 12)
+//   CONSUMER_NODES        comma-separated Node.js majors the basic apps run under (default "20,22,24");
+//                         the system node's major means the system node, any other is installed once
+//                         with `npm install node@<major>` into CONSUMER_NODE_CACHE
+//   CONSUMER_NODE_CACHE   where those Node binaries are kept (default <repo>/node_modules/.cache/consumer-node)
 //   REDIS_SERVER_BIN      the redis-server binary for the bullmq apps (default: redis-server on the PATH)
 //   CONSUMER_NPM_CACHE    npm cache folder shared by every install
 //                         (default <repo>/node_modules/.cache/consumer-npm)
 //   CONSUMER_CONCURRENCY  apps set up at once (default 2)
 //   CONSUMER_KEEP=1       keep the temporary folder (its path is printed) for debugging
-//   CONSUMER_TIMEOUT_S    give up on the whole run after this many seconds (default 900)
+//   CONSUMER_TIMEOUT_S    give up on the whole run after this many seconds (default 1500)
 import { spawn } from 'node:child_process';
+import { builtinModules } from 'node:module';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -46,14 +60,22 @@ const MAJORS = listEnv('CONSUMER_NEST_MAJORS', '10,11,12');
 const FORMATS = listEnv('CONSUMER_FORMATS', 'cjs,esm');
 const APPS = listEnv('CONSUMER_APPS', 'basic,bullmq,graphql');
 const CONCURRENCY = Math.max(1, Number(process.env.CONSUMER_CONCURRENCY ?? 2) || 2);
+const NODES = listEnv('CONSUMER_NODES', '20,22,24');
+const NODE_CACHE = resolve(process.env.CONSUMER_NODE_CACHE ?? join(ROOT, 'node_modules', '.cache', 'consumer-node'));
 const NPM_CACHE = resolve(process.env.CONSUMER_NPM_CACHE ?? join(ROOT, 'node_modules', '.cache', 'consumer-npm'));
 const KEEP = process.env.CONSUMER_KEEP === '1';
-const TOTAL_TIMEOUT_MS = Number(process.env.CONSUMER_TIMEOUT_S ?? 900) * 1000;
+const TOTAL_TIMEOUT_MS = Number(process.env.CONSUMER_TIMEOUT_S ?? 1500) * 1000;
 
 // POSTs per app; each defers a job (-> audit sink), a log and a metric (-> memory sink) and a
 // callback (-> the built-in callbacks runner).
 const REQUESTS = 3;
 const ITEMS_PER_REQUEST = 4;
+// Where the basic app's own sink (AuditFileSink) writes, relative to the app's folder.
+const AUDIT_FILE = 'deferred-audit.jsonl';
+
+// The basic app's optional peers, of the app's Nest major: Terminus for the health check and
+// @nestjs/testing for the script that uses nestjs-deferred-work/testing.
+const basicDeps = (major) => ({ '@nestjs/terminus': `^${major}.0.0`, '@nestjs/testing': `^${major}.0.0` });
 
 // The BullMQ app, per Nest major: the @nestjs/bullmq of that major, and BullMQ 5 (Nest 11) or 6
 // (Nest 12), so both majors the sink supports are met. BullMQ 6 made `ioredis` an optional peer
@@ -342,8 +364,44 @@ async function checkTarball(tarball, reportedFiles, extractDir) {
       if (/^(workspace|link|file):/.test(String(range))) problems.push(`${field}.${name} = "${range}" cannot be installed from the registry`);
     }
   }
+  problems.push(...checkImports(root, files, manifest));
   if (problems.length) throw new StepError('tarball contents', problems.join('\n'), `files:\n  ${files.join('\n  ')}`);
   return files;
+}
+
+/**
+ * What dist loads must be installable: every package it imports or requires by a literal name (static
+ * or dynamic) is a dependency or a peer dependency of the manifest, and no third-party package was
+ * bundled into dist (a bundled copy, e.g. of nestjs-cls, would hand out classes the app's own copy
+ * does not know). Source maps name what was bundled; tsup's own shims (import.meta.url in CommonJS) are
+ * the one allowed exception.
+ */
+function checkImports(root, files, manifest) {
+  const problems = [];
+  const declared = new Set([...Object.keys(manifest.dependencies ?? {}), ...Object.keys(manifest.peerDependencies ?? {}), PKG_NAME]);
+  const undeclared = new Map();
+  // `import … from 'x'`, `export … from 'x'`, `import 'x'`, `import('x')`, `require('x')`.
+  const specifier = /(?:\b(?:import|export)\s[^;'"`]*?\bfrom\s*|^\s*import\s*|\bimport\s*\(\s*|\brequire\s*\(\s*)(["'])([^"'\s$]+)\1/gm;
+  for (const file of files.filter((f) => /^dist\/.+\.(c?js|d\.c?ts)$/.test(f))) {
+    const text = readFileSync(join(root, file), 'utf8');
+    for (const [, , spec] of text.matchAll(specifier)) {
+      if (spec.startsWith('.') || spec.startsWith('node:') || builtinModules.includes(spec)) continue;
+      const name = spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0];
+      if (!declared.has(name)) undeclared.set(name, [...(undeclared.get(name) ?? []), file]);
+    }
+  }
+  for (const [name, where] of undeclared) {
+    problems.push(`dist loads "${name}" (${[...new Set(where)].slice(0, 3).join(', ')}), which is neither a dependency nor a peer dependency`);
+  }
+  const bundled = new Set();
+  for (const file of files.filter((f) => f.endsWith('.map'))) {
+    for (const source of JSON.parse(readFileSync(join(root, file), 'utf8')).sources ?? []) {
+      const match = /node_modules\/(?:\.pnpm\/[^/]+\/node_modules\/)?((?:@[^/]+\/)?[^/]+)\/(.*)$/.exec(source);
+      if (match && !(match[1] === 'tsup' && match[2].startsWith('assets/'))) bundled.add(match[1]);
+    }
+  }
+  if (bundled.size) problems.push(`dist bundles third-party code (${[...bundled].join(', ')}): make each an (optional) peer dependency so the build leaves it external`);
+  return problems;
 }
 
 function walk(dir, base = dir) {
@@ -375,6 +433,7 @@ function writeApp(dir, major, format, tarball, kind) {
       [PKG_NAME]: `file:${tarball}`,
       'reflect-metadata': '^0.2.0',
       rxjs: '^7.8.1',
+      ...(kind === 'basic' ? basicDeps(major) : {}),
       ...(kind === 'bullmq' ? BULLMQ_DEPS[major] : {}),
       ...(kind === 'graphql' ? GRAPHQL_DEPS[major] : {}),
     },
@@ -425,7 +484,11 @@ function listedFile(stdout, suffix) {
     .find((line) => line.endsWith(suffix));
 }
 
-async function testApp(dir, major, format, tarball, kind, redis) {
+/**
+ * Creates, installs and compiles one app (with the system node); returns what `runChecks` needs.
+ * The exports resolution and the app itself are checked per Node runtime by `runChecks`.
+ */
+async function setupApp(dir, major, format, tarball, kind, redis) {
   const timings = {};
   if (kind === 'bullmq' && !redis.server) throw new StepError('redis', redis.error?.message ?? 'no Redis was started');
   writeApp(dir, major, format, tarball, kind);
@@ -453,8 +516,13 @@ async function testApp(dir, major, format, tarball, kind, redis) {
     if (wrong.length) throw new StepError('npm install', `installed ${JSON.stringify(got)}, expected ${JSON.stringify(wanted)} majors`);
     versions += `, ${Object.entries(got).map(([name, version]) => `${name} ${version}`).join(', ')}`;
   }
-
-  await run('exports resolution', process.execPath, ['--input-type=module', '-e', RESOLVE_CHECK], { cwd: dir, timeoutMs: 30_000 });
+  if (kind === 'basic') {
+    // The optional peers of the package, of the app's own Nest major, must install beside it.
+    const got = Object.fromEntries(Object.keys(basicDeps(major)).map((name) => [name, installedVersion(dir, name)]));
+    const wrong = Object.entries(got).filter(([, version]) => !version.startsWith(`${major}.`));
+    if (wrong.length) throw new StepError('npm install', `installed ${JSON.stringify(got)}, expected ${major}.x of each`);
+    versions += `, ${Object.entries(got).map(([name, version]) => `${name} ${version}`).join(', ')}`;
+  }
 
   const tsc = join(dir, 'node_modules', 'typescript', 'bin', 'tsc');
   // The BullMQ app imports the ./bullmq subpath: its types must come from the build of the app's
@@ -487,14 +555,20 @@ async function testApp(dir, major, format, tarball, kind, redis) {
     const compiledModule = readFileSync(join(dir, appModule), 'utf8');
     if (!loadsAs(`${PKG_NAME}/bullmq`).test(compiledModule)) throw new StepError('tsc', `${appModule} does not load ${PKG_NAME}/bullmq as ${how}`, compiledModule);
   }
+  return { dir, major, format, kind, main, versions, timings };
+}
 
+/** Checks a set-up app under one Node runtime: exports resolution, then the app over HTTP. */
+async function runChecks(app, runtime, redis) {
+  const { dir, major, format, kind, main, versions, timings } = app;
+  await run('exports resolution', runtime.bin, ['--input-type=module', '-e', RESOLVE_CHECK], { cwd: dir, timeoutMs: 30_000 });
   const started = Date.now();
   if (kind === 'bullmq') {
     const prefix = `${BULLMQ_RUN}-nest${major}-${format}`;
-    // The offloaded audit sink is spooled (the disk spool): a fresh directory per app, removed after it.
+    // The offloaded audit sink is spooled: a fresh directory per app, removed after it.
     const spoolDir = mkdtempSync(join(tmpdir(), 'consumer-spool-'));
     try {
-      await runApp(dir, main, (base, output) => driveBullMq(base, output, redis.server, prefix), {
+      await runApp(runtime, dir, main, (base, output) => driveBullMq(base, output, redis.server, prefix), {
         CONSUMER_REDIS_PORT: String(redis.server.port),
         CONSUMER_BULLMQ_PREFIX: prefix,
         CONSUMER_SPOOL_DIR: spoolDir,
@@ -503,12 +577,39 @@ async function testApp(dir, major, format, tarball, kind, redis) {
       rmSync(spoolDir, { recursive: true, force: true });
     }
   } else if (kind === 'graphql') {
-    await runApp(dir, main, (base, output) => driveGraphql(base, output));
+    await runApp(runtime, dir, main, (base, output) => driveGraphql(base, output));
   } else {
-    await runApp(dir, main, (base, output) => driveBasic(dir, base, output));
+    // Each runtime starts from an app that has written nothing yet.
+    rmSync(join(dir, AUDIT_FILE), { force: true });
+    await runTestingCheck(runtime, dir, main);
+    await runApp(runtime, dir, main, (base, output) => driveBasic(dir, base, output));
   }
-  timings.http = Date.now() - started;
-  return `${versions}, install ${secs(timings.install)}, tsc ${secs(timings.tsc)}, run ${secs(timings.http)}`;
+  const ran = `run ${secs(Date.now() - started)}`;
+  if (!runtime.system) return `node ${runtime.version}, ${ran}`;
+  return `${versions}, install ${secs(timings.install)}, tsc ${secs(timings.tsc)}, ${ran}`;
+}
+
+/**
+ * The basic app's `testing-check.js`: its AppModule under @nestjs/testing with `withMemorySinks()`;
+ * one POST must reach the memory sink that replaced the app's file sink, and nothing the file.
+ */
+async function runTestingCheck(runtime, dir, main) {
+  const script = join(dirname(main), 'testing-check.js');
+  const { stdout, stderr } = await run('@nestjs/testing', runtime.bin, [script], { cwd: dir, timeoutMs: 60_000 });
+  const output = joinOutput(stdout, stderr);
+  const line = /^CONSUMER_TESTING (.*)$/m.exec(stdout);
+  if (!line) throw new StepError('@nestjs/testing', `${script} printed no CONSUMER_TESTING line`, output);
+  const result = JSON.parse(line[1]);
+  const problems = [];
+  if (result.status !== 201 || result.body?.id !== 'testing-1') problems.push(`POST /orders answered ${result.status} ${JSON.stringify(result.body)}, expected 201 {"id":"testing-1"}`);
+  const jobs = result.jobSink?.items ?? [];
+  if (result.jobSink?.name !== 'audit' || jobs.length !== 1 || jobs[0].kind !== 'job' || jobs[0].queue !== 'mail' || jobs[0].name !== 'order-confirmation' || jobs[0].data?.orderId !== 'testing-1') {
+    problems.push(`DeferredWorkTesting.sink() is ${JSON.stringify(result.jobSink)}, expected the memory sink "audit" holding the one order-confirmation job of testing-1`);
+  }
+  if (JSON.stringify(result.kinds) !== '[1,1,1]') problems.push(`items(job/log/metric) counted ${JSON.stringify(result.kinds)}, expected [1,1,1]`);
+  if (existsSync(join(dir, AUDIT_FILE))) problems.push(`withMemorySinks() left the app's own file sink writing ${AUDIT_FILE}`);
+  if (/\bERROR\b|Unhandled|uncaught/i.test(stdout + stderr)) problems.push('the testing script logged an error');
+  if (problems.length) throw new StepError('@nestjs/testing', problems.join('\n'), output);
 }
 
 function secs(ms) {
@@ -516,8 +617,8 @@ function secs(ms) {
 }
 
 /** Starts the compiled app, drives it over HTTP with `drive(base, output)` and stops it with SIGTERM. */
-async function runApp(dir, main, drive, env = {}) {
-  const child = spawn(process.execPath, [main], { cwd: dir, env: childEnv(env), detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+async function runApp(runtime, dir, main, drive, env = {}) {
+  const child = spawn(runtime.bin, [main], { cwd: dir, env: childEnv(env), detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   children.add(child);
   let stdout = '';
   let stderr = '';
@@ -591,12 +692,29 @@ async function driveBasic(dir, base, output) {
   }
   if (stats.requests?.finished !== REQUESTS) problems.push(`requests.finished is ${stats.requests?.finished}, expected ${REQUESTS}`);
   if (body.testingSubpathSameClass !== true) problems.push(`${PKG_NAME}/testing exports a different MemorySink class than ${PKG_NAME}`);
-  const audit = readFileSync(join(dir, 'deferred-audit.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  const audit = readFileSync(join(dir, AUDIT_FILE), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
   const jobIds = audit.map((item) => (item.kind === 'job' && item.queue === 'mail' && item.name === 'order-confirmation' ? item.data?.orderId : `unexpected ${JSON.stringify(item)}`));
   if (JSON.stringify(jobIds) !== JSON.stringify(Array.from({ length: REQUESTS }, (_, k) => `order-${k + 1}`))) {
     problems.push(`audit file holds ${JSON.stringify(jobIds)}, expected the ${REQUESTS} order-confirmation jobs in order`);
   }
   if (problems.length) throw new StepError('stats', problems.join('\n'), `${JSON.stringify(body, null, 2)}\n${output()}`);
+
+  // The health check: Terminus's HealthCheckService runs the package's DeferredWorkHealthIndicator.
+  const health = await http('GET', `${base}/health`);
+  const indicator = health.body?.info?.deferredWork;
+  const sinks = Object.keys(indicator?.sinks ?? {}).sort();
+  if (
+    health.status !== 200 ||
+    health.body?.status !== 'ok' ||
+    indicator?.status !== 'up' ||
+    indicator.degraded !== false ||
+    indicator.reasons?.length !== 0 ||
+    JSON.stringify(sinks) !== JSON.stringify(['audit', 'callbacks', 'memory']) ||
+    indicator.sinks.audit.pending !== 0 ||
+    indicator.sinks.audit.dropped !== 0
+  ) {
+    throw new StepError('health', `GET /health answered ${health.status} ${JSON.stringify(health.body)}, expected 200 with status "ok" and the deferredWork indicator up, not degraded, listing the sinks audit, callbacks and memory`, output());
+  }
 }
 
 /**
@@ -776,11 +894,53 @@ function report(label, outcome) {
 }
 
 let redisServer;
+let wholeRunTimer;
 
 function cleanup() {
   for (const child of children) killGroup(child, 'SIGKILL');
   redisServer?.kill();
   if (workDir && !KEEP) rmSync(workDir, { recursive: true, force: true });
+}
+
+const SYSTEM_NODE = { major: process.versions.node.split('.')[0], bin: process.execPath, version: process.version, system: true };
+
+/**
+ * The Node runtime of one CONSUMER_NODES entry: the system node for its own major, else the binary of
+ * the registry's `node` package (`npm install node@<major>`, through the shared npm cache), installed
+ * once into NODE_CACHE/<major> and reused while it still answers `--version` with that major.
+ */
+async function nodeRuntime(major) {
+  if (!/^\d+$/.test(major)) throw new StepError('node', `CONSUMER_NODES: "${major}" is not a Node.js major version`);
+  if (major === SYSTEM_NODE.major) return SYSTEM_NODE;
+  const dir = join(NODE_CACHE, major);
+  const bin = join(dir, 'node_modules', '.bin', 'node');
+  let version = await binaryVersion(bin);
+  let fetched = '';
+  if (!version?.startsWith(`v${major}.`)) {
+    rmSync(dir, { recursive: true, force: true });
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'package.json'), `${JSON.stringify({ name: `consumer-node-${major}`, private: true }, null, 2)}\n`);
+    // The package's preinstall script adds the binary of this platform (node-<os>-<arch>).
+    const t = await run(`npm install node@${major}`, 'npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error', `node@${major}`], {
+      cwd: dir,
+      timeoutMs: 600_000,
+      env: childEnv({ npm_config_ignore_scripts: 'false' }),
+    });
+    fetched = `, installed in ${secs(t.ms)}`;
+    version = await binaryVersion(bin);
+  }
+  if (!version?.startsWith(`v${major}.`)) throw new StepError('node', `${bin} answers --version with ${version ?? 'nothing'}, expected v${major}.x`);
+  console.log(`node: ${version} from ${relative(ROOT, bin)}${fetched}`);
+  return { major, bin, version, system: false };
+}
+
+async function binaryVersion(bin) {
+  if (!existsSync(bin)) return undefined;
+  try {
+    return (await run('node --version', bin, ['--version'], { cwd: dirname(bin), timeoutMs: 30_000 })).stdout.trim();
+  } catch {
+    return undefined;
+  }
 }
 
 /** The matrix: the basic app for every major and format, the BullMQ and GraphQL apps for Nest 11 and 12. */
@@ -801,10 +961,10 @@ async function main() {
       process.exit(130);
     });
   }
-  setTimeout(() => {
+  wholeRunTimer = setTimeout(() => {
     console.log(`consumer: FAILED: the whole run took longer than ${TOTAL_TIMEOUT_MS / 1000} s (CONSUMER_TIMEOUT_S); stopped`);
     cleanup();
-    console.log(`consumer: 0 passed, ${1 + combos.length} failed`);
+    console.log(`consumer: 0 passed, ${1 + combos.reduce((n, c) => n + (c.kind === 'basic' ? NODES.length : 1), 0)} failed`);
     process.exit(1);
   }, TOTAL_TIMEOUT_MS).unref();
   workDir = mkdtempSync(join(tmpdir(), 'nestjs-deferred-work-consumer-'));
@@ -831,6 +991,20 @@ async function main() {
       })()
     : Promise.resolve();
 
+  // The Node binaries of CONSUMER_NODES, fetched (once; then from the cache) during the pack.
+  const runtimes = {};
+  const runtimesReady = Promise.all(
+    (combos.some((c) => c.kind === 'basic') ? NODES : []).map(async (major) => {
+      try {
+        runtimes[major] = await nodeRuntime(major);
+      } catch (error) {
+        runtimes[major] = { major, error };
+        console.log(`node: ${major}: FAILED: ${error.message}`);
+        if (error.output) console.log(error.output.replace(/^/gm, '    '));
+      }
+    }),
+  );
+
   let tarball;
   try {
     const packDir = join(workDir, 'pack');
@@ -846,20 +1020,43 @@ async function main() {
   }
 
   await redisReady;
+  await runtimesReady;
 
+  // One task per app: set it up once, then check it under each of its Node runtimes in turn (the
+  // basic app under every one of CONSUMER_NODES, the others under the system node). Its folder is
+  // removed as soon as its checks are done, while the next apps install.
+  const removals = [];
   const tasks = combos.map(({ major, format, kind }) => async () => {
-    const label = `nest ${major} ${format}${kind === 'basic' ? '' : ` ${kind}`}`;
-    if (!tarball) return { label, ok: false, error: new StepError('pack', 'not run: the library could not be packed') };
+    const name = `nest${major}-${format}${kind === 'basic' ? '' : `-${kind}`}`;
+    const app = `nest ${major} ${format}${kind === 'basic' ? '' : ` ${kind}`}`;
+    const targets = kind === 'basic' ? NODES.map((n) => runtimes[n]) : [SYSTEM_NODE];
+    const labelOf = (runtime) => (runtime.system ? app : `${app} node ${runtime.major}`);
+    const results = [];
     try {
-      const name = `nest${major}-${format}${kind === 'basic' ? '' : `-${kind}`}`;
-      const detail = await testApp(join(workDir, name), major, format, tarball, kind, redis);
-      return { label, ok: true, detail };
+      if (!tarball) throw new StepError('pack', 'not run: the library could not be packed');
+      const setUp = await setupApp(join(workDir, name), major, format, tarball, kind, redis);
+      for (const runtime of targets) {
+        const label = labelOf(runtime);
+        try {
+          if (runtime.error) throw new StepError('node', `no Node.js ${runtime.major}: ${runtime.error.message}`);
+          results.push({ label, ok: true, detail: await runChecks(setUp, runtime, redis) });
+        } catch (error) {
+          results.push({ label, ok: false, error });
+        }
+      }
     } catch (error) {
-      return { label, ok: false, error };
+      targets.forEach((runtime, i) => {
+        const notRun = new StepError(error.step ?? 'setup', `not run: the app could not be set up (see ${labelOf(targets[0])})`);
+        results.push({ label: labelOf(runtime), ok: false, error: i === 0 ? error : notRun });
+      });
+    } finally {
+      if (!KEEP) removals.push(rm(join(workDir, name), { recursive: true, force: true }).catch(() => undefined));
     }
+    return results;
   });
   // Run in parallel, print in matrix order.
-  const outcomes = await pool(tasks, CONCURRENCY);
+  const outcomes = (await pool(tasks, CONCURRENCY)).flat();
+  await Promise.all(removals);
   for (const outcome of outcomes) {
     report(outcome.label, outcome);
     if (outcome.ok) passed++;
@@ -872,10 +1069,12 @@ async function main() {
 
 main()
   .then((code) => {
+    clearTimeout(wholeRunTimer);
     cleanup();
     process.exitCode = code;
   })
   .catch((error) => {
+    clearTimeout(wholeRunTimer);
     console.error(error);
     cleanup();
     console.log('consumer: 0 passed, 1 failed');
