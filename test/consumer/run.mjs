@@ -21,11 +21,14 @@
 // of that major with Apollo Server 4 (Nest 11) or 5 and `@as-integrations/express5` (Nest 12): a
 // code-first mutation with `@AfterResponse()` defers a job and a log into MemorySinks, checked over
 // HTTP to be delivered after the response of its GraphQL request finished.
+// The getting-started guide's app (examples/getting-started/src, the files the guide shows) is also
+// installed into fresh CommonJS Nest 11 and 12 apps, started on a free port, and driven as the guide
+// says: the POST answers {"queued":true}, the console shows the deferred lines, the stats count them.
 //
 // Environment (all optional):
 //   CONSUMER_NEST_MAJORS  comma-separated Nest majors to test (default "10,11,12")
 //   CONSUMER_FORMATS      comma-separated consumer formats (default "cjs,esm")
-//   CONSUMER_APPS         comma-separated apps (default "basic,bullmq,graphql"; bullmq and graphql run
+//   CONSUMER_APPS         comma-separated apps (default "basic,bullmq,graphql,guide"; bullmq and graphql run
 //                         for Nest 11 and 12)
 //   CONSUMER_NODES        comma-separated Node.js majors the basic apps run under (default "20,22,24");
 //                         the system node's major means the system node, any other is installed once
@@ -44,6 +47,7 @@ import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { createServer as createNetServer } from 'node:net';
 import { RedisServer } from './redis-server.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -53,12 +57,16 @@ const FIXTURE_SRC = {
   basic: join(HERE, 'fixture', 'src'),
   bullmq: join(HERE, 'fixture-bullmq', 'src'),
   graphql: join(HERE, 'fixture-graphql', 'src'),
+  // The getting-started guide's app, file for file (a test keeps the guide and these files identical).
+  guide: join(ROOT, 'examples', 'getting-started', 'src'),
 };
+/** The guide's app in fresh CommonJS apps (what `nest new` writes) of these Nest majors. */
+const GUIDE_MAJORS = ['11', '12'];
 const PKG_NAME = 'nestjs-deferred-work';
 
 const MAJORS = listEnv('CONSUMER_NEST_MAJORS', '10,11,12');
 const FORMATS = listEnv('CONSUMER_FORMATS', 'cjs,esm');
-const APPS = listEnv('CONSUMER_APPS', 'basic,bullmq,graphql');
+const APPS = listEnv('CONSUMER_APPS', 'basic,bullmq,graphql,guide');
 const CONCURRENCY = Math.max(1, Number(process.env.CONSUMER_CONCURRENCY ?? 2) || 2);
 const NODES = listEnv('CONSUMER_NODES', '20,22,24');
 const NODE_CACHE = resolve(process.env.CONSUMER_NODE_CACHE ?? join(ROOT, 'node_modules', '.cache', 'consumer-node'));
@@ -548,7 +556,8 @@ async function setupApp(dir, major, format, tarball, kind, redis) {
   // The app really is what it claims: CommonJS loads Nest and the library with require(), ESM with import.
   const loadsAs = (specifier) => (format === 'cjs' ? new RegExp(`require\\("${specifier}"\\)`) : new RegExp(`from '${specifier}'`));
   const how = format === 'cjs' ? 'CommonJS (require)' : 'ESM (import)';
-  const compiled = readFileSync(join(dir, main), 'utf8');
+  // The guide's main.ts imports only Nest: its module file loads the library.
+  const compiled = readFileSync(join(dir, kind === 'guide' ? join(dirname(main), 'app.module.js') : main), 'utf8');
   if (!loadsAs(PKG_NAME).test(compiled)) throw new StepError('tsc', `${main} does not load the library as ${how}`, compiled);
   if (kind === 'bullmq') {
     const appModule = join(dirname(main), 'app.module.js');
@@ -578,6 +587,10 @@ async function runChecks(app, runtime, redis) {
     }
   } else if (kind === 'graphql') {
     await runApp(runtime, dir, main, (base, output) => driveGraphql(base, output));
+  } else if (kind === 'guide') {
+    // The guide's main.ts listens on PORT and prints Nest's own start line.
+    const port = await freePort();
+    await runApp(runtime, dir, main, (base, output) => driveGuide(base, output), { PORT: String(port) }, { port, ready: /Nest application successfully started/ });
   } else {
     // Each runtime starts from an app that has written nothing yet.
     rmSync(join(dir, AUDIT_FILE), { force: true });
@@ -617,7 +630,7 @@ function secs(ms) {
 }
 
 /** Starts the compiled app, drives it over HTTP with `drive(base, output)` and stops it with SIGTERM. */
-async function runApp(runtime, dir, main, drive, env = {}) {
+async function runApp(runtime, dir, main, drive, env = {}, listen = undefined) {
   const child = spawn(runtime.bin, [main], { cwd: dir, env: childEnv(env), detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   children.add(child);
   let stdout = '';
@@ -633,7 +646,7 @@ async function runApp(runtime, dir, main, drive, env = {}) {
   const port = new Promise((resolvePort) => {
     child.stdout.on('data', (chunk) => {
       stdout += chunk;
-      const match = /CONSUMER_LISTENING (\d+)/.exec(stdout);
+      const match = listen ? listen.ready.test(stdout) && [, listen.port] : /CONSUMER_LISTENING (\d+)/.exec(stdout);
       if (match) resolvePort(Number(match[1]));
     });
   });
@@ -659,6 +672,44 @@ async function runApp(runtime, dir, main, drive, env = {}) {
       await Promise.race([exit, delay(5_000)]);
     }
   }
+}
+
+/**
+ * The getting-started guide's app, driven as the guide says: `POST /users/42/welcome` answers
+ * `{"queued":true}`, then the console shows the callback's line and the deferred log record (through
+ * `LoggerSink`), and `GET /deferred/stats` counts both delivered.
+ */
+async function driveGuide(base, output) {
+  const res = await http('POST', `${base}/users/42/welcome`);
+  if (res.status !== 201 || JSON.stringify(res.body) !== '{"queued":true}') {
+    throw new StepError('guide', `POST /users/42/welcome answered ${res.status} ${JSON.stringify(res.body)}, expected 201 {"queued":true}`, output());
+  }
+  // Nest 12's console logger prints `[Deferred] welcome requested { userId: '42' }`; Nest 10 and 11's
+  // print the record as one object, `[Deferred] Object(2) { userId: '42', message: 'welcome requested' }`.
+  const wanted = ['welcome email sent to user 42', '[Deferred] ', 'welcome requested'];
+  const deadline = Date.now() + 10_000;
+  const plain = () => output().replace(/\x1b\[[0-9;]*m/g, ''); // Nest's logger colours its lines
+  while (!wanted.every((line) => plain().includes(line))) {
+    if (Date.now() > deadline) throw new StepError('guide', `the console did not show ${JSON.stringify(wanted)} within 10 s`, output());
+    await delay(50);
+  }
+  const stats = await http('GET', `${base}/deferred/stats`);
+  const { accepted, delivered } = stats.body ?? {};
+  if (stats.status !== 200 || accepted !== 2 || delivered !== 2) {
+    throw new StepError('guide', `GET /deferred/stats answered ${stats.status} accepted ${accepted} delivered ${delivered}, expected 200 with 2 and 2`, output());
+  }
+}
+
+/** A TCP port free on 127.0.0.1 now. */
+function freePort() {
+  return new Promise((resolvePort, reject) => {
+    const server = createNetServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolvePort(port));
+    });
+  });
 }
 
 /** The basic app: jobs to a custom sink, logs and metrics to a MemorySink, a callback. */
@@ -949,7 +1000,9 @@ function matrix() {
   if (unknown.length) throw new Error(`CONSUMER_APPS: unknown app(s) ${unknown.join(', ')} (known: ${Object.keys(FIXTURE_SRC).join(', ')})`);
   const deps = { bullmq: BULLMQ_DEPS, graphql: GRAPHQL_DEPS };
   return APPS.flatMap((kind) =>
-    MAJORS.filter((major) => kind === 'basic' || deps[kind][major]).flatMap((major) => FORMATS.map((format) => ({ major, format, kind }))),
+    kind === 'guide'
+      ? MAJORS.filter((major) => GUIDE_MAJORS.includes(major) && FORMATS.includes('cjs')).map((major) => ({ major, format: 'cjs', kind }))
+      : MAJORS.filter((major) => kind === 'basic' || deps[kind][major]).flatMap((major) => FORMATS.map((format) => ({ major, format, kind }))),
   );
 }
 
