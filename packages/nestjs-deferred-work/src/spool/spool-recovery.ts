@@ -1,6 +1,7 @@
 import { readdirSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseSegmentName, SegmentFile } from './segment-file';
+import { SegmentFile } from './segment-file';
+import { parseSegmentName } from './segment-name';
 
 /** What a spool directory held when it was opened. */
 export interface RecoveredSegments {
