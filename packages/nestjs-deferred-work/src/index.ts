@@ -71,7 +71,7 @@ export type { CallbackRunnerStats, DeferredStats, RouteTimingStats, SinkSpoolSta
 export type { CorrelationOptions } from './core/correlation-options.interface';
 export type { CallbackRunnerOptions } from './pipeline/callbacks/callback-runner.options';
 export type { ResolvedDeferredWorkOptions } from './pipeline/resolved-options.interface';
-export type { ShutdownReport } from './pipeline/dispatcher';
+export type { ShutdownReport } from './pipeline/shutdown-report';
 export { SinkWriteError } from './core/errors/sink-write.error';
 export { DeferredWorkConfigError } from './core/errors/deferred-work-config.error';
 export { DeferredItemRejectedError } from './core/errors/deferred-item-rejected.error';

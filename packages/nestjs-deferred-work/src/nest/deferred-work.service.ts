@@ -8,7 +8,8 @@ import type { DeadLetter } from '../core/dead-letter.interface';
 import type { DeferredItemOptions, DeferredJobOptions, DeferredLogLevel, DeferredLogOptions, DeferredMetricOptions } from '../core/items/deferred-item.interface';
 import type { DeferredStats } from '../core/stats.interface';
 import { timeoutOr } from '../core/timers';
-import { Dispatcher, type ShutdownReport } from '../pipeline/dispatcher';
+import { Dispatcher } from '../pipeline/dispatcher';
+import type { ShutdownReport } from '../pipeline/shutdown-report';
 
 /**
  * The injectable face of the library. Its `job`/`log`/`metric`/`run` go to the current request's

@@ -1,14 +1,10 @@
 import { Logger } from '@nestjs/common';
-import { DeferredItemRejectedError } from '../core/errors/deferred-item-rejected.error';
 import type { DeferredItem, SinkKind } from '../core/items/deferred-item.interface';
-import type { DeferredSink } from '../core/sink.interface';
-import { errorMessage } from '../core/error-message';
 import { timeoutOr } from '../core/timers';
-import { settleWithin } from './processor/guarded-write';
 import type { ResolvedDeferredWorkOptions } from './resolved-options.interface';
 import type { DeadLetter } from '../core/dead-letter.interface';
 import { DeadLetters } from './dead-letters';
-import { describeItem, validateItem } from '../core/items/item-validator';
+import { validateItem } from '../core/items/item-validator';
 import { newItemId } from '../core/items/item-id';
 import { RateLimitedLogger } from './warnings/rate-limited-logger';
 import { itemWatch } from './item-watch';
@@ -18,20 +14,9 @@ import { SinkProcessor } from './processor/sink-processor';
 import { SinkSpool } from './processor/sink-spool';
 import { SinkWarnings } from './warnings/sink-warnings';
 import { CALLBACK_RUNNER_NAME, CallbackRunner } from './callbacks/callback-runner';
+import { closeSink, reportShutdown, type ShutdownReport } from './shutdown-report';
+import { checkSinkTakes, refusalWarning } from './sink-admission';
 import type { DispatcherStats, SinkStats } from '../core/stats.interface';
-
-/** What `shutdown()` reports. */
-export interface ShutdownReport {
-  /** Whether everything pending was delivered (or dead-lettered for cause) before the deadline. */
-  drained: boolean;
-  /** Items given up on at the deadline, per sink. */
-  undelivered: Record<string, number>;
-  /**
-   * Only when a sink has a disk spool: items left in its spool at the deadline, per sink — not lost,
-   * delivered after the next start (they are not in `undelivered`).
-   */
-  spooled?: Record<string, number>;
-}
 
 /**
  * @internal
@@ -118,22 +103,7 @@ export class Dispatcher {
   private enqueueTo(name: string, item: DeferredItem & { kind: SinkKind }): void {
     try {
       const processor = this.processors.get(name);
-      if (!processor) {
-        throw new DeferredItemRejectedError(
-          describeItem(item),
-          `no sink is named "${name}"`,
-          'Use the name of a sink configured in DeferredWorkModule.forRoot({ sinks })',
-        );
-      }
-      const kinds = processor.sink.kinds;
-      if (kinds && !kinds.includes(item.kind)) {
-        throw new DeferredItemRejectedError(
-          describeItem(item),
-          `sink "${name}" takes only ${kinds.join(', ')} items`,
-          `Send ${item.kind} items to a sink that takes them (leave out the item's sink option to use the routing)`,
-        );
-      }
-      if (processor.sink.validate) this.validateFor(name, processor.sink, item);
+      checkSinkTakes(name, processor, item);
       if (!processor.enqueue(item)) this.refused(name, processor);
     } catch (error) {
       this.reject(item, error);
@@ -149,35 +119,12 @@ export class Dispatcher {
     this.warnings.warn(`rejected:${item?.kind}`, message);
   }
 
-  /** The sink's own check of an item (`DeferredSink.validate`), as a rejection. */
-  private validateFor(name: string, sink: DeferredSink, item: DeferredItem): void {
-    try {
-      sink.validate!(item);
-    } catch (error) {
-      throw new DeferredItemRejectedError(describeItem(item), `sink "${name}" refuses it: ${errorMessage(error)}`, 'Fix the item');
-    }
-  }
-
   /** An accepted item that could not be queued: after shutdown (dead-lettered as `closed`), or the queue is full (dropped). */
   private refused(name: string, target: ProcessorBase | CallbackRunner): void {
-    if (target instanceof SinkProcessor && target.spool && !target.closed) return; // the spool refused it, and said so
-    if (target.closed) {
-      this.closed++;
-      const because = target instanceof CallbackRunner ? undefined : target.closedBecause;
-      this.warnings.warn(
-        `closed:${name}`,
-        because
-          ? `An item for "${name}" was deferred after ${because}; it was dead-lettered (reason "closed"). Close the client after app.close(), or keep it open.`
-          : `An item for "${name}" was deferred after the application shut down; it was dead-lettered (reason "closed"). ` +
-              'Work deferred after app.close() does not run.',
-      );
-      return;
-    }
-    const limit =
-      target instanceof CallbackRunner
-        ? `${target.options.maxQueueSize} waiting with all ${target.options.concurrency} slots running; raise callbacks.maxQueueSize or callbacks.concurrency`
-        : `maxQueueSize ${target.options.maxQueueSize}; the sink is slower than the load or unreachable`;
-    this.warnings.warn(`full:${name}`, `"${name}" queue is full (${limit}); dropping items. See stats().sinks for details.`);
+    const warning = refusalWarning(name, target);
+    if (!warning) return;
+    if (warning.closed) this.closed++;
+    this.warnings.warn(warning.key, warning.message);
   }
 
   /** Counts an item that did not run because the request's outcome did not match its `when`. */
@@ -300,48 +247,11 @@ export class Dispatcher {
       [...this.processors].map(async ([name, processor]) => {
         const lost = await this.shutdownSink(name, deadline);
         if (lost > 0) undelivered[name] = lost;
-        // A sink's own shutdown (closing a connection to a dead server, say) gets what is left of the
-        // deadline, and at least a second; it never holds the application's shutdown longer.
-        const allowed = Math.max(1000, deadline - Date.now());
-        const closed = await settleWithin(Promise.resolve().then(() => processor.sink.shutdown?.()), allowed, true);
-        if (closed.status !== 'fulfilled') {
-          this.logger.warn(
-            closed.status === 'pending'
-              ? `Sink "${name}" did not shut down within ${allowed} ms; going on without it.`
-              : `Sink "${name}" shutdown failed.`,
-          );
-        }
-        if (!processor.spool) return;
-        const left = processor.spool.leftForNextStart;
-        const lostOnClose = await processor.spool.close().catch((error: unknown) => {
-          this.logger.error(`Spool of sink "${name}" could not be closed: ${errorMessage(error)}`);
-          return 0;
-        });
-        if (lostOnClose > 0) {
-          // Accepted, but the disk refused to write them to the end: not in the spool, gone with the process.
-          undelivered[name] = (undelivered[name] ?? 0) + lostOnClose;
-          this.logger.error(`Spool of sink "${name}": ${lostOnClose} item(s) could not be written to ${processor.spool.dir} (the disk refused) and are lost.`);
-        }
-        if (left - lostOnClose > 0) spooled[name] = left - lostOnClose;
+        const closed = await closeSink(name, processor, deadline, this.logger);
+        if (closed.lostOnClose > 0) undelivered[name] = (undelivered[name] ?? 0) + closed.lostOnClose;
+        if (closed.spooled > 0) spooled[name] = closed.spooled;
       }),
     );
-    const spooledTotal = Object.values(spooled).reduce((a, b) => a + b, 0);
-    if (spooledTotal > 0) {
-      const per = Object.entries(spooled).map(([n, c]) => `${n}: ${c}`).join(', ');
-      this.logger.warn(
-        `Shutdown deadline (${this.options.shutdownTimeoutMs} ms) passed with ${spooledTotal} items undelivered in spooled sinks (${per}); ` +
-          'they stay in the spool and are delivered after the next start.',
-      );
-    }
-    const lostTotal = Object.values(undelivered).reduce((a, b) => a + b, 0);
-    if (lostTotal > 0) {
-      const per = Object.entries(undelivered).map(([n, c]) => `${n}: ${c}`).join(', ');
-      this.logger.error(
-        `Shutdown deadline (${this.options.shutdownTimeoutMs} ms) passed with ${lostTotal} items undelivered ` +
-          `(${per}); they were dead-lettered. Raise shutdownTimeoutMs or check the sinks.`,
-      );
-    }
-    const drained = lostTotal === 0 && spooledTotal === 0;
-    return this.options.spools?.size ? { drained, undelivered, spooled } : { drained, undelivered };
+    return reportShutdown(this.logger, this.options.shutdownTimeoutMs, undelivered, spooled, Boolean(this.options.spools?.size));
   }
 }

@@ -3,11 +3,44 @@ import { crc32 } from './crc32';
 import { encodeFrame, FRAME_HEADER_BYTES, framePayload, scanFrames } from './frame';
 
 describe('crc32', () => {
-  it('is the IEEE CRC-32 (the check value of "123456789") and continues across splits', () => {
+  it('is the IEEE CRC-32 (the check value of "123456789"), continues across splits and reads ranges', () => {
     const bytes = Buffer.from('123456789');
     expect(crc32(bytes)).toBe(0xcbf43926);
     expect(crc32(bytes, 4, 9, crc32(bytes, 0, 4))).toBe(0xcbf43926);
     expect(crc32(Buffer.alloc(0))).toBe(0);
+    expect(crc32(Buffer.alloc(0), 0, 0, 0x1234)).toBe(0x1234);
+    expect(crc32(new Uint8Array(bytes), 2, 7)).toBe(crc32(Buffer.from('34567')));
+  });
+
+  it('a flipped bit anywhere changes the checksum', () => {
+    const bytes = Buffer.from('deferred work, after the response');
+    const sum = crc32(bytes);
+    for (let i = 0; i < bytes.length; i++) {
+      const flipped = Buffer.from(bytes);
+      flipped[i]! ^= 1 << (i % 8);
+      expect(crc32(flipped)).not.toBe(sum);
+    }
+  });
+});
+
+describe('on-disk format', () => {
+  // bytes written by an earlier release: a spool on disk must stay readable, byte for byte
+  const frameHex = '080000001c7528c407000000000100007b68e5cf8b0100006465666572726564';
+  const acksHex = '0100000000000000f7df88a90000000002000000e2172bcf';
+
+  it('a frame written before reads back, and is encoded to the same bytes', () => {
+    const written = Buffer.from(frameHex, 'hex');
+    const scan = scanFrames(written);
+    expect(scan).toMatchObject({ torn: 0, goodLength: written.length });
+    expect(scan.frames.map((f) => [f.seq, f.timestamp, framePayload(written, f).toString()])).toEqual([
+      [2 ** 40 + 7, 1_700_000_000_123, 'deferred'],
+    ]);
+    expect(encodeFrame(2 ** 40 + 7, 1_700_000_000_123, Buffer.from('deferred')).toString('hex')).toBe(frameHex);
+  });
+
+  it('ack entries written before decode, and are encoded to the same bytes', () => {
+    expect(decodeAcks(Buffer.from(acksHex, 'hex'))).toEqual([1, 2 ** 33]);
+    expect(encodeAcks([1, 2 ** 33]).toString('hex')).toBe(acksHex);
   });
 });
 

@@ -1,40 +1,14 @@
-import { closeSync, existsSync, fsync, ftruncateSync, openSync, readFileSync, readSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fsync, openSync, readFileSync, readSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { ACK_ENTRY_BYTES, decodeAcks, encodeAcks } from './ack-entry';
 import { framePayload, scanFrames } from './frame';
+import { FrameQueue } from './frame-queue';
+import { truncateFile, writeAllAt } from './file-writes';
+import { segmentBaseName } from './segment-name';
+import { SegmentRecords } from './segment-records';
 
 const fsyncAsync = promisify(fsync);
-
-const NONE = 0;
-const PENDING = 1;
-const ACKED = 2;
-
-/** `segment-<first seq, 16 digits>`: names sort as their seqs do. */
-export function segmentBaseName(firstSeq: number): string {
-  return `segment-${String(firstSeq).padStart(16, '0')}`;
-}
-
-/** The first seq of a segment file's name (`segment-<seq>.log`), or `undefined` for another file. */
-export function parseSegmentName(file: string): number | undefined {
-  const match = /^segment-(\d+)\.log$/.exec(file);
-  return match ? Number(match[1]) : undefined;
-}
-
-/** Writes all of `buf` at `position`; on failure cuts the file back to `position` and rethrows. */
-function writeAllAt(fd: number, buf: Buffer, position: number | null, sizeBefore: number): void {
-  let done = 0;
-  try {
-    while (done < buf.length) done += writeSync(fd, buf, done, buf.length - done, position === null ? null : position + done);
-  } catch (error) {
-    try {
-      ftruncateSync(fd, sizeBefore);
-    } catch {
-      // Cutting a file shorter needs no space; should it fail, the partial frame fails its checksum on replay.
-    }
-    throw error;
-  }
-}
 
 /**
  * One segment: its log file (`segment-<first seq>.log`, frames as in `frame.ts`), its ack file
@@ -51,10 +25,6 @@ export class SegmentFile {
   logBytes = 0;
   /** Bytes of the ack file. */
   ackBytes = 0;
-  /** Records not acked. */
-  pending = 0;
-  /** Highest seq written to this segment (`firstSeq - 1` when none). */
-  lastSeq: number;
   /** Written since the last fsync. */
   logDirty = false;
   ackDirty = false;
@@ -65,17 +35,9 @@ export class SegmentFile {
 
   private logFd: number | undefined;
   private ackFd: number | undefined;
-  private states = new Uint8Array(256);
-  private times = new Float64Array(256);
-  /** Byte offset of each record's frame in the log file (what `readPending` reads). */
-  private offsets = new Float64Array(256);
-  private sizes = new Uint32Array(256);
+  private readonly records: SegmentRecords;
   /** Frames appended and not written yet (they follow the file's last byte), and their bytes. */
-  private queued: Buffer[] = [];
-  private queuedSeqs: number[] = [];
-  private queuedBytes = 0;
-  /** Index below which no record is pending. */
-  private cursor = 0;
+  private readonly queue = new FrameQueue();
   private syncsInFlight = 0;
 
   private constructor(
@@ -86,7 +48,17 @@ export class SegmentFile {
     const base = segmentBaseName(firstSeq);
     this.logPath = join(dir, `${base}.log`);
     this.ackPath = join(dir, `${base}.acks`);
-    this.lastSeq = firstSeq - 1;
+    this.records = new SegmentRecords(firstSeq);
+  }
+
+  /** Records not acked. */
+  get pending(): number {
+    return this.records.pending;
+  }
+
+  /** Highest seq written to this segment (`firstSeq - 1` when none). */
+  get lastSeq(): number {
+    return this.records.lastSeq;
   }
 
   /** A new, empty segment, created (`wx`) and open for appends. */
@@ -105,7 +77,7 @@ export class SegmentFile {
     segment.sealed = true;
     const bytes = readFileSync(segment.logPath);
     const scan = scanFrames(bytes);
-    for (const frame of scan.frames) if (frame.seq >= firstSeq) segment.record(frame.seq, frame.timestamp, frame.offset, frame.size);
+    for (const frame of scan.frames) if (frame.seq >= firstSeq) segment.records.add(frame.seq, frame.timestamp, frame.offset, frame.size);
     segment.logBytes = scan.goodLength;
     if (scan.goodLength < bytes.length) truncateFile(segment.logPath, scan.goodLength);
     if (existsSync(segment.ackPath)) {
@@ -125,24 +97,20 @@ export class SegmentFile {
   append(frame: Buffer, seq: number, timestamp: number): void {
     if (this.logFd === undefined || this.sealed) throw new Error(`Spool segment ${this.logPath} is sealed`);
     const offset = this.logBytes;
-    this.queued.push(frame);
-    this.queuedSeqs.push(seq);
-    this.queuedBytes += frame.length;
+    this.queue.push(frame, seq);
     this.logBytes += frame.length;
     this.logDirty = true;
-    this.record(seq, timestamp, offset, frame.length);
+    this.records.add(seq, timestamp, offset, frame.length);
   }
 
   /** Bytes of frames appended and not yet written to the file. */
   get unwrittenBytes(): number {
-    return this.queuedBytes;
+    return this.queue.bytes;
   }
 
   /** Records not acked whose frames are not written to the file yet. */
   get unwrittenRecords(): number {
-    let count = 0;
-    for (const seq of this.queuedSeqs) if (this.isPending(seq)) count++;
-    return count;
+    return this.queue.count((seq) => this.isPending(seq));
   }
 
   /**
@@ -151,52 +119,23 @@ export class SegmentFile {
    * partial frame is left), the rest stays queued for the next call, and the error is thrown.
    */
   writeQueued(): void {
-    if (this.queuedBytes === 0 || this.logFd === undefined) return;
-    const frames = this.queued;
-    const start = this.logBytes - this.queuedBytes;
-    const buf = frames.length === 1 ? frames[0]! : Buffer.concat(frames, this.queuedBytes);
-    let done = 0;
-    try {
-      while (done < buf.length) done += writeSync(this.logFd, buf, done, buf.length - done, start + done);
-    } catch (error) {
-      let kept = 0;
-      let whole = 0;
-      for (const frame of frames) {
-        if (kept + frame.length > done) break;
-        kept += frame.length;
-        whole++;
-      }
-      try {
-        ftruncateSync(this.logFd, start + kept);
-      } catch {
-        // Cutting a file shorter needs no space; should it fail, the partial frame fails its checksum on replay.
-      }
-      this.queued = frames.slice(whole);
-      this.queuedSeqs = this.queuedSeqs.slice(whole);
-      this.queuedBytes -= kept;
-      throw error;
-    }
-    this.queued = [];
-    this.queuedSeqs = [];
-    this.queuedBytes = 0;
+    if (this.queue.bytes === 0 || this.logFd === undefined) return;
+    this.queue.writeTo(this.logFd, this.logBytes - this.queue.bytes);
   }
 
   /** Whether `seq` falls in this segment's range. */
   holds(seq: number): boolean {
-    return seq >= this.firstSeq && seq <= this.lastSeq;
+    return this.records.holds(seq);
   }
 
   /** Whether `seq` is a record of this segment not acked yet. */
   isPending(seq: number): boolean {
-    return this.holds(seq) && this.states[seq - this.firstSeq] === PENDING;
+    return this.records.isPending(seq);
   }
 
   /** Marks `seq` acked in memory; `false` when it is not a pending record here. */
   ack(seq: number): boolean {
-    if (!this.isPending(seq)) return false;
-    this.states[seq - this.firstSeq] = ACKED;
-    this.pending--;
-    return true;
+    return this.records.ack(seq);
   }
 
   /** Appends ack entries for `seqs` to the ack file (no fsync: the group commit does it). */
@@ -211,12 +150,7 @@ export class SegmentFile {
 
   /** The pending seqs of this segment above `afterSeq`, in order, at most `limit` of them. */
   pendingAfter(afterSeq: number, limit: number): number[] {
-    const seqs: number[] = [];
-    const count = this.lastSeq - this.firstSeq + 1;
-    for (let i = Math.max(0, afterSeq + 1 - this.firstSeq); i < count && seqs.length < limit; i++) {
-      if (this.states[i] === PENDING) seqs.push(this.firstSeq + i);
-    }
-    return seqs;
+    return this.records.pendingAfter(afterSeq, limit);
   }
 
   /**
@@ -226,12 +160,10 @@ export class SegmentFile {
    */
   read(seqs: readonly number[]): Array<{ seq: number; timestamp: number; payload: Buffer }> {
     if (seqs.length === 0) return [];
-    const start = this.offsets[seqs[0]! - this.firstSeq]!;
-    const last = seqs[seqs.length - 1]! - this.firstSeq;
-    const end = this.offsets[last]! + this.sizes[last]!;
+    const { start, end } = this.records.span(seqs);
     const span = Buffer.allocUnsafe(end - start);
     // What the file holds is read from it; frames still queued (not written yet) from memory.
-    const written = this.logBytes - this.queuedBytes;
+    const written = this.logBytes - this.queue.bytes;
     if (start < written) {
       const fd = openSync(this.logPath, 'r');
       try {
@@ -247,7 +179,7 @@ export class SegmentFile {
       }
     }
     if (end > written) {
-      const memory = Buffer.concat(this.queued, this.queuedBytes);
+      const memory = this.queue.joined();
       memory.copy(span, Math.max(0, written - start), Math.max(start, written) - written, end - written);
     }
     const wanted = new Set(seqs);
@@ -260,10 +192,7 @@ export class SegmentFile {
 
   /** Append time (epoch ms) of the oldest pending record, or `undefined` when none is pending. */
   oldestPendingTime(): number | undefined {
-    if (this.pending === 0) return undefined;
-    const count = this.lastSeq - this.firstSeq + 1;
-    while (this.cursor < count && this.states[this.cursor] !== PENDING) this.cursor++;
-    return this.times[this.cursor];
+    return this.records.oldestPendingTime();
   }
 
   /** Fsyncs whatever was written since the last call (queued frames written first); resolves with the number of fsyncs made. */
@@ -304,9 +233,7 @@ export class SegmentFile {
       }
     }
     this.logBytes = this.ackBytes = 0;
-    this.queued = [];
-    this.queuedSeqs = [];
-    this.queuedBytes = 0;
+    this.queue.clear();
     this.logDirty = this.ackDirty = false;
     this.closeIdle();
   }
@@ -319,7 +246,7 @@ export class SegmentFile {
 
   private closeIdle(all = false): void {
     if (this.syncsInFlight > 0) return;
-    const idle = this.sealed && !this.logDirty && this.queuedBytes === 0;
+    const idle = this.sealed && !this.logDirty && this.queue.bytes === 0;
     if (this.logFd !== undefined && (this.deleted || all || idle)) {
       closeSync(this.logFd);
       this.logFd = undefined;
@@ -328,43 +255,6 @@ export class SegmentFile {
       closeSync(this.ackFd);
       this.ackFd = undefined;
     }
-  }
-
-  private record(seq: number, timestamp: number, offset: number, frameSize: number): void {
-    const index = seq - this.firstSeq;
-    if (index >= this.states.length) {
-      let capacity = this.states.length;
-      while (capacity <= index) capacity *= 2;
-      const states = new Uint8Array(capacity);
-      states.set(this.states);
-      const times = new Float64Array(capacity);
-      times.set(this.times);
-      const offsets = new Float64Array(capacity);
-      offsets.set(this.offsets);
-      const sizes = new Uint32Array(capacity);
-      sizes.set(this.sizes);
-      this.states = states;
-      this.times = times;
-      this.offsets = offsets;
-      this.sizes = sizes;
-    }
-    if (this.states[index] !== NONE) return;
-    this.states[index] = PENDING;
-    this.times[index] = timestamp;
-    this.offsets[index] = offset;
-    this.sizes[index] = frameSize;
-    this.pending++;
-    this.lastSeq = Math.max(this.lastSeq, seq);
-  }
-}
-
-function truncateFile(path: string, length: number): void {
-  const fd = openSync(path, 'r+');
-  try {
-    ftruncateSync(fd, length);
-    // Made durable with the next group commit would do too; a cut that is lost is only cut again.
-  } finally {
-    closeSync(fd);
   }
 }
 

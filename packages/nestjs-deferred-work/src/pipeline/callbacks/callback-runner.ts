@@ -12,22 +12,10 @@ import type { CallbackRunnerStats, SinkStats } from '../../core/stats.interface'
 import { SettleWaiters } from './settle-waiters';
 import { SlowestRuns } from './slowest-runs';
 import { TaskQueue } from './task-queue';
+import { CallbackTimeoutError, type CallbackTask, RunningCallbacks } from './running-callbacks';
 
 /** Name under which the runner appears in `stats().sinks` and dead letters. */
 export const CALLBACK_RUNNER_NAME = 'callbacks';
-
-interface Task {
-  item: CallbackItem;
-  attempts: number;
-  /** Acceptance order, for `flush()`. */
-  seq: number;
-  /** `performance.now()` when the current attempt started. */
-  started: number;
-}
-
-class CallbackTimeoutError extends Error {
-  override readonly name = 'CallbackTimeoutError';
-}
 
 /**
  * Runs `run(fn)` callbacks in-process as independent tasks: at most `concurrency` at once, each
@@ -37,7 +25,7 @@ class CallbackTimeoutError extends Error {
  */
 export class CallbackRunner {
   readonly name = CALLBACK_RUNNER_NAME;
-  private readonly queue = new TaskQueue<Task>();
+  private readonly queue = new TaskQueue<CallbackTask>();
   private running = 0;
   private retrying = 0;
   private scheduled = false;
@@ -46,13 +34,8 @@ export class CallbackRunner {
   private closedForGood = false;
   /** Aborted when shutdown's deadline passes: aborts running callbacks and cuts retry waits. */
   private readonly hardStop = new AbortController();
-  /**
-   * Running callbacks, with their controller (only those that declared a `signal` parameter have one),
-   * in the order they started — which, with one `timeoutMs` for all, is the order of their deadlines.
-   */
-  private readonly live = new Map<Task, AbortController | undefined>();
-  /** One timer for all running callbacks, armed for the oldest one's deadline (see `checkTimeouts`). */
-  private timeoutTimer: NodeJS.Timeout | undefined;
+  /** Running callbacks, oldest first, timed out by one timer. */
+  private readonly live: RunningCallbacks;
   private readonly waiters = new SettleWaiters();
   private seq = 0;
   /** Starts what fits, always in the async context the runner was created in, never in a request's. */
@@ -70,6 +53,11 @@ export class CallbackRunner {
     readonly options: CallbackRunnerOptions,
     private readonly hooks: ProcessorHooks,
   ) {
+    this.live = new RunningCallbacks(
+      options.timeoutMs,
+      (task, controller) => this.onTimeout(task, controller),
+      (error) => this.internalError(error),
+    );
     this.pump = AsyncResource.bind(() => this.startWhatFits());
     this.startQueued = () => {
       this.scheduled = false;
@@ -94,7 +82,7 @@ export class CallbackRunner {
    */
   enqueue(item: CallbackItem, inline = false): boolean {
     this.counters.accepted++;
-    const task: Task = { item, attempts: 0, seq: ++this.seq, started: 0 };
+    const task: CallbackTask = { item, attempts: 0, seq: ++this.seq, started: 0 };
     if (this.closedForGood) {
       this.bury(task, 'closed', 'deferred after the application shut down');
       return false;
@@ -153,7 +141,7 @@ export class CallbackRunner {
     this.closedForGood = true;
     if (this.pending > 0) {
       this.hardStop.abort(new Error('shutdown deadline reached'));
-      for (const [task, controller] of [...this.live]) {
+      for (const [task, controller] of this.live.entries()) {
         controller?.abort(this.hardStop.signal.reason);
         this.settleRunning(task, 'shutdown', 'shutdown deadline reached while it was running');
       }
@@ -175,17 +163,15 @@ export class CallbackRunner {
     while (this.busySlots < this.options.concurrency && this.queue.length > 0) this.start(this.queue.shift()!);
   }
 
-  private start(task: Task): void {
+  private start(task: CallbackTask): void {
     task.attempts++;
     this.running++;
     this.counters.writes++;
     // An AbortController costs ~5 µs per callback (most of the runner's cost): only a callback that
     // declares a parameter (`run((signal) => …)`) gets one. Timeouts and shutdown apply either way.
     const controller = task.item.fn.length > 0 ? new AbortController() : undefined;
-    this.live.set(task, controller);
     task.started = performance.now();
-    // One timer serves every running callback (a timer each cost an allocation and two list updates per callback).
-    if (this.timeoutTimer === undefined) this.armTimeout(this.options.timeoutMs);
+    this.live.add(task, controller);
     let result: Promise<unknown>;
     try {
       // Called synchronously: in inline mode (testing) the callback's synchronous part runs at once.
@@ -200,32 +186,7 @@ export class CallbackRunner {
     );
   }
 
-  private armTimeout(ms: number): void {
-    this.timeoutTimer = setTimeout(() => this.checkTimeouts(), ms);
-    this.timeoutTimer.unref();
-  }
-
-  /**
-   * Times out every running callback past its deadline (oldest first), then re-arms for the oldest
-   * left. The fired timer stays in `timeoutTimer` meanwhile, so callbacks started by the freed slots
-   * do not arm a second one.
-   */
-  private checkTimeouts(): void {
-    try {
-      const now = performance.now();
-      for (const [task, controller] of this.live) {
-        if (task.started + this.options.timeoutMs > now) break;
-        this.onTimeout(task, controller);
-      }
-    } catch (error) {
-      this.internalError(error);
-    }
-    this.timeoutTimer = undefined;
-    const oldest = this.live.keys().next();
-    if (!oldest.done) this.armTimeout(Math.max(1, Math.ceil(oldest.value.started + this.options.timeoutMs - performance.now())));
-  }
-
-  private onTimeout(task: Task, controller: AbortController | undefined): void {
+  private onTimeout(task: CallbackTask, controller: AbortController | undefined): void {
     try {
       this.timedOut++;
       this.overdue++;
@@ -248,7 +209,7 @@ export class CallbackRunner {
   }
 
   /** A callback's promise settled (`error` undefined: fulfilled). Never throws. */
-  private onSettled(task: Task, error: unknown): void {
+  private onSettled(task: CallbackTask, error: unknown): void {
     try {
       const ms = performance.now() - task.started;
       this.counters.lastWriteMs = ms;
@@ -273,7 +234,7 @@ export class CallbackRunner {
     }
   }
 
-  private fail(task: Task, error: unknown): void {
+  private fail(task: CallbackTask, error: unknown): void {
     const message = errorMessage(error);
     this.counters.failedWrite(message);
     const retryable = !(error instanceof SinkWriteError) || error.retryable;
@@ -288,7 +249,7 @@ export class CallbackRunner {
     this.hooks.writeFailed(this.name, `callback failed: ${message}`);
   }
 
-  private async retryLater(task: Task): Promise<void> {
+  private async retryLater(task: CallbackTask): Promise<void> {
     await this.sleep(retryDelayMs(task.attempts, { ...this.options, maxRetryAfterMs: 0 }));
     this.retrying--;
     if (this.hardStop.signal.aborted) this.bury(task, 'shutdown', 'shutdown deadline reached before its retry');
@@ -299,7 +260,7 @@ export class CallbackRunner {
   }
 
   /** A running task given up on (timeout, shutdown): dead-lettered now; it keeps its slot (as overdue) until it ends. */
-  private settleRunning(task: Task, reason: DeadLetterReason, message: string): void {
+  private settleRunning(task: CallbackTask, reason: DeadLetterReason, message: string): void {
     this.live.delete(task);
     this.running--;
     if (reason === 'shutdown') this.overdue++;
@@ -307,7 +268,7 @@ export class CallbackRunner {
     this.pump();
   }
 
-  private bury(task: Task, reason: DeadLetterReason, message: string): void {
+  private bury(task: CallbackTask, reason: DeadLetterReason, message: string): void {
     const at = this.counters.buried(1);
     const letter: DeadLetter = { item: task.item, sink: this.name, reason, error: message, attempts: task.attempts, at };
     this.waiters.settled(task.seq);

@@ -1,18 +1,17 @@
-import * as http from 'node:http';
-import * as https from 'node:https';
+import type * as http from 'node:http';
 import { promisify } from 'node:util';
 import { gzip as gzipCallback } from 'node:zlib';
 import { SinkWriteError } from '../../core/errors/sink-write.error';
 import type { SinkItem, SinkKind } from '../../core/items/deferred-item.interface';
 import type { DeferredSink, SinkItemFailure, SinkWriteContext, SinkWriteResult } from '../../core/sink.interface';
-import { SINK_KINDS, isSinkKind } from '../../core/items/item-kinds';
 import { isolate } from '../kit/isolate';
 import { type Part, Partitions } from '../kit/partitions';
-import { SinkConfigError } from '../kit/sink-config.error';
-import { HTTP_SINK_DEFAULTS, checkGzip, checkHeaders, checkUrl } from './http-sink.config';
-import { checkOneOf, checkOptionsObject, checkSinkName, describeValue } from '../kit/option-checks';
+import { HTTP_SINK_DEFAULTS, checkGzip, checkHeaders } from './http-sink.config';
+import { checkOneOf, checkOptionsObject, checkSinkName } from '../kit/option-checks';
 import type { HttpSinkFormat, HttpSinkOptions } from './http-sink.options';
-import { causeMessage, displayUrl, idempotencyKey, parseRetryAfter, toWire } from './http-wire';
+import { buildRoutes, type Route } from './http-routes';
+import { CONTENT_STATUSES, statusError } from './http-status';
+import { causeMessage, idempotencyKey, toWire } from './http-wire';
 import { OffloadedSink } from '../offload/offloaded.sink';
 import { workerHttpOptions } from './http.offload';
 
@@ -21,22 +20,7 @@ export { parseRetryAfter } from './http-wire';
 
 const gzipAsync = promisify(gzipCallback);
 
-/** Statuses worth another try (the OTLP/HTTP exporter's list). Everything else that is not 2xx is final. */
-const RETRYABLE_STATUSES = new Set([429, 502, 503, 504]);
-/**
- * Statuses that blame the body (malformed, too large, unprocessable): when a POST of several items
- * gets one, one of its items may be the cause, so the POST is split to find it.
- */
-const CONTENT_STATUSES = new Set([400, 413, 422]);
 const CONTENT_TYPES: Record<HttpSinkFormat, string> = { json: 'application/json', ndjson: 'application/x-ndjson' };
-
-interface Route {
-  url: URL;
-  /** Protocol, host and path: safe to show (no credentials, no query). */
-  display: string;
-  agent: http.Agent;
-  request: typeof http.request;
-}
 
 /**
  * Sends batches to an HTTP endpoint: one POST per distinct URL per batch, as JSON (`{"items":[...]}`)
@@ -66,7 +50,7 @@ export class HttpSink implements DeferredSink<SinkItem> {
 
   readonly name: string;
   private readonly routes: Readonly<Record<SinkKind, Route>>;
-  private readonly agents: http.Agent[] = [];
+  private readonly agents: http.Agent[];
   private readonly format: HttpSinkFormat;
   private readonly headers: Readonly<Record<string, string>>;
   private readonly gzip: { level: number; minBytes: number } | undefined;
@@ -80,50 +64,9 @@ export class HttpSink implements DeferredSink<SinkItem> {
     this.headers = checkHeaders(prefix, options.headers);
     this.gzip = checkGzip(prefix, options.gzip);
 
-    const agentOptions = { ...HTTP_SINK_DEFAULTS.agentOptions, ...(options.agentOptions ?? {}) };
-    const agentFor: Partial<Record<'http:' | 'https:', http.Agent>> = {};
-    const byHref = new Map<string, Route>();
-    const makeRoute = (option: string, value: string | URL): Route => {
-      const url = checkUrl(prefix, option, value);
-      const existing = byHref.get(url.href);
-      if (existing) return existing;
-      const protocol = url.protocol as 'http:' | 'https:';
-      let agent = agentFor[protocol];
-      if (!agent) {
-        agent = protocol === 'https:' ? new https.Agent(agentOptions) : new http.Agent(agentOptions);
-        agentFor[protocol] = agent;
-        this.agents.push(agent);
-      }
-      const route: Route = {
-        url,
-        display: displayUrl(url),
-        agent,
-        request: protocol === 'https:' ? https.request : http.request,
-      };
-      byHref.set(url.href, route);
-      return route;
-    };
-
-    const urls = options.urls ?? {};
-    if (urls === null || typeof urls !== 'object') {
-      throw new SinkConfigError(`${prefix}: option "urls" must be an object such as { log: 'https://…', metric: 'https://…' }, got ${describeValue(urls)}.`);
-    }
-    for (const key of Object.keys(urls)) {
-      if (!isSinkKind(key)) {
-        throw new SinkConfigError(`${prefix}: option "urls.${key}": "${key}" is not a kind of item. Use "job", "log" or "metric" (others go to "url").`);
-      }
-    }
-    const fallback = options.url === undefined ? undefined : makeRoute('url', options.url);
-    const routes = {} as Record<SinkKind, Route>;
-    for (const kind of SINK_KINDS) {
-      const perKind = urls[kind];
-      if (perKind !== undefined) routes[kind] = makeRoute(`urls.${kind}`, perKind);
-      else if (fallback) routes[kind] = fallback;
-      else {
-        throw new SinkConfigError(`${prefix}: no URL for kind "${kind}". Pass "url" (the endpoint for every kind without its own) or "urls.${kind}".`);
-      }
-    }
+    const { routes, agents } = buildRoutes(prefix, options);
     this.routes = routes;
+    this.agents = agents;
   }
 
   async write(batch: readonly SinkItem[], { signal }: SinkWriteContext): Promise<void | SinkWriteResult> {
@@ -254,7 +197,7 @@ export class HttpSink implements DeferredSink<SinkItem> {
         );
       });
       req.on('response', (res) => {
-        const failure = this.statusError(route, res, values.length);
+        const failure = statusError(this.name, route, res, values.length);
         res.on('error', () => undefined);
         // Read the body to its end so the socket goes back to the pool; its content is not used.
         res.resume();
@@ -263,32 +206,6 @@ export class HttpSink implements DeferredSink<SinkItem> {
       });
       req.end(body);
     });
-  }
-
-  /** `undefined` for 2xx; otherwise the error the status calls for, with the status as its `code`. */
-  private statusError(route: Route, res: http.IncomingMessage, items: number): SinkWriteError | undefined {
-    const status = res.statusCode ?? 0;
-    if (status >= 200 && status < 300) return undefined;
-    const reason = res.statusMessage ? ` ${res.statusMessage}` : '';
-    const what = `HttpSink "${this.name}": POST ${route.display} answered ${status}${reason}`;
-    if (RETRYABLE_STATUSES.has(status)) {
-      const retryAfterMs = parseRetryAfter(res.headers['retry-after']);
-      const wait = retryAfterMs === undefined ? '' : `, Retry-After ${retryAfterMs} ms`;
-      return new SinkWriteError(`${what} (retryable${wait}).`, { retryable: true, retryAfterMs, code: status });
-    }
-    const hint =
-      status >= 300 && status < 400
-        ? ' Redirects are not followed: configure the final URL.'
-        : status === 413
-          ? items === 1
-            ? ' This item alone is too large for the receiver: make it smaller, or raise the receiver\'s body limit.'
-            : ' The body is too large for the receiver: lower maxBatchSize for this sink or enable gzip.'
-          : status === 401 || status === 403
-            ? ' Check the credentials in "headers".'
-            : CONTENT_STATUSES.has(status) && items === 1
-              ? ' The receiver refused this item alone.'
-              : '';
-    return new SinkWriteError(`${what} (not retried).${hint}`, { retryable: false, code: status });
   }
 
   private abortError(what: string, signal: AbortSignal): SinkWriteError {

@@ -3,10 +3,10 @@ import { SinkWriteError } from '../../core/errors/sink-write.error';
 import type { JobItem, SinkItem, SinkKind } from '../../core/items/deferred-item.interface';
 import type { DeferredSink, HeldClient, SinkAttachContext, SinkItemFailure, SinkProcessorOptions, SinkWriteContext, SinkWriteResult } from '../../core/sink.interface';
 import { abortable } from '../kit/abortable';
-import { itemId } from '../kit/item-id';
 import { findAppClient } from '../kit/app-client';
-import { checkOneOf, checkOptionsObject, checkSinkName, optionError } from '../kit/option-checks';
-import { SinkConfigError } from '../kit/sink-config.error';
+import { itemId } from '../kit/item-id';
+import { readyState, unavailableError } from './client-connection';
+import { checkClientProxySinkOptions, isClientProxy, unknownTransportError } from './client-proxy-sink.checks';
 import {
   BROKER_PROCESSOR_DEFAULTS,
   type BrokerTransport,
@@ -14,25 +14,15 @@ import {
   type ClientProxySinkDescription,
   type ClientProxySinkOptions,
 } from './client-proxy-sink.options';
-import { type ClientState, createTransport, detectTransport, type NatsHeaders, type NestRecords, type OutgoingMessage, type Transport } from './transports';
-
-/** Longest a write waits for the client's first connection before failing (retryably). */
-const CONNECT_WAIT_MS = 1000;
-const TRANSPORTS: readonly BrokerTransport[] = ['rmq', 'nats', 'redis', 'mqtt', 'kafka'];
+import { loadNatsHeaders, loadNestRecords } from './microservices-packages';
+import type { OutgoingMessage, Transport } from './transport.interface';
+import { createTransport, detectTransport, expectedConfirmed } from './transports';
 
 /** A send of one item still waiting for the broker's confirmation (kept across retries). */
 interface PendingSend {
   promise: Promise<void>;
   settled: boolean;
 }
-
-/** Whether `value` is a `ClientProxy` (it can emit and connect). */
-function isClientProxy(value: unknown): value is ClientProxyLike {
-  return typeof value === 'object' && value !== null && typeof (value as ClientProxyLike).emit === 'function' && typeof (value as ClientProxyLike).connect === 'function';
-}
-
-/** Loads a package by a name the bundler leaves alone (an optional peer, present when the sink is used). */
-const load = (name: string): Promise<Record<string, unknown>> => import(name) as Promise<Record<string, unknown>>;
 
 /**
  * Delivers `job` items as events through a `@nestjs/microservices` client — `client.emit(pattern,
@@ -60,39 +50,17 @@ export class ClientProxySink implements DeferredSink<SinkItem> {
   private readonly pending = new WeakMap<JobItem, PendingSend>();
 
   constructor(options: ClientProxySinkOptions) {
-    const C = 'ClientProxySink';
-    checkOptionsObject(C, options, `new ${C}({ clientToken: 'ORDERS' }) or new ${C}({ client })`);
-    const { client, clientToken, moduleRef, transport, name } = options;
-    if (client === undefined && clientToken === undefined) {
-      throw new SinkConfigError(
-        `${C}: no way to find the client. Pass clientToken (the name you gave ClientsModule.register([{ name, transport }])), ` +
-          'or client (a ClientProxy instance).',
-        'clientToken',
-      );
-    }
-    if (client !== undefined && !isClientProxy(client)) {
-      throw optionError(C, 'client', 'must be a ClientProxy of @nestjs/microservices (with emit() and connect())', 'Pass the client ClientsModule registered, or its clientToken.', client);
-    }
-    if (moduleRef !== undefined && (moduleRef === null || typeof moduleRef.get !== 'function')) {
-      throw optionError(C, 'moduleRef', "must be Nest's ModuleRef", 'It is not needed any more: leave it out, and the sink finds clientToken itself.');
-    }
-    checkOneOf(C, 'transport', transport, TRANSPORTS, 'rmq');
-    checkOneOf(C, 'mqtt.qos', options.mqtt?.qos, [0, 1, 2], 1);
-    checkOneOf(C, 'redis.noSubscribers', options.redis?.noSubscribers, ['fail', 'count'], 'fail');
-    const key = options.payloadIdKey;
-    if (key !== undefined && key !== false && (typeof key !== 'string' || key === '')) {
-      throw optionError(C, 'payloadIdKey', 'must be a non-empty string or false', "Leave it out for the transport's default.", key);
-    }
-    this.name = checkSinkName(C, name, typeof clientToken === 'string' ? clientToken : 'microservices');
+    this.name = checkClientProxySinkOptions(options);
+    const { client, transport } = options;
     this.options = options;
     this.client = client;
     this.transportName = transport ?? (client ? detectTransport(client) : undefined);
-    if (client && !this.transportName) throw this.unknownTransport(client);
+    if (client && !this.transportName) throw unknownTransportError(this.name, client);
   }
 
   /** Whether an item is counted as delivered only once the broker confirmed it (see `describe()`). Known once the client is (at bootstrap for a registered one). */
   get confirmed(): boolean {
-    return this.transport?.confirmed ?? this.expectConfirmed();
+    return this.transport?.confirmed ?? expectedConfirmed(this.transportName, this.options);
   }
 
   /** What "delivered" means for this sink's transport, and where a consumer finds the stable id. */
@@ -130,19 +98,10 @@ export class ClientProxySink implements DeferredSink<SinkItem> {
         register: `ClientsModule.register([{ name: ${typeof token === 'string' ? `'${token}'` : 'TOKEN'}, transport, options }])`,
       });
       this.transportName ??= detectTransport(this.client);
-      if (!this.transportName) throw this.unknownTransport(this.client);
+      if (!this.transportName) throw unknownTransportError(this.name, this.client);
     }
-    let records: NestRecords;
-    try {
-      const pkg = await load('@nestjs/microservices');
-      // A CommonJS @nestjs/microservices (Nest 10, 11) may come as the default export of the namespace.
-      records = (typeof pkg.RmqRecordBuilder === 'function' ? pkg : pkg.default) as unknown as NestRecords;
-      if (typeof records?.RmqRecordBuilder !== 'function') throw new Error('its record builders (RmqRecordBuilder, …) were not found');
-    } catch (error) {
-      throw new SinkConfigError(`ClientProxySink "${this.name}": @nestjs/microservices could not be loaded (${errorMessage(error)}). Install it: npm install @nestjs/microservices.`);
-    }
-    let natsHeaders: (() => NatsHeaders) | undefined;
-    if (this.transportName === 'nats') natsHeaders = await this.natsHeaders();
+    const records = await loadNestRecords(this.name);
+    const natsHeaders = this.transportName === 'nats' ? await loadNatsHeaders(this.name) : undefined;
     this.transport = createTransport(this.transportName!, {
       client: this.client,
       records,
@@ -180,9 +139,9 @@ export class ClientProxySink implements DeferredSink<SinkItem> {
       else toSend.push({ index, item, message: { pattern: item.name, data: item.data, id: this.idOf(item) } });
     });
     if (toSend.length > 0) {
-      const state = await this.ready(transport, signal);
+      const state = await readyState(this.client!, transport, this.held, signal);
       if (state !== 'up') {
-        const error = this.unavailable(state);
+        const error = unavailableError(this.name, this.transportName, state);
         for (const { index } of toSend) failed.push({ index, error, retryable: state !== 'closed' });
       } else {
         let sends: Array<Promise<void>>;
@@ -235,85 +194,8 @@ export class ClientProxySink implements DeferredSink<SinkItem> {
     return itemId(item);
   }
 
-  /** The client's state, connecting it first (bounded) if it never was. */
-  private async ready(transport: Transport, signal: AbortSignal): Promise<ClientState> {
-    if (this.held?.closed) return 'closed';
-    const state = transport.state();
-    if (state !== 'unconnected') return state;
-    let timer: NodeJS.Timeout | undefined;
-    try {
-      await abortable(
-        Promise.race([
-          Promise.resolve().then(() => this.client!.connect()),
-          new Promise((_, reject) => {
-            timer = setTimeout(() => reject(new Error(`not connected after ${CONNECT_WAIT_MS} ms`)), CONNECT_WAIT_MS);
-          }),
-        ]),
-        signal,
-      );
-    } catch {
-      if (signal.aborted) throw signal.reason;
-      return 'down';
-    } finally {
-      clearTimeout(timer);
-    }
-    const after = transport.state(); // (also lets a transport watch what connect() created)
-    return after === 'unconnected' ? 'down' : after;
-  }
-
-  private unavailable(state: ClientState): SinkWriteError {
-    if (state === 'closed') {
-      return new SinkWriteError(
-        `ClientProxySink "${this.name}": the ${this.transportName} client is closed; nothing can be sent. If this happens at shutdown, the client ` +
-          'was closed before the deferred work drained: keep drainBeforeClientClose on, or close your own client after app.close().',
-        { retryable: false },
-      );
-    }
-    return new SinkWriteError(
-      `ClientProxySink "${this.name}": the ${this.transportName} broker is not connected; not sending (the client would buffer it and send it later). Will retry.`,
-    );
-  }
-
   private sendError(error: unknown): unknown {
     if (error instanceof SinkWriteError) return error;
     return new SinkWriteError(`ClientProxySink "${this.name}" (${this.transportName}): ${errorMessage(error)}`, { cause: error });
-  }
-
-  private async natsHeaders(): Promise<(() => NatsHeaders) | undefined> {
-    for (const name of ['@nats-io/transport-node', 'nats']) {
-      try {
-        const pkg = await load(name);
-        const headers = (pkg.headers ?? (pkg.default as Record<string, unknown> | undefined)?.headers) as (() => NatsHeaders) | undefined;
-        if (typeof headers === 'function') return headers;
-      } catch {
-        // try the next
-      }
-    }
-    throw new SinkConfigError(`ClientProxySink "${this.name}": neither @nats-io/transport-node (Nest 12) nor nats (Nest 10/11) could be loaded; install the one your ClientNats uses.`);
-  }
-
-  private expectConfirmed(): boolean {
-    switch (this.transportName) {
-      case 'rmq':
-      case 'kafka':
-        return true;
-      case 'nats':
-        return this.options.nats?.jetStream ?? false;
-      case 'mqtt':
-        return (this.options.mqtt?.qos ?? 1) >= 1;
-      case 'redis':
-        return (this.options.redis?.noSubscribers ?? 'fail') === 'fail';
-      default:
-        return false;
-    }
-  }
-
-  private unknownTransport(client: unknown): SinkConfigError {
-    const cls = (client as { constructor?: { name?: string } } | null)?.constructor?.name ?? typeof client;
-    return new SinkConfigError(
-      `ClientProxySink "${this.name}": cannot tell the transport of a ${cls}. Pass transport: ${TRANSPORTS.map((t) => `'${t}'`).join(' | ')} ` +
-        '(TCP and gRPC clients are not supported: they have no broker to confirm anything).',
-      'transport',
-    );
   }
 }

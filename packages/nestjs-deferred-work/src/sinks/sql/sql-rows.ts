@@ -91,3 +91,10 @@ export function valueBytes(value: unknown): number {
   if (Buffer.isBuffer(value)) return value.length * 2 + 3;
   return 32;
 }
+
+/** The estimated bytes of a row of `values` in a statement (what MySQL's `max_allowed_packet` bounds). */
+export function rowBytes(values: unknown[]): number {
+  let bytes = 4;
+  for (const v of values) bytes += valueBytes(v);
+  return bytes;
+}

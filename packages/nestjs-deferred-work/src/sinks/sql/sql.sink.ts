@@ -1,23 +1,23 @@
 import { SinkWriteError } from '../../core/errors/sink-write.error';
 import type { SinkItem, SinkKind } from '../../core/items/deferred-item.interface';
 import type { DeferredSink, SinkAttachContext, SinkProcessorOptions, SinkWriteContext, SinkWriteResult } from '../../core/sink.interface';
-import { describeToken, resolveToken } from '../kit/app-client';
 import { chunk } from '../kit/chunks';
 import { isolate } from '../kit/isolate';
 import { itemId } from '../kit/item-id';
-import { checkOptionsObject, checkSinkName, checkString, checkWholeNumber, describeValue, optionError } from '../kit/option-checks';
+import { describeValue } from '../kit/option-checks';
 import { Partitions } from '../kit/partitions';
 import { runLimited } from '../kit/run-limited';
 import { SinkConfigError } from '../kit/sink-config.error';
 import { WriteProgress } from '../kit/write-progress';
-import { isSqlClient, openOwnPool, type SqlConnection, type SqlDriver, sqlDriverOf } from './sql-clients';
+import type { SqlConnection, SqlDriver } from './sql-clients';
+import { run, withConnection } from './sql-connections';
+import { findSqlDriver } from './sql-driver-lookup';
 import { sqlErrorCode, sqlErrorKind } from './sql-errors';
-import { columnValue, DEFAULT_COLUMNS, defaultRow, defaultTableDdl, valueBytes } from './sql-rows';
-import { SQL_PROCESSOR_DEFAULTS, SQL_SINK_DEFAULTS, type SqlSinkOptions } from './sql-sink.options';
+import { columnValue, defaultTableDdl, rowBytes } from './sql-rows';
+import { checkSqlSinkOptions } from './sql-sink.checks';
+import { SQL_PROCESSOR_DEFAULTS, type SqlSinkOptions } from './sql-sink.options';
 import { describeTable, mysqlExisting, mysqlInsert, pgInsert, quoteTable, SqlTableError, tableParts, type TableShape } from './sql-tables';
 
-const SINK_KINDS: readonly SinkKind[] = ['job', 'log', 'metric'];
-const CONNECTION_STRING = /^(postgres|postgresql|mysql|mariadb):\/\//i;
 /** MySQL's limit on placeholders in one statement. */
 const MYSQL_MAX_PLACEHOLDERS = 65_535;
 
@@ -61,40 +61,25 @@ export class SqlSink implements DeferredSink<SinkItem> {
   private readonly mapped = new WeakMap<SinkItem, unknown[]>();
 
   constructor(options?: SqlSinkOptions) {
-    const o = checkOptionsObject('SqlSink', options, "{ client: getDataSourceToken() } (or a Knex, pg or mysql2 pool, its token, or a connection string)", true);
-    this.name = checkSinkName('SqlSink', o.name, SQL_SINK_DEFAULTS.name);
-    this.label = `SqlSink "${this.name}"`;
-    this.kinds = checkKinds(this.label, o.kinds);
-    this.client = o.client;
-    if (typeof o.table === 'function') this.table = o.table;
-    else {
-      this.table = checkString(this.label, 'table', o.table, { fallback: SQL_SINK_DEFAULTS.table });
-      try {
-        tableParts(this.table);
-      } catch (error) {
-        throw optionError(this.label, 'table', 'is not a table name', 'Use letters, digits, _ and $, as "name" or "schema.name", or a function of the item.', o.table);
-      }
-    }
-    if (o.row !== undefined && typeof o.row !== 'function') throw optionError(this.label, 'row', 'must be a function of the item', 'Pass (item) => ({ column: value, … }), with columns listing them.', o.row);
-    if (o.row && o.columns === undefined) throw optionError(this.label, 'columns', 'is required with "row"', 'List the columns your row fills, e.g. columns: [\'id\', \'event\', \'body\'], so the table can be checked at bootstrap.');
-    this.row = o.row ?? defaultRow;
-    this.columns = o.row ? checkColumns(this.label, o.columns) : DEFAULT_COLUMNS;
-    if (!o.row && o.columns !== undefined) throw optionError(this.label, 'columns', 'is only taken with "row"', 'Leave it out for the default table, or pass row as well.');
-    this.idColumn = checkString(this.label, 'idColumn', o.idColumn, { fallback: SQL_SINK_DEFAULTS.idColumn });
-    if (!this.columns.includes(this.idColumn)) {
-      throw optionError(this.label, 'columns', `must include the id column "${this.idColumn}"`, 'Map it to item.id in your row, so that a row written again is skipped, or set idColumn to the column that holds it.');
-    }
-    this.createTable = o.createTable ?? SQL_SINK_DEFAULTS.createTable;
-    if (typeof this.createTable !== 'boolean') throw optionError(this.label, 'createTable', 'must be true or false', 'Leave it out for false.', o.createTable);
-    if (this.createTable && o.row) throw optionError(this.label, 'createTable', 'only creates the default table', 'Create your own table with your migrations, or leave out row and columns.');
-    this.maxConnections = checkWholeNumber(this.label, 'maxConnections', o.maxConnections, { min: 1, max: 64, fallback: SQL_SINK_DEFAULTS.maxConnections });
-    this.prepare = o.prepare ?? SQL_SINK_DEFAULTS.prepare;
-    if (typeof this.prepare !== 'boolean') throw optionError(this.label, 'prepare', 'must be true or false', 'Leave it out for true.', o.prepare);
+    const settings = checkSqlSinkOptions(options);
+    this.name = settings.name;
+    this.label = settings.label;
+    this.kinds = settings.kinds;
+    this.client = settings.client;
+    this.table = settings.table;
+    this.columns = settings.columns;
+    this.row = settings.row;
+    this.idColumn = settings.idColumn;
+    this.createTable = settings.createTable;
+    this.maxConnections = settings.maxConnections;
+    this.prepare = settings.prepare;
   }
 
   /** Finds the database client, holds it open through the drain, and checks (or creates) the table. */
   async attach(context: SinkAttachContext): Promise<void> {
-    this.driver = await this.findDriver(context);
+    const found = await findSqlDriver(context, this.client, this.label, this.maxConnections);
+    this.driver = found.driver;
+    this.closeOwnPool = found.closeOwnPool;
     if (!this.closeOwnPool) context.holdOpen(this.driver.closable);
     await this.withConnection(async (connection) => {
       if (this.driver!.dialect === 'mysql') {
@@ -235,109 +220,9 @@ export class SqlSink implements DeferredSink<SinkItem> {
     }, signal);
   }
 
-  /**
-   * Runs `fn` on a connection of the pool, given back after (or destroyed, when the signal cut a
-   * statement short). Waits for the connection only until the signal aborts.
-   */
-  private async withConnection<T>(fn: (connection: SqlConnection) => Promise<T>, signal?: AbortSignal): Promise<T> {
-    const pending = this.driver!.acquire();
-    if (signal && !(await new WriteProgress(0).until(pending, signal))) {
-      pending.then((c) => c.release(), () => undefined); // it came too late: straight back to the pool
-      throw signal.reason;
-    }
-    const connection = await pending;
-    const guarded = new GuardedConnection(connection);
-    try {
-      return await fn(guarded);
-    } finally {
-      guarded.release();
-    }
+  /** Runs `fn` on a connection of the pool (see `withConnection`). */
+  private withConnection<T>(fn: (connection: SqlConnection) => Promise<T>, signal?: AbortSignal): Promise<T> {
+    return withConnection(this.driver!, fn, signal);
   }
 
-  private async findDriver(context: SinkAttachContext): Promise<SqlDriver> {
-    const client = this.client;
-    const fail = (problem: string) =>
-      new SinkConfigError(
-        `${this.label}: ${problem}. Pass client: the injection token of the app's TypeORM DataSource (getDataSourceToken() of @nestjs/typeorm), Knex instance, pg Pool or mysql2 pool; ` +
-          'the client itself; or a connection string (postgres://…, mysql://…) for a pool of the sink\'s own.',
-        'client',
-      );
-    const driverOf = (value: unknown, where: string): SqlDriver | undefined => {
-      try {
-        return sqlDriverOf(value);
-      } catch (error) {
-        throw fail(`${where} is ${(error as Error).message}`);
-      }
-    };
-    if (client === undefined) {
-      const found = [...context.providers()].filter((p) => isSqlClient(p.instance));
-      const distinct = [...new Map(found.map((p) => [p.instance, p])).values()];
-      if (distinct.length === 1) return driverOf(distinct[0].instance, `the app's provider ${describeToken(distinct[0].token)}`)!;
-      throw fail(distinct.length === 0 ? 'no SQL client found among the app\'s providers' : `the app has several SQL clients (${distinct.map((p) => describeToken(p.token)).join(', ')}), so which one to write to is not clear`);
-    }
-    if (typeof client === 'string' && CONNECTION_STRING.test(client)) {
-      try {
-        const own = await openOwnPool(client, this.maxConnections);
-        this.closeOwnPool = own.close;
-        return own.driver;
-      } catch (error) {
-        throw fail(`cannot open a pool for the connection string: ${(error as Error).message}`);
-      }
-    }
-    const direct = driverOf(client, 'the client given');
-    if (direct) return direct;
-    const resolved = resolveToken(context, client);
-    if (resolved === undefined || resolved === null) throw fail(`nothing is registered as ${describeToken(client)}`);
-    const driver = driverOf(resolved, `the provider ${describeToken(client)}`);
-    if (!driver) throw fail(`the provider ${describeToken(client)} is not a SQL client the sink knows (${describeValue(resolved)})`);
-    return driver;
-  }
-}
-
-/** A connection that is given back once, or destroyed instead when a statement on it was cut short. */
-class GuardedConnection implements SqlConnection {
-  private done = false;
-  constructor(private readonly connection: SqlConnection) {}
-  query(statement: Parameters<SqlConnection['query']>[0]) {
-    return this.connection.query(statement);
-  }
-  release(): void {
-    if (this.done) return;
-    this.done = true;
-    this.connection.release();
-  }
-  destroy(reason: unknown): void {
-    if (this.done) return;
-    this.done = true;
-    this.connection.destroy(reason);
-  }
-}
-
-/** Runs a statement until the signal aborts; then destroys the connection (which ends the statement) and throws the signal's reason. */
-async function run(connection: SqlConnection, statement: Parameters<SqlConnection['query']>[0], progress: WriteProgress, signal: AbortSignal) {
-  const work = connection.query(statement);
-  if (await progress.until(work, signal)) return work;
-  connection.destroy(signal.reason);
-  throw signal.reason;
-}
-
-function rowBytes(values: unknown[]): number {
-  let bytes = 4;
-  for (const v of values) bytes += valueBytes(v);
-  return bytes;
-}
-
-function checkKinds(label: string, value: unknown): readonly SinkKind[] {
-  if (value === undefined) return SQL_SINK_DEFAULTS.kinds;
-  if (!Array.isArray(value) || value.length === 0 || !value.every((k) => SINK_KINDS.includes(k))) {
-    throw optionError(label, 'kinds', "must be a non-empty array of 'job', 'log', 'metric'", "Leave it out for all three.", value);
-  }
-  return Object.freeze([...value]);
-}
-
-function checkColumns(label: string, value: unknown): readonly string[] {
-  if (!Array.isArray(value) || value.length === 0 || !value.every((c) => typeof c === 'string' && /^[A-Za-z_][A-Za-z0-9_$]*$/.test(c)) || new Set(value).size !== value.length) {
-    throw optionError(label, 'columns', 'must be a non-empty array of distinct column names', 'Use letters, digits, _ and $ (not first).', value);
-  }
-  return Object.freeze([...value]);
 }

@@ -1,0 +1,75 @@
+import type { Logger } from '@nestjs/common';
+import { errorMessage } from '../core/error-message';
+import { settleWithin } from './processor/guarded-write';
+import type { ProcessorBase } from './processor/processor-base';
+
+/** What `shutdown()` reports. */
+export interface ShutdownReport {
+  /** Whether everything pending was delivered (or dead-lettered for cause) before the deadline. */
+  drained: boolean;
+  /** Items given up on at the deadline, per sink. */
+  undelivered: Record<string, number>;
+  /**
+   * Only when a sink has a disk spool: items left in its spool at the deadline, per sink — not lost,
+   * delivered after the next start (they are not in `undelivered`).
+   */
+  spooled?: Record<string, number>;
+}
+
+/**
+ * The end of one sink at shutdown, once its processor has drained: the sink's own `shutdown()`, given
+ * what is left of `deadline` and at least a second, then its spool closed. Returns what its spool keeps
+ * for the next start and what the disk refused to write (lost).
+ */
+export async function closeSink(name: string, processor: ProcessorBase, deadline: number, logger: Logger): Promise<{ spooled: number; lostOnClose: number }> {
+  // A sink's own shutdown (closing a connection to a dead server, say) gets what is left of the
+  // deadline, and at least a second; it never holds the application's shutdown longer.
+  const allowed = Math.max(1000, deadline - Date.now());
+  const closed = await settleWithin(Promise.resolve().then(() => processor.sink.shutdown?.()), allowed, true);
+  if (closed.status !== 'fulfilled') {
+    logger.warn(
+      closed.status === 'pending'
+        ? `Sink "${name}" did not shut down within ${allowed} ms; going on without it.`
+        : `Sink "${name}" shutdown failed.`,
+    );
+  }
+  if (!processor.spool) return { spooled: 0, lostOnClose: 0 };
+  const left = processor.spool.leftForNextStart;
+  const lostOnClose = await processor.spool.close().catch((error: unknown) => {
+    logger.error(`Spool of sink "${name}" could not be closed: ${errorMessage(error)}`);
+    return 0;
+  });
+  if (lostOnClose > 0) {
+    // Accepted, but the disk refused to write them to the end: not in the spool, gone with the process.
+    logger.error(`Spool of sink "${name}": ${lostOnClose} item(s) could not be written to ${processor.spool.dir} (the disk refused) and are lost.`);
+  }
+  return { spooled: left - lostOnClose, lostOnClose };
+}
+
+/** Logs what the shutdown left: items kept by spools (a warning), items given up on (an error). Returns the report. */
+export function reportShutdown(
+  logger: Logger,
+  shutdownTimeoutMs: number,
+  undelivered: Record<string, number>,
+  spooled: Record<string, number>,
+  withSpools: boolean,
+): ShutdownReport {
+  const spooledTotal = Object.values(spooled).reduce((a, b) => a + b, 0);
+  if (spooledTotal > 0) {
+    const per = Object.entries(spooled).map(([n, c]) => `${n}: ${c}`).join(', ');
+    logger.warn(
+      `Shutdown deadline (${shutdownTimeoutMs} ms) passed with ${spooledTotal} items undelivered in spooled sinks (${per}); ` +
+        'they stay in the spool and are delivered after the next start.',
+    );
+  }
+  const lostTotal = Object.values(undelivered).reduce((a, b) => a + b, 0);
+  if (lostTotal > 0) {
+    const per = Object.entries(undelivered).map(([n, c]) => `${n}: ${c}`).join(', ');
+    logger.error(
+      `Shutdown deadline (${shutdownTimeoutMs} ms) passed with ${lostTotal} items undelivered ` +
+        `(${per}); they were dead-lettered. Raise shutdownTimeoutMs or check the sinks.`,
+    );
+  }
+  const drained = lostTotal === 0 && spooledTotal === 0;
+  return withSpools ? { drained, undelivered, spooled } : { drained, undelivered };
+}

@@ -1,0 +1,33 @@
+import { errorMessage } from '../../core/error-message';
+import { SinkConfigError } from '../kit/sink-config.error';
+import type { NatsHeaders, NestRecords } from './transport.interface';
+
+/** Loads a package by a name the bundler leaves alone (an optional peer, present when the sink is used). */
+const load = (name: string): Promise<Record<string, unknown>> => import(name) as Promise<Record<string, unknown>>;
+
+/** The record builders of `@nestjs/microservices`, loaded at bootstrap. */
+export async function loadNestRecords(sinkName: string): Promise<NestRecords> {
+  try {
+    const pkg = await load('@nestjs/microservices');
+    // A CommonJS @nestjs/microservices (Nest 10, 11) may come as the default export of the namespace.
+    const records = (typeof pkg.RmqRecordBuilder === 'function' ? pkg : pkg.default) as unknown as NestRecords;
+    if (typeof records?.RmqRecordBuilder !== 'function') throw new Error('its record builders (RmqRecordBuilder, …) were not found');
+    return records;
+  } catch (error) {
+    throw new SinkConfigError(`ClientProxySink "${sinkName}": @nestjs/microservices could not be loaded (${errorMessage(error)}). Install it: npm install @nestjs/microservices.`);
+  }
+}
+
+/** The NATS client package's `headers()` factory: `@nats-io/transport-node` (Nest 12) or `nats` (Nest 10/11). */
+export async function loadNatsHeaders(sinkName: string): Promise<() => NatsHeaders> {
+  for (const name of ['@nats-io/transport-node', 'nats']) {
+    try {
+      const pkg = await load(name);
+      const headers = (pkg.headers ?? (pkg.default as Record<string, unknown> | undefined)?.headers) as (() => NatsHeaders) | undefined;
+      if (typeof headers === 'function') return headers;
+    } catch {
+      // try the next
+    }
+  }
+  throw new SinkConfigError(`ClientProxySink "${sinkName}": neither @nats-io/transport-node (Nest 12) nor nats (Nest 10/11) could be loaded; install the one your ClientNats uses.`);
+}

@@ -1,0 +1,48 @@
+import { WriteProgress } from '../kit/write-progress';
+import type { SqlConnection, SqlDriver } from './sql-clients';
+
+/**
+ * Runs `fn` on a connection of the driver's pool, given back after (or destroyed, when the signal cut
+ * a statement short). Waits for the connection only until the signal aborts.
+ */
+export async function withConnection<T>(driver: SqlDriver, fn: (connection: SqlConnection) => Promise<T>, signal?: AbortSignal): Promise<T> {
+  const pending = driver.acquire();
+  if (signal && !(await new WriteProgress(0).until(pending, signal))) {
+    pending.then((c) => c.release(), () => undefined); // it came too late: straight back to the pool
+    throw signal.reason;
+  }
+  const connection = await pending;
+  const guarded = new GuardedConnection(connection);
+  try {
+    return await fn(guarded);
+  } finally {
+    guarded.release();
+  }
+}
+
+/** A connection that is given back once, or destroyed instead when a statement on it was cut short. */
+class GuardedConnection implements SqlConnection {
+  private done = false;
+  constructor(private readonly connection: SqlConnection) {}
+  query(statement: Parameters<SqlConnection['query']>[0]) {
+    return this.connection.query(statement);
+  }
+  release(): void {
+    if (this.done) return;
+    this.done = true;
+    this.connection.release();
+  }
+  destroy(reason: unknown): void {
+    if (this.done) return;
+    this.done = true;
+    this.connection.destroy(reason);
+  }
+}
+
+/** Runs a statement until the signal aborts; then destroys the connection (which ends the statement) and throws the signal's reason. */
+export async function run(connection: SqlConnection, statement: Parameters<SqlConnection['query']>[0], progress: WriteProgress, signal: AbortSignal) {
+  const work = connection.query(statement);
+  if (await progress.until(work, signal)) return work;
+  connection.destroy(signal.reason);
+  throw signal.reason;
+}
