@@ -31,6 +31,8 @@ const USER_ERRORS = new Set([
 ]);
 /** Classes whose message is built in their own constructor (read from its `super(…)` call). */
 const SELF_WORDED = ['DeferredContextError', 'DeferredResponseNotFoundError', 'SpoolLockedError', 'SpoolFullError'];
+/** Files that build a warning as `{ key, message }` for their caller to log. */
+const LOGGED_MESSAGE_FILES = ['pipeline/sink-admission.ts'];
 /** Calls that log a message for the user: `logger.warn(msg)`, `warnings.warn(key, msg)`, `context.warn(msg)`, … */
 const LOG_METHODS = new Set(['warn', 'error']);
 
@@ -144,6 +146,9 @@ export function libraryMessages(srcDir: string): LibraryMessage[] {
       } else if (ts.isCallExpression(node)) {
         const message = loggedMessage(node);
         if (message) add(node, 'log', patterns(message));
+      } else if (ts.isPropertyAssignment(node) && node.name.getText() === 'message' && LOGGED_MESSAGE_FILES.some((f) => path.endsWith(f))) {
+        // Warnings built in one place and logged in another (`{ key, message }` handed to the logger).
+        add(node, 'log', patterns(node.initializer));
       }
       ts.forEachChild(node, visit);
     };
