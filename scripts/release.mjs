@@ -178,5 +178,10 @@ if (!dryRun) {
   const exists = spawnSync('git', ['rev-parse', '-q', '--verify', `refs/tags/${tag}`], { cwd: ROOT }).status === 0;
   if (!exists) run('git', ['tag', '-a', tag, '-m', `${pkg.name} ${version}`]);
   console.log(`\nPublished ${pkg.name}@${version}. Push the tag: git push origin ${tag}`);
+  // The READMEs' one "not on the registry yet" note goes with the first release.
+  if (readFileSync(join(ROOT, 'README.md'), 'utf8').includes('<!-- not-on-npm-yet:start -->')) {
+    run('node', [join(ROOT, 'scripts', 'docs-index.mjs'), '--published']);
+    console.log('The READMEs no longer say the package is not on npm: commit README.md and packages/nestjs-deferred-work/README.md.');
+  }
 }
 console.log(`\n${dryRun ? 'Dry run passed' : 'Release done'} in ${((Date.now() - started) / 1000).toFixed(1)} s.`);
