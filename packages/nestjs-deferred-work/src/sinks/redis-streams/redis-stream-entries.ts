@@ -1,0 +1,46 @@
+import type { SinkItem } from '../../core/items/deferred-item.interface';
+import { itemId } from '../kit/item-id';
+
+/** The default stream of an item: `deferred:<kind>`. */
+export function defaultStream(item: SinkItem): string {
+  return `deferred:${item.kind}`;
+}
+
+/**
+ * The default fields of an entry: `id` (the item's id), `kind`, `name` (a job's queue, a log record's
+ * level, a metric's name), `payload` (the rest of the item as JSON), `createdAt` (epoch ms), and `requestId`, `traceparent`
+ * when the item carries them.
+ */
+export function defaultFields(item: SinkItem): Record<string, string> {
+  let name: string;
+  let payload: Record<string, unknown>;
+  if (item.kind === 'job') {
+    name = item.queue;
+    payload = { name: item.name, data: item.data, ...(item.opts === undefined ? {} : { opts: item.opts }) };
+  } else if (item.kind === 'log') {
+    name = item.level;
+    payload = { message: item.message, ...(item.fields === undefined ? {} : { fields: item.fields }), ...(item.context === undefined ? {} : { context: item.context }) };
+  } else {
+    name = item.name;
+    payload = { value: item.value, ...(item.tags === undefined ? {} : { tags: item.tags }), ...(item.op === undefined ? {} : { op: item.op }) };
+  }
+  const fields: Record<string, string> = { id: itemId(item), kind: item.kind, name, payload: JSON.stringify(payload), createdAt: String(item.createdAt) };
+  const c = item.correlation;
+  if (c?.requestId !== undefined) fields.requestId = c.requestId;
+  if (c?.traceId && c.spanId) fields.traceparent = `00-${c.traceId}-${c.spanId}-${(c.traceFlags ?? 0).toString(16).padStart(2, '0')}`;
+  return fields;
+}
+
+/** How an `XADD` trims its stream. */
+export type Trim = { maxLen: number } | { maxAgeMs: number } | undefined;
+
+/** The arguments of one `XADD` (after the command's name). */
+export function xaddArgs(stream: string, fields: Record<string, string>, trim: Trim, noMkStream: boolean, now: number): string[] {
+  const args = [stream];
+  if (noMkStream) args.push('NOMKSTREAM');
+  if (trim && 'maxLen' in trim) args.push('MAXLEN', '~', String(trim.maxLen));
+  else if (trim) args.push('MINID', '~', `${Math.max(0, now - trim.maxAgeMs)}-0`);
+  args.push('*');
+  for (const [key, value] of Object.entries(fields)) args.push(key, value);
+  return args;
+}
