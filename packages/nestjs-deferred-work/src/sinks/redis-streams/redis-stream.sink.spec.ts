@@ -1,0 +1,147 @@
+import { readFileSync } from 'node:fs';
+import * as path from 'node:path';
+import type { LogItem, SinkItem } from '../../core/items/deferred-item.interface';
+import { SinkConfigError } from '../kit/sink-config.error';
+import { defaultFields, defaultStream, xaddArgs } from './redis-stream-entries';
+import { REDIS_STREAM_PROCESSOR_DEFAULTS, REDIS_STREAM_SINK_DEFAULTS } from './redis-stream-sink.options';
+import { RedisStreamSink } from './redis-stream.sink';
+
+const log = (fields?: Record<string, unknown>): LogItem => ({ kind: 'log', level: 'info', message: 'hello', fields, when: 'always', createdAt: 1_700_000_000_000, id: 'dw-1' });
+const signal = () => new AbortController().signal;
+
+/** A fake ioredis client: records each pipeline's XADDs and answers with `replies`. */
+function fakeRedis(replies: (args: string[][]) => Array<[Error | null, unknown]>, status = 'ready') {
+  const sent: string[][][] = [];
+  const client = {
+    status,
+    xadd: async () => '1-0',
+    quit: async () => 'OK',
+    pipeline() {
+      const commands: string[][] = [];
+      return {
+        xadd: (...args: string[]) => void commands.push(args),
+        exec: async () => {
+          sent.push(commands);
+          return replies(commands);
+        },
+      };
+    },
+  };
+  return { client, sent };
+}
+
+const attachContext = { resolve: () => undefined, holdOpen: () => ({ closed: false }), providers: () => [], warn: () => undefined } as never;
+
+describe('RedisStreamSink options', () => {
+  it('defaults: the client under REDIS, every kind, deferred:<kind>', () => {
+    const sink = new RedisStreamSink();
+    expect(sink.name).toBe('redis-streams');
+    expect(sink.kinds).toEqual(['job', 'log', 'metric']);
+    expect(sink.defaults).toBe(REDIS_STREAM_PROCESSOR_DEFAULTS);
+    expect(defaultStream(log())).toBe('deferred:log');
+  });
+
+  it.each([
+    [{ name: '' }, 'option "name" must be a non-empty string'],
+    [{ stream: '' }, 'option "stream" must be a non-empty string'],
+    [{ stream: 7 }, 'option "stream" must be a non-empty string'],
+    [{ fields: 'id' }, 'option "fields" must be a function of the item'],
+    [{ maxLen: 0 }, 'option "maxLen" must be a whole number >= 1'],
+    [{ maxLen: 1.5 }, 'option "maxLen" must be a whole number >= 1'],
+    [{ maxAgeMs: -1 }, 'option "maxAgeMs" must be a whole number >= 1'],
+    [{ maxLen: 10, maxAgeMs: 1000 }, 'option "maxLen" cannot be used with "maxAgeMs"'],
+    [{ noMkStream: 'yes' }, 'option "noMkStream" must be true or false'],
+    [{ kinds: ['callback'] }, "option \"kinds\" must be a non-empty array of 'job', 'log', 'metric'"],
+  ])('%j is refused: %s', (options, message) => {
+    expect(() => new RedisStreamSink(options as never)).toThrow(SinkConfigError);
+    expect(() => new RedisStreamSink(options as never)).toThrow(message);
+  });
+
+  it('a token with nothing behind it fails the bootstrap, naming the token', async () => {
+    await expect(new RedisStreamSink({ client: 'CACHE' }).attach(attachContext)).rejects.toThrow('RedisStreamSink "redis-streams": no client found as "CACHE" (nothing is registered)');
+  });
+
+  it('refuses writes before it is attached, for good', async () => {
+    await expect(new RedisStreamSink().write([log()], { signal: signal(), attempt: 1 })).rejects.toMatchObject({ retryable: false });
+  });
+
+  it('refuses, when deferred, fields that are not strings and a stream that is not one', () => {
+    expect(() => new RedisStreamSink({ fields: () => ({ id: 1 }) as never }).validate(log())).toThrow('returned a value that is not a string for "id"');
+    expect(() => new RedisStreamSink({ stream: () => '' }).validate(log())).toThrow('stream(item) must return a non-empty string');
+  });
+});
+
+describe('RedisStreamSink entries', () => {
+  it('the default fields: id, kind, name, payload as JSON, createdAt, requestId and traceparent from the correlation', () => {
+    const item: SinkItem = { ...log({ order: 7 }), context: 'Orders', correlation: { requestId: 'r1', traceId: 'a'.repeat(32), spanId: 'b'.repeat(16), traceFlags: 1 } };
+    expect(defaultFields(item)).toEqual({
+      id: 'dw-1',
+      kind: 'log',
+      name: 'info',
+      payload: JSON.stringify({ message: 'hello', fields: { order: 7 }, context: 'Orders' }),
+      createdAt: '1700000000000',
+      requestId: 'r1',
+      traceparent: `00-${'a'.repeat(32)}-${'b'.repeat(16)}-01`,
+    });
+    expect(defaultFields(log())).not.toHaveProperty('requestId');
+  });
+
+  it('XADD arguments: NOMKSTREAM, MAXLEN ~ n or MINID ~ <now - age>-0, then * and the fields', () => {
+    expect(xaddArgs('s', { id: 'x' }, undefined, false, 0)).toEqual(['s', '*', 'id', 'x']);
+    expect(xaddArgs('s', { id: 'x' }, { maxLen: 10 }, true, 0)).toEqual(['s', 'NOMKSTREAM', 'MAXLEN', '~', '10', '*', 'id', 'x']);
+    expect(xaddArgs('s', { id: 'x' }, { maxAgeMs: 1000 }, false, 5000)).toEqual(['s', 'MINID', '~', '4000-0', '*', 'id', 'x']);
+  });
+});
+
+describe('RedisStreamSink writes', () => {
+  it('one pipeline per batch, several streams; per-entry failures: WRONGTYPE for good, LOADING and a lost connection retried, a null reply (NOMKSTREAM) for good', async () => {
+    const { client, sent } = fakeRedis(() => [
+      [null, '1-0'],
+      [new Error('WRONGTYPE Operation against a key holding the wrong kind of value'), undefined],
+      [new Error('LOADING Redis is loading the dataset in memory'), undefined],
+      [new Error('Connection is closed.'), undefined],
+      [null, null],
+    ]);
+    const sink = new RedisStreamSink({ client, stream: (item) => `s:${(item as LogItem).fields?.n}` });
+    await sink.attach(attachContext);
+    const batch = [0, 1, 2, 3, 4].map((n) => ({ ...log({ n }), id: `dw-${n}` }));
+    const result = await sink.write(batch, { signal: signal(), attempt: 1 });
+    expect(sent).toHaveLength(1);
+    expect(sent[0].map((args) => args[0])).toEqual(['s:0', 's:1', 's:2', 's:3', 's:4']);
+    expect(result?.failed?.map((f) => [f.index, f.retryable, f.code])).toEqual([
+      [1, false, 'WRONGTYPE'],
+      [2, true, 'LOADING'],
+      [3, true, undefined],
+      [4, false, undefined],
+    ]);
+  });
+
+  it('sends nothing while the client is not connected (no offline-queue copies)', async () => {
+    const { client, sent } = fakeRedis(() => [], 'reconnecting');
+    const sink = new RedisStreamSink({ client });
+    await sink.attach(attachContext);
+    await expect(sink.write([log()], { signal: signal(), attempt: 1 })).rejects.toMatchObject({ retryable: true, message: expect.stringContaining('Redis is not connected') });
+    expect(sent).toHaveLength(0);
+  });
+});
+
+describe('docs/sinks/redis-streams.md', () => {
+  it('its options table lists every option with the default the code has', () => {
+    const doc = readFileSync(path.resolve(import.meta.dirname, '../../../../../docs/sinks/redis-streams.md'), 'utf8');
+    const rows = new Map<string, string>();
+    const section = doc.slice(doc.indexOf('## Options'), doc.indexOf('\n## ', doc.indexOf('## Options') + 3));
+    for (const match of section.matchAll(/^\| `(\w+)` \| ([^|]+) \|/gm)) rows.set(match[1], match[2].trim());
+    expect(Object.fromEntries(rows)).toEqual({
+      name: `\`'${REDIS_STREAM_SINK_DEFAULTS.name}'\``,
+      client: `\`'${REDIS_STREAM_SINK_DEFAULTS.client}'\``,
+      kinds: "`['job', 'log', 'metric']`",
+      stream: '`deferred:<kind>`',
+      fields: 'the fields above',
+      maxLen: 'no trimming',
+      maxAgeMs: 'no trimming',
+      noMkStream: `\`${REDIS_STREAM_SINK_DEFAULTS.noMkStream}\``,
+    });
+    expect(doc).toContain(`\`maxBatchSize\` ${REDIS_STREAM_PROCESSOR_DEFAULTS.maxBatchSize}`);
+    expect(doc).toContain(`\`writeTimeoutMs\` ${REDIS_STREAM_PROCESSOR_DEFAULTS.writeTimeoutMs}`);
+  });
+});
