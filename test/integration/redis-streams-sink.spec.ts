@@ -64,7 +64,7 @@ describe.each(platforms)('RedisStreamSink ($name)', (platform) => {
     const started = await startApp(platform, {
       imports: [
         DeferredWorkModule.forRoot({
-          correlation: { header: 'x-request-id' },
+          correlation: { requestIdHeader: 'x-request-id' },
           sinks: [new RedisStreamSink({ stream, ...options })],
           sinkOptions: { 'redis-streams': { flushIntervalMs: 5, initialBackoffMs: 50, maxBackoffMs: 500, maxAttempts: 100, writeTimeoutMs: 2000 } },
         }),
@@ -75,17 +75,20 @@ describe.each(platforms)('RedisStreamSink ($name)', (platform) => {
     return { started, client, work: started.app.get(DeferredWork) };
   };
 
-  it('100 requests give 100 entries, read back once each by a consumer group, with the documented fields', async () => {
+  it('101 requests give 101 entries, read back once each by a consumer group, with the documented fields', async () => {
     const stream = nextStream();
     const { started, client, work } = await start(stream);
     try {
       const marks = range(0, 100).map((i) => `${platform.name}-${i}`);
       const statuses = await load(started.url, marks.map((m) => `/entries/${m}`), 5);
       expect(statuses.every((s) => s === 200)).toBe(true);
-      await eventually(async () => expect(work.stats().sinks['redis-streams']).toMatchObject({ accepted: 100, delivered: 100, pending: 0 }));
+      const tagged = await fetch(`${started.url}/entries/tagged`, { headers: { 'x-request-id': 'req-7' } });
+      expect(tagged.status).toBe(200);
+      await eventually(async () => expect(work.stats().sinks['redis-streams']).toMatchObject({ accepted: 101, delivered: 101, pending: 0 }));
       const entries = await consume(stream);
-      expect(entries.map(markOf).sort()).toEqual([...marks].sort());
-      expect(new Set(entries.map((e) => e.id)).size).toBe(100);
+      expect(entries.map(markOf).sort()).toEqual([...marks, 'tagged'].sort());
+      expect(new Set(entries.map((e) => e.id)).size).toBe(101);
+      expect(entries.find((e) => markOf(e) === 'tagged')).toMatchObject({ requestId: 'req-7' });
       for (const entry of entries) {
         expect(entry).toMatchObject({ kind: 'log', name: 'info' });
         expect(entry.id).toMatch(/^dw-/);
