@@ -47,7 +47,7 @@ import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createServer as createNetServer } from 'node:net';
+import { connect as connectTcp, createServer as createNetServer } from 'node:net';
 import { RedisServer } from './redis-server.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -680,6 +680,11 @@ async function runApp(runtime, dir, main, drive, env = {}, listen = undefined) {
  * `LoggerSink`), and `GET /deferred/stats` counts both delivered.
  */
 async function driveGuide(base, output) {
+  // Nest prints "successfully started" when the app is initialised, a moment before it listens.
+  const port = Number(new URL(base).port);
+  for (const deadline = Date.now() + 10_000; !(await accepts(port)); await delay(50)) {
+    if (Date.now() > deadline) throw new StepError('start', `nothing listens on ${base} 10 s after the app started`, output());
+  }
   const res = await http('POST', `${base}/users/42/welcome`);
   if (res.status !== 201 || JSON.stringify(res.body) !== '{"queued":true}') {
     throw new StepError('guide', `POST /users/42/welcome answered ${res.status} ${JSON.stringify(res.body)}, expected 201 {"queued":true}`, output());
@@ -698,6 +703,15 @@ async function driveGuide(base, output) {
   if (stats.status !== 200 || accepted !== 2 || delivered !== 2) {
     throw new StepError('guide', `GET /deferred/stats answered ${stats.status} accepted ${accepted} delivered ${delivered}, expected 200 with 2 and 2`, output());
   }
+}
+
+/** Whether something accepts a TCP connection on 127.0.0.1:`port` now. */
+function accepts(port) {
+  return new Promise((resolveAccepts) => {
+    const socket = connectTcp(port, '127.0.0.1');
+    socket.once('connect', () => (socket.destroy(), resolveAccepts(true)));
+    socket.once('error', () => resolveAccepts(false));
+  });
 }
 
 /** A TCP port free on 127.0.0.1 now. */

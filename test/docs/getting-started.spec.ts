@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { eventually } from '../support/eventually';
 import { freePort } from '../support/free-port';
@@ -101,6 +102,12 @@ describe('the getting-started guide, followed as written', () => {
       await eventually(() => {
         expect(app.output).toContain('Nest application successfully started');
       }, 30_000, 50);
+      // Nest prints that line once the app is initialised, a moment before it listens.
+      await eventually(() => new Promise<void>((resolve, reject) => {
+        const socket = connect(port, '127.0.0.1');
+        socket.once('connect', () => (socket.destroy(), resolve()));
+        socket.once('error', reject);
+      }), 10_000, 50);
     }, 60_000);
 
     afterAll(async () => {
