@@ -1,5 +1,6 @@
 import type { SinkItem } from '../../core/items/deferred-item.interface';
 import { itemId } from '../kit/item-id';
+import { itemParts } from '../kit/item-parts';
 
 /** The default stream of an item: `deferred:<kind>`. */
 export function defaultStream(item: SinkItem): string {
@@ -12,18 +13,7 @@ export function defaultStream(item: SinkItem): string {
  * when the item carries them.
  */
 export function defaultFields(item: SinkItem): Record<string, string> {
-  let name: string;
-  let payload: Record<string, unknown>;
-  if (item.kind === 'job') {
-    name = item.queue;
-    payload = { name: item.name, data: item.data, ...(item.opts === undefined ? {} : { opts: item.opts }) };
-  } else if (item.kind === 'log') {
-    name = item.level;
-    payload = { message: item.message, ...(item.fields === undefined ? {} : { fields: item.fields }), ...(item.context === undefined ? {} : { context: item.context }) };
-  } else {
-    name = item.name;
-    payload = { value: item.value, ...(item.tags === undefined ? {} : { tags: item.tags }), ...(item.op === undefined ? {} : { op: item.op }) };
-  }
+  const { name, payload } = itemParts(item);
   const fields: Record<string, string> = { id: itemId(item), kind: item.kind, name, payload: JSON.stringify(payload), createdAt: String(item.createdAt) };
   const c = item.correlation;
   if (c?.requestId !== undefined) fields.requestId = c.requestId;

@@ -1,5 +1,6 @@
 import type { SinkItem } from '../../core/items/deferred-item.interface';
 import { itemId } from '../kit/item-id';
+import { itemParts } from '../kit/item-parts';
 import type { SqlDialect } from './sql-sink.options';
 
 /** The default table's columns, in order. */
@@ -43,18 +44,7 @@ export function defaultTableDdl(dialect: SqlDialect, table: string): string {
  */
 export function defaultRow(item: SinkItem): Record<DefaultColumn, unknown> {
   const c = item.correlation;
-  let name: string;
-  let payload: Record<string, unknown>;
-  if (item.kind === 'job') {
-    name = item.queue;
-    payload = { name: item.name, data: item.data, ...(item.opts === undefined ? {} : { opts: item.opts }) };
-  } else if (item.kind === 'log') {
-    name = item.level;
-    payload = { message: item.message, ...(item.fields === undefined ? {} : { fields: item.fields }), ...(item.context === undefined ? {} : { context: item.context }) };
-  } else {
-    name = item.name;
-    payload = { value: item.value, ...(item.tags === undefined ? {} : { tags: item.tags }), ...(item.op === undefined ? {} : { op: item.op }) };
-  }
+  const { name, payload } = itemParts(item);
   return {
     id: itemId(item),
     kind: item.kind,
