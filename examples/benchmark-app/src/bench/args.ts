@@ -143,6 +143,16 @@ export const SCENARIOS: readonly ScenarioInfo[] = [
     needs: ['mysql'],
     kind: 'variants',
   },
+  // a typical endpoint: guard, validation, a query, a 2 KB response; then a job, a log and a metric
+  {
+    id: 'realistic',
+    label: 'realistic: bearer guard, ValidationPipe DTO, PostgreSQL query, 2 KB JSON; BullMQ job + log + metric',
+    itemsPerRequest: 3,
+    alwaysItemsPerRequest: 2,
+    needs: ['redis', 'postgres'],
+    kind: 'variants',
+    variants: ['plain', 'blocking', 'article-tap', 'event-emitter', 'deferred'],
+  },
 ];
 
 /** The GraphQL scenario's endpoint: one query field per variant, over GET (Apollo's CSRF check wants the preflight header). */
@@ -153,9 +163,28 @@ export function routePath(scenario: ScenarioId, variant: Variant): string {
   return scenario === 'graphql' ? `/graphql?query=${encodeURIComponent(`{${variant}}`)}` : `/${scenario}/${variant}`;
 }
 
-/** The headers a scenario's requests carry (none but for GraphQL). */
+/** The headers a scenario's requests carry (none but for GraphQL and `realistic`). */
 export function routeHeaders(scenario: ScenarioId): Record<string, string> | undefined {
+  if (scenario === 'realistic') return { ...REALISTIC_HEADERS };
   return scenario === 'graphql' ? { ...GRAPHQL_HEADERS } : undefined;
+}
+
+/** The `realistic` scenario's request: a JSON order posted with a bearer token. */
+export const REALISTIC_HEADERS: Readonly<Record<string, string>> = Object.freeze({
+  'content-type': 'application/json',
+  authorization: 'Bearer bench-token-c42',
+});
+export const REALISTIC_BODY = JSON.stringify({
+  customerId: 'c-42',
+  shipping: { street: 'Invalidenstraße 117', city: 'Berlin', zip: '10115', country: 'DE' },
+  lines: [3, 8, 15, 23, 42].map((n, i) => ({ sku: `SKU-${String(n).padStart(4, '0')}`, quantity: i + 1 })),
+  note: 'Please leave the parcel with the neighbours.',
+});
+
+/** How a scenario's routes are requested, as autocannon options: GET, or the `realistic` scenario's POST with its body. */
+export function routeRequest(scenario: ScenarioId): { method: 'GET' | 'POST'; headers?: Record<string, string>; body?: string } {
+  if (scenario === 'realistic') return { method: 'POST', headers: routeHeaders(scenario), body: REALISTIC_BODY };
+  return { method: 'GET', headers: routeHeaders(scenario) };
 }
 
 /** The scenarios that emit an event per request through a broker client, and the broker each needs. */

@@ -26,6 +26,7 @@ import autocannon from 'autocannon';
 import { type CpuProfile, type FrameGroup, summariseProfile } from './cpuprofile-summary.js';
 import { recordThread, runPerf } from './perf-record.js';
 import { PerfMap, parsePerfScript, summarisePerf } from './perf-summary.js';
+import { routeRequest, SQL_SCENARIOS } from './args.js';
 import { startLogReceiver, startRedis } from './infra.js';
 import { forkServer, type ServerHandle, snapshot } from './server-process.js';
 import type { Adapter, ScenarioId, ServerConfig, Variant } from './types.js';
@@ -41,7 +42,7 @@ const USAGE = `Usage: node dist/bench/profile.js [options]
   --mode cpu|profile|perf   cpu: CPU µs/request, variants alternating (default); profile: --cpu-prof summaries
                             (wall time); perf: the request thread's CPU by whose code spends it (Linux perf)
   --adapters express,fastify
-  --scenarios sim5,mix      sim5, sim25, sim5-tail, mix, http-log (a log receiver in this process); bull-local and bullmq-local (a private redis-server is started)
+  --scenarios sim5,mix      sim5, sim25, sim5-tail, mix, http-log (a log receiver in this process); bull-local, bullmq-local and realistic (a private redis-server is started; realistic also needs PostgreSQL)
   --variants plain,deferred,event-emitter
   --duration 5              seconds per measured run
   --warmup 2                seconds per route before measuring
@@ -125,8 +126,10 @@ function parseOptions(argv: string[]): Options {
   };
 }
 
+/** Drives `url` (`<base>/<scenario>/<variant>`) as the scenario's requests are sent (`routeRequest`: GET, or `realistic`'s POST). */
 async function drive(url: string, duration: number, connections: number, rate = 0): Promise<autocannon.Result> {
-  const result = await autocannon({ url, connections, duration, pipelining: 1, timeout: 10, ...(rate > 0 ? { overallRate: rate } : {}) });
+  const request = routeRequest(new URL(url).pathname.split('/')[1] as ScenarioId);
+  const result = await autocannon({ url, connections, duration, pipelining: 1, timeout: 10, ...request, ...(rate > 0 ? { overallRate: rate } : {}) });
   if (result.errors > 0 || result.non2xx > 0) throw new Error(`${url}: ${result.errors} errors, ${result.non2xx} non-2xx responses`);
   return result;
 }
@@ -168,7 +171,7 @@ async function cpuMode(options: Options): Promise<void> {
     // one after another: builds given the same queue scenario share its queue, which each server empties as it starts
     const servers: Array<(typeof options.servers)[number] & { server: ServerHandle }> = [];
     for (const s of options.servers) {
-      const config = { adapter, scenarios: options.scenarios, spoolDir: await spoolDirFor(options), redisUrl: options.redisUrl, logReceiverUrl: options.logReceiverUrl };
+      const config = { adapter, scenarios: options.scenarios, spoolDir: await spoolDirFor(options), redisUrl: options.redisUrl, logReceiverUrl: options.logReceiverUrl, pgUrl: PG_URL };
       servers.push({ ...s, server: await forkServer(s.entry, config, [], s.entry) });
     }
     try {
@@ -242,7 +245,7 @@ async function* routeRuns(options: Options): AsyncGenerator<RouteRun> {
     for (const scenario of options.scenarios) {
       for (const variant of options.variants) {
         for (const s of options.servers) {
-          const config = { adapter, scenarios: [scenario], spoolDir: await spoolDirFor(options), redisUrl: options.redisUrl, logReceiverUrl: options.logReceiverUrl };
+          const config = { adapter, scenarios: [scenario], spoolDir: await spoolDirFor(options), redisUrl: options.redisUrl, logReceiverUrl: options.logReceiverUrl, pgUrl: PG_URL };
           yield { name: `${s.label}-${adapter}-${scenario}-${variant}`, entry: s.entry, key: `${scenario}/${variant}`, config };
         }
       }
@@ -364,8 +367,11 @@ async function perfMode(options: Options): Promise<void> {
   await writeFile(path.join(options.out, 'perf-summary.json'), `${JSON.stringify(summaries, null, 1)}\n`);
 }
 
+/** The `realistic` scenario's database (the machine's own PostgreSQL, or `DW_BENCH_PG_URL`). */
+const PG_URL = SQL_SCENARIOS['pg-local']?.url;
+
 /** The queue scenarios need a Redis: a private one, started for the run. */
-const REDIS_SCENARIOS: readonly ScenarioId[] = ['bull-local', 'bullmq-local'];
+const REDIS_SCENARIOS: readonly ScenarioId[] = ['bull-local', 'bullmq-local', 'realistic'];
 
 async function main(): Promise<void> {
   const options = parseOptions(process.argv.slice(2));

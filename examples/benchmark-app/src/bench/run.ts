@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import {
   BROKER_SCENARIOS,
-  routeHeaders,
+  routeRequest,
   routePath,
   ACCEPT_ENCODING,
   AWAITED_VARIANTS,
@@ -174,8 +174,11 @@ function startServer(config: ServerConfig, options: BenchOptions, profileDir: st
   return forkServer(serverEntry, config, options.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []);
 }
 
-async function drive(url: string, connections: number, duration: number, headers?: Record<string, string>): Promise<autocannon.Result> {
-  return autocannon({ url, connections, duration, pipelining: 1, timeout: 10, headers });
+/** How a request is sent: GET with headers, or a method and body (see `routeRequest`). */
+type RequestShape = { method?: 'GET' | 'POST'; headers?: Record<string, string>; body?: string };
+
+async function drive(url: string, connections: number, duration: number, request: RequestShape = {}): Promise<autocannon.Result> {
+  return autocannon({ url, connections, duration, pipelining: 1, timeout: 10, ...request });
 }
 
 const COMPRESSION_URL_PATH = '/compression/report';
@@ -199,7 +202,7 @@ function bodyBytes(url: string, acceptEncoding: string): Promise<number> {
 async function measureCompression(server: ServerHandle, encoding: Encoding, options: BenchOptions) {
   const before = await snapshot(server, true);
   const result = await drive(`${server.base}${COMPRESSION_URL_PATH}`, options.connections, options.duration, {
-    'accept-encoding': ACCEPT_ENCODING[encoding],
+    headers: { 'accept-encoding': ACCEPT_ENCODING[encoding] },
   });
   const after = await snapshot(server, true);
   const t0 = before.routes[COMPRESSION_ROUTE_KEY] ?? { count: 0, handlerMsAvg: 0, sendMsAvg: 0 };
@@ -261,7 +264,7 @@ async function measure(
   const before = await snapshot(server, true);
   const atDestinationBefore = await destination?.();
   const redisBefore = await redisCpu?.();
-  const result = await drive(`${server.base}${routePath(scenario, variant)}`, options.connections, options.duration, routeHeaders(scenario));
+  const result = await drive(`${server.base}${routePath(scenario, variant)}`, options.connections, options.duration, routeRequest(scenario));
   const after = await snapshot(server, true);
   const atDestinationAfter = await destination?.();
   const redisAfter = await redisCpu?.();
@@ -369,7 +372,7 @@ async function main(): Promise<void> {
 
   const missing = await probeSinks();
   if (missing.bull) for (const id of BULL_SCENARIOS) skip(id, missing.bull);
-  if (missing.bullmq) for (const id of BULLMQ_SCENARIOS) skip(id, missing.bullmq);
+  if (missing.bullmq) for (const id of [...BULLMQ_SCENARIOS, 'realistic' as const]) skip(id, missing.bullmq);
   if (missing.http) skip('http-log', missing.http);
 
   // the SQL scenarios' databases must answer (no skip: the run stops here, saying how to provide one)
@@ -389,7 +392,8 @@ async function main(): Promise<void> {
   let receiver: LogReceiver | undefined;
   let bullMq: ReturnType<typeof bullMqCounters> | undefined;
   const wanted = (id: ScenarioId) => options.scenarios.includes(id) && !skipped.some((s) => s.scenario === id);
-  const queueScenarios = [...BULL_SCENARIOS, ...BULLMQ_SCENARIOS];
+  // the queue scenarios, and `realistic` (a BullMQ job among its items), run against a private Redis
+  const queueScenarios: ScenarioId[] = [...BULL_SCENARIOS, ...BULLMQ_SCENARIOS, 'realistic'];
   if (queueScenarios.some(wanted)) {
     try {
       redis = await startRedis();
@@ -412,6 +416,11 @@ async function main(): Promise<void> {
     if (!wanted(id)) continue;
     const problem = await unreachable(broker.url);
     if (problem) skip(id, `no ${broker.need} at ${broker.url} (${problem}); start one there (the machine's own service)`);
+  }
+  const pgUrl = SQL_SCENARIOS['pg-local']?.url;
+  if (wanted('realistic') && pgUrl) {
+    const problem = await unreachable(pgUrl);
+    if (problem) skip('realistic', `no PostgreSQL at ${pgUrl} (${problem}); start one there or set DW_BENCH_PG_URL`);
   }
   if (skipped.length > 0) {
     banner(['SKIPPED SCENARIOS', ...skipped.map((s) => `${s.scenario} (${s.scenarioLabel}): ${s.reason}`)]);
@@ -487,7 +496,7 @@ async function main(): Promise<void> {
             // only the routes this scenario has (deferred-offload where its sink can be offloaded)
             const variants = variantsOf(scenario);
             if (options.warmup > 0) {
-              for (const variant of variants) await drive(`${server.base}${routePath(scenario, variant)}`, options.connections, options.warmup, routeHeaders(scenario));
+              for (const variant of variants) await drive(`${server.base}${routePath(scenario, variant)}`, options.connections, options.warmup, routeRequest(scenario));
               await snapshot(server, true);
             }
             const samples = new Map<Variant, RunSample[]>(variants.map((v) => [v, []]));
@@ -573,7 +582,7 @@ async function main(): Promise<void> {
             bytes.set(encoding, await bodyBytes(`${server.base}${COMPRESSION_URL_PATH}`, ACCEPT_ENCODING[encoding]));
             if (options.warmup > 0) {
               await drive(`${server.base}${COMPRESSION_URL_PATH}`, options.connections, options.warmup, {
-                'accept-encoding': ACCEPT_ENCODING[encoding],
+                headers: { 'accept-encoding': ACCEPT_ENCODING[encoding] },
               });
             }
           }

@@ -16,6 +16,7 @@ import type { ScenarioResources } from './effects.js';
 import { NoopInterceptor } from './noop.interceptor.js';
 import { offloadController, scenarioController, spoolController } from './scenario.controller.js';
 import { handleController, injectedController } from './handles.controller.js';
+import { realisticController } from './realistic.controller.js';
 
 /** How long `?flush=1` waits, at most, for deferred items and awaited side-effects still running. */
 const FLUSH_TIMEOUT_MS = 15_000;
@@ -140,7 +141,7 @@ export class BenchModule {
     for (const id of config.scenarios) {
       const effect = resources.effects.get(id);
       if (!effect) continue;
-      controllers.push(scenarioController(id, effect));
+      controllers.push(id === 'realistic' && resources.realistic ? realisticController(resources.realistic) : scenarioController(id, effect));
       const offload = offloadController(id, effect);
       if (offload) controllers.push(offload);
       const spooled = spoolController(id, effect);

@@ -13,6 +13,7 @@ import { randomUUID } from 'node:crypto';
 import { benchQueueName, benchTableName, offloadSinkName, scenarioInfo, spoolSinkName } from '../bench/args.js';
 import type { ScenarioId, ServerConfig } from '../bench/types.js';
 import { type GraphqlParts, graphqlParts } from './graphql.js';
+import { type RealisticParts, realisticParts } from './realistic.js';
 
 /** The deferred handles a scenario's side-effect is written with (the `deferred-handle` and `deferred-injected` routes). */
 export interface HandleSet {
@@ -63,6 +64,8 @@ export interface ScenarioResources {
   effects: Map<ScenarioId, ScenarioEffect>;
   /** The GraphQL module and resolver, when the `graphql` scenario runs. */
   graphql?: GraphqlParts;
+  /** The `realistic` scenario's query and effect, when it runs. */
+  realistic?: RealisticParts;
   /** Close queues and connections (after the app's shutdown: the sinks never close the queues they were given). */
   close(): Promise<void>;
 }
@@ -222,6 +225,21 @@ function redisConnection(redisUrl: string): { host: string; port: number } {
 }
 
 /**
+ * The BullMQ queue of a scenario (`bench-<scenario>`, emptied first, closed with the server) and a
+ * `BullMqSink` named after the scenario on that same `Queue` instance (and the sink's class). BullMQ and the sink are loaded
+ * only when a scenario needs them.
+ */
+export async function bullMqQueue(scenario: ScenarioId, redisUrl: string, closers: Array<() => Promise<void>>) {
+  const [{ Queue }, { BullMqSink }] = await Promise.all([import('bullmq'), import('nestjs-deferred-work/bullmq')]);
+  const queueName = benchQueueName(scenario);
+  const queue = new Queue(queueName, { connection: redisConnection(redisUrl) });
+  closers.push(() => queue.close());
+  await queue.waitUntilReady();
+  await queue.obliterate({ force: true });
+  return { queueName, queue, sink: new BullMqSink({ name: scenario, queues: { [queueName]: queue } }), BullMqSink };
+}
+
+/**
  * A BullMQ job per request, the Bull scenario's twin: `perform` awaits `queue.add`; `deferred` hands
  * the job to a `BullMqSink` given the same `Queue` instance (one `addBulk` per batch). The queue is
  * obliterated first, so each server starts from an empty one. BullMQ and the sink are loaded only
@@ -233,13 +251,8 @@ async function bullMqJob(
   sinks: DeferredSink[],
   closers: Array<() => Promise<void>>,
 ): Promise<ScenarioEffect> {
-  const [{ Queue }, { BullMqSink }] = await Promise.all([import('bullmq'), import('nestjs-deferred-work/bullmq')]);
-  const queueName = benchQueueName(scenario);
-  const queue = new Queue(queueName, { connection: redisConnection(redisUrl) });
-  closers.push(() => queue.close());
-  await queue.waitUntilReady();
-  await queue.obliterate({ force: true });
-  const effect = queueJob(queueName, queue, new BullMqSink({ name: scenario, queues: { [queueName]: queue } }), sinks);
+  const { queueName, queue, sink, BullMqSink } = await bullMqQueue(scenario, redisUrl, closers);
+  const effect = queueJob(queueName, queue, sink, sinks);
   return withOffload(scenario, effect, sinks, () =>
     BullMqSink.offloaded({ name: offloadSinkName(scenario), connection: redisUrl, queues: [queueName] }),
   );
@@ -389,6 +402,7 @@ export async function createScenarios(config: ServerConfig): Promise<ScenarioRes
   const spooled: string[] = [];
   const effects = new Map<ScenarioId, ScenarioEffect>();
   const closers: Array<() => Promise<void>> = [];
+  let realistic: RealisticParts | undefined;
   for (const id of config.scenarios) {
     switch (id) {
       case 'sim5':
@@ -436,6 +450,12 @@ export async function createScenarios(config: ServerConfig): Promise<ScenarioRes
         effects.set(id, await sqlRow(id, url, sinks, closers));
         break;
       }
+      case 'realistic': {
+        if (!config.pgUrl || !config.redisUrl) throw new Error('Scenario realistic needs a PostgreSQL URL and a Redis URL from the runner.');
+        realistic = await realisticParts(config.pgUrl, config.redisUrl, memory.name, sinks, closers);
+        effects.set(id, realistic.effect);
+        break;
+      }
       case 'graphql':
         break; // after the loop: its module needs the effect
       case 'compression':
@@ -451,6 +471,7 @@ export async function createScenarios(config: ServerConfig): Promise<ScenarioRes
     spooledSinks: spooled,
     effects,
     graphql,
+    realistic,
     async close() {
       await Promise.allSettled(closers.map((close) => close()));
     },
