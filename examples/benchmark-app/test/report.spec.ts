@@ -309,6 +309,17 @@ describe('deferred-spool (the disk spool)', () => {
     expect(aggregateRuns(aggregated, [sample(), sample()]).spool).toBeUndefined();
   });
 
+  it("aggregates the event loop's delay: the median of the runs' p99, the largest max; none from a server without it", () => {
+    const key = { scenario: 'sim5', scenarioLabel: 'x', adapter: 'fastify', variant: 'deferred', connections: 10 } as const;
+    const runs = [
+      sample({ loopDelayP99Ms: 1.5, loopDelayMaxMs: 4 }),
+      sample({ loopDelayP99Ms: 0.5, loopDelayMaxMs: 9 }),
+      sample({ loopDelayP99Ms: 1, loopDelayMaxMs: 2 }),
+    ];
+    expect(aggregateRuns(key, runs)).toMatchObject({ loopDelayP99Ms: 1, loopDelayMaxMs: 9 });
+    expect(aggregateRuns(key, [sample()]).loopDelayP99Ms).toBeUndefined();
+  });
+
   it('gives deferred-spool ÷ plain and ÷ deferred, undefined where the scenario has no such route', () => {
     const [bull, sim5] = computeRatios([
       row('bull-local', 'fastify', 'plain', { reqPerSec: 10000 }),
@@ -588,7 +599,7 @@ describe('renderers', () => {
     expect(sim25Deferred).toContain('17.89×');
     expect(sim25Deferred).toMatch(/17\.89×\s+0\.91×\s+2\.00×\s+4\.00×$/);
     expect(table[0]).toMatch(/CPU µs\/req\s+worker CPU µs\/req\s+request-thread CPU µs\/req\s+items/);
-    expect(table[0]).toMatch(/÷ blocking\s+÷ plain\s+÷ article-tap\s+÷ event-emitter\s+÷ deferred\s+fsyncs\/s$/);
+    expect(table[0]).toMatch(/÷ blocking\s+÷ plain\s+÷ article-tap\s+÷ event-emitter\s+÷ deferred\s+fsyncs\/s\s+loop delay p99 ms$/);
     // the offloaded route: whole-process CPU, the worker's share, the rest; its ratios, and ÷ deferred
     const bullOffload = table.find((l) => l.startsWith('bull-local') && l.includes('deferred-offload'))!;
     expect(bullOffload).toMatch(/\s200\s+75\s+125\s+210\/210\s+0\.88×\s+2\.33×\s+4\.67×\s+1\.17×$/);

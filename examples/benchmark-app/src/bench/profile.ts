@@ -141,6 +141,8 @@ interface CpuRun {
   /** The sink worker threads' CPU µs per request (`deferred-offload`); 0 elsewhere. */
   workerUsPerRequest: number;
   reqPerSec: number;
+  /** The event loop's delay over the run and its drain, 99th percentile, ms (NaN from a server without it). */
+  loopDelayP99Ms: number;
 }
 
 /** One measured run: the server's CPU over the requests it handled, drained before and after. */
@@ -156,6 +158,7 @@ async function measureCpu(server: ServerHandle, key: string, options: Options): 
     mainUsPerRequest: (mainMs * 1000) / handled,
     workerUsPerRequest: ((after.workerActiveMs - before.workerActiveMs) * 1000) / handled,
     reqPerSec: result.requests.total / result.duration,
+    loopDelayP99Ms: after.loopDelay?.p99Ms ?? NaN,
   };
 }
 
@@ -198,9 +201,9 @@ async function cpuMode(options: Options): Promise<void> {
       const rate = options.rate > 0 ? `, ${options.rate} req/s offered` : '';
       console.log(`\n${adapter}, ${options.duration} s × ${options.repeats} repeats, ${options.connections} connections${rate} (medians)`);
       console.log(
-        '| scenario | build | variant | CPU µs/req | request-thread µs/req | worker µs/req | req/s | CPU ÷ plain | request-thread − plain µs | CPU ÷ event-emitter | req/s ÷ plain | req/s ÷ event-emitter |',
+        '| scenario | build | variant | CPU µs/req | request-thread µs/req | worker µs/req | req/s | CPU ÷ plain | request-thread − plain µs | CPU ÷ event-emitter | req/s ÷ plain | req/s ÷ event-emitter | request-thread − event-emitter µs | loop delay p99 ms |',
       );
-      console.log('| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+      console.log('| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
       for (const scenario of options.scenarios) {
         for (const s of servers) {
           const med = (variant: string, pick: (run: CpuRun) => number) => median((runs.get(id(s.label, scenario, variant)) ?? []).map(pick));
@@ -221,6 +224,8 @@ async function cpuMode(options: Options): Promise<void> {
               fixed(cpu / med('event-emitter', (x) => x.cpuUsPerRequest), 2),
               fixed(rps / med('plain', (x) => x.reqPerSec), 2),
               fixed(rps / med('event-emitter', (x) => x.reqPerSec), 2),
+              fixed(main - med('event-emitter', (x) => x.mainUsPerRequest)),
+              fixed(med(variant, (x) => x.loopDelayP99Ms), 2),
             ];
             console.log(`| ${cells.join(' | ')} |`);
           }

@@ -106,6 +106,8 @@ export function aggregateRuns(
     itemsAtDestination: runs.every((r) => r.itemsAtDestination !== undefined) && runs.length > 0 ? sum((r) => r.itemsAtDestination!) : undefined,
     redisCpuUsPerRequest: runs.some((r) => r.redisCpuUsPerRequest !== undefined) ? med((r) => r.redisCpuUsPerRequest ?? Number.NaN) : undefined,
     unhandledRejections: runs.some((r) => (r.unhandledRejections ?? 0) > 0) ? sum((r) => r.unhandledRejections ?? 0) : undefined,
+    loopDelayP99Ms: runs.some((r) => r.loopDelayP99Ms !== undefined) ? med((r) => r.loopDelayP99Ms ?? Number.NaN) : undefined,
+    loopDelayMaxMs: runs.some((r) => r.loopDelayMaxMs !== undefined) ? Math.max(...runs.map((r) => r.loopDelayMaxMs ?? 0)) : undefined,
     spool: aggregateSpool(runs),
     errors: sum((r) => r.errors),
     non2xx: sum((r) => r.non2xx),
@@ -472,6 +474,7 @@ function cells(row: ResultRow, ratios: readonly ScenarioRatios[]): string[] {
     isDeferred ? times(r?.deferredVsEventEmitter) : isOffload ? times(r?.deferredOffloadVsEventEmitter) : '',
     isOffload ? times(r?.deferredOffloadVsDeferred) : isSpool ? times(r?.deferredSpoolVsDeferred) : '',
     row.spool ? formatNumber(row.spool.fsyncsPerSec, 1) : '',
+    row.loopDelayP99Ms !== undefined ? formatNumber(row.loopDelayP99Ms, 1) : '',
   ];
 }
 
@@ -493,8 +496,9 @@ const HEADERS = [
   '÷ event-emitter',
   '÷ deferred',
   'fsyncs/s',
+  'loop delay p99 ms',
 ];
-const NUMERIC_COLUMNS = new Set([3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]);
+const NUMERIC_COLUMNS = new Set([3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17]);
 /** Index of the first ratio column (`÷ blocking`) in {@link HEADERS}. */
 const FIRST_RATIO_COLUMN = HEADERS.indexOf('÷ blocking');
 

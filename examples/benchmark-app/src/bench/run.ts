@@ -324,6 +324,8 @@ async function measure(
     redisCpuUsPerRequest:
       redisBefore !== undefined && redisAfter !== undefined && serverRequests > 0 ? (redisAfter - redisBefore) / serverRequests : undefined,
     unhandledRejections: after.unhandledRejections - before.unhandledRejections,
+    loopDelayP99Ms: after.loopDelay?.p99Ms,
+    loopDelayMaxMs: after.loopDelay?.maxMs,
     spool,
   };
 }
@@ -533,6 +535,7 @@ async function main(): Promise<void> {
                 log(
                   `  ${progress()} ${variant.padEnd(16)} #${r + 1}: ` +
                     `${formatNumber(sample.reqPerSec, 0).padStart(7)} req/s, p99 ${formatNumber(sample.latencyP99Ms, 0)} ms, ` +
+                    `loop p99 ${formatNumber(sample.loopDelayP99Ms ?? Number.NaN, 1)} ms, ` +
                     `${formatNumber(sample.cpuUsPerRequest, 0)} µs CPU/req (worker ${formatNumber(sample.workerCpuUsPerRequest, 0)}, ` +
                     `request thread ${formatNumber(sample.requestThreadCpuUsPerRequest, 0)})${redisText}${items}${spoolText}${problems}`,
                 );

@@ -135,6 +135,9 @@ export interface RunSample {
   redisCpuUsPerRequest?: number;
   /** Unhandled promise rejections the server saw during the run (a side-effect fired without a catch). */
   unhandledRejections?: number;
+  /** The event loop's delay over the run and its drain: its 99th percentile and its largest, in ms (see `ServerSnapshot.loopDelay`). */
+  loopDelayP99Ms?: number;
+  loopDelayMaxMs?: number;
   /** The spool's counters over the run (`deferred-spool` only). */
   spool?: SpoolSample;
 }
@@ -187,6 +190,9 @@ export interface ResultRow {
   redisCpuUsPerRequest?: number;
   /** Summed over the repeats; absent when none was seen. */
   unhandledRejections?: number;
+  /** The event loop's delay: the median over the repeats of each run's 99th percentile, and the largest of any run, in ms. */
+  loopDelayP99Ms?: number;
+  loopDelayMaxMs?: number;
   /** The spool's counters (`deferred-spool` rows only). */
   spool?: SpoolFigures;
   errors: number;
@@ -342,6 +348,11 @@ export interface ServerSnapshot {
   spool: Record<string, { fsyncs: number; syncErrors: number; appended: number; acked: number; pending: number; refused: number; failed: number }>;
   /** Whether the flush requested before the snapshot completed in time. */
   flushed?: boolean;
+  /**
+   * The event loop's delay since the previous snapshot (`monitorEventLoopDelay`, 2 ms resolution),
+   * read after this one's flush and then reset: between a run's two snapshots, the run and its drain.
+   */
+  loopDelay?: { p99Ms: number; maxMs: number };
 }
 
 /** Configuration the runner passes to the server process (env `BENCH_SERVER_CONFIG`, JSON). */

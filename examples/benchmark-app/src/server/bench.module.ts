@@ -4,6 +4,7 @@
  * `GET /__bench/stats` the runner reads.
  */
 import { readFileSync } from 'node:fs';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Controller, type DynamicModule, Get, Inject, Module, Query, type Type } from '@nestjs/common';
 import { EventEmitterModule } from '@nestjs/event-emitter';
 import { DeferredWork, DeferredWorkModule } from 'nestjs-deferred-work';
@@ -49,6 +50,17 @@ function mainThreadCpuMs(): number | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** The event loop's delay, sampled every 2 ms over the server's life; read and reset by each stats snapshot. */
+const loopDelay = monitorEventLoopDelay({ resolution: 2 });
+loopDelay.enable();
+
+/** The loop delay since the last call (its p99 and max, ms), then a fresh histogram. */
+function takeLoopDelay(): { p99Ms: number; maxMs: number } {
+  const taken = { p99Ms: loopDelay.percentile(99) / 1e6, maxMs: loopDelay.max / 1e6 };
+  loopDelay.reset();
+  return taken;
 }
 
 @Controller('__bench')
@@ -113,6 +125,7 @@ class StatsController {
         requests: s.requests,
       },
       flushed,
+      loopDelay: takeLoopDelay(),
     };
   }
 }
