@@ -134,6 +134,41 @@ describe('BullMqSink', () => {
     expect(() => sink.validate(job('mail', 'a', opts))).toThrow(message);
   });
 
+  it('sends a large batch as adds of at most 32 jobs, each started a turn of the event loop after the last, in order', async () => {
+    let turn = 0;
+    let writing = true;
+    const tick = () => {
+      turn++;
+      if (writing) setImmediate(tick);
+    };
+    setImmediate(tick);
+    const mail = new FakeQueue('mail');
+    const calls: Array<{ size: number; turn: number }> = [];
+    const addBulk = mail.addBulk.bind(mail);
+    mail.addBulk = (jobs) => {
+      calls.push({ size: jobs.length, turn });
+      return addBulk(jobs);
+    };
+    const items = Array.from({ length: 100 }, (_, i) => job('mail', `j${i}`));
+    try {
+      await expect(new BullMqSink({ queues: [mail as never] }).write(items, ctx())).resolves.toBeUndefined();
+    } finally {
+      writing = false;
+    }
+    expect(calls.map((c) => c.size)).toEqual([32, 32, 32, 4]);
+    for (let i = 1; i < calls.length; i++) expect(calls[i].turn).toBeGreaterThan(calls[i - 1].turn);
+    expect([...mail.stored.values()].map((j) => j.name)).toEqual(items.map((i) => i.name));
+  });
+
+  it('a refused job in one of the adds fails alone; the other adds are confirmed', async () => {
+    const mail = new FakeQueue('mail');
+    mail.refuse.add('j40');
+    const items = Array.from({ length: 70 }, (_, i) => job('mail', `j${i}`));
+    const result = (await new BullMqSink({ queues: [mail as never] }).write(items, ctx())) as SinkWriteResult;
+    expect(result.failed.map((f) => f.index)).toEqual([40]);
+    expect(mail.stored.size).toBe(69);
+  });
+
   it('takes jobs only, and refuses Bull 4 queues naming the Bull sink', () => {
     const sink = new BullMqSink({ queues: [new FakeQueue('mail') as never] });
     expect(sink.kinds).toEqual(['job']);

@@ -3,6 +3,7 @@ import { SinkWriteError } from '../../core/errors/sink-write.error';
 import type { JobItem, SinkItem, SinkKind } from '../../core/items/deferred-item.interface';
 import type { DeferredSink, SinkAttachContext, SinkItemFailure, SinkWriteContext, SinkWriteResult } from '../../core/sink.interface';
 import { abortable } from '../kit/abortable';
+import { chunk } from '../kit/chunks';
 import { type Part, Partitions } from '../kit/partitions';
 import { runLimited } from '../kit/run-limited';
 import { WriteProgress } from '../kit/write-progress';
@@ -11,6 +12,17 @@ import type { NamedQueue, QueueFlavor, QueueSinkOptions, QueueState } from './qu
 
 /** Queues one write adds to at once (each is one batch add, one round trip). */
 const PARTS_AT_ONCE = 4;
+
+/**
+ * Most jobs in one batch add. Bull and BullMQ build and serialise every job of a batch add
+ * synchronously (BullMQ: tens of µs per job), so a part of 512 jobs would hold the event loop — and
+ * every request waiting on it — for 10 ms or more. A larger part is sent as several adds, each started
+ * a turn of the event loop after the previous one (`setImmediate`), so requests are served in between.
+ */
+export const JOBS_PER_ADD = 32;
+
+/** Resolves on the next turn of the event loop, after the I/O that is ready now. */
+const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 /**
  * What every queue sink (Bull, BullMQ) guarantees, written once: jobs only; one batch add per queue
@@ -92,14 +104,7 @@ export abstract class QueueSink<Q extends NamedQueue, J> implements DeferredSink
     // were confirmed still count, and the rest are retried.
     const progress = new WriteProgress(batch.length);
     for (const failure of parts.failed) progress.failEntry(failure);
-    const work = runLimited(parts.list(), PARTS_AT_ONCE, async (part) => {
-      try {
-        for (const failure of await this.addPart(part, signal)) progress.failEntry(failure);
-        progress.confirm(part.indexes);
-      } catch (error) {
-        progress.fail(part.indexes, error); // cut short by the signal
-      }
-    });
+    const work = runLimited(parts.list(), PARTS_AT_ONCE, (part) => this.addInChunks(part, signal, progress));
     const complete = await progress.until(work, signal);
     return progress.result(complete, signal.reason);
   }
@@ -111,6 +116,30 @@ export abstract class QueueSink<Q extends NamedQueue, J> implements DeferredSink
 
   private held(queue: Q): void {
     this.holdOpen?.(queue);
+  }
+
+  /**
+   * A queue's part in adds of at most {@link JOBS_PER_ADD} jobs, each started a turn after the last
+   * (they run concurrently once started); each add's jobs are confirmed or failed on their own.
+   */
+  private async addInChunks(part: Part<Q, J>, signal: AbortSignal, progress: WriteProgress): Promise<void> {
+    const { chunks } = chunk(part.values, { maxCount: JOBS_PER_ADD });
+    const adds: Array<Promise<void>> = [];
+    for (let c = 0; c < chunks.length; c++) {
+      if (c > 0) await nextTurn();
+      const piece: Part<Q, J> =
+        chunks.length === 1 ? part : { destination: part.destination, indexes: chunks[c].positions.map((p) => part.indexes[p]), values: chunks[c].values };
+      adds.push(
+        this.addPart(piece, signal).then(
+          (failures) => {
+            for (const failure of failures) progress.failEntry(failure);
+            progress.confirm(piece.indexes);
+          },
+          (error: unknown) => progress.fail(piece.indexes, error), // cut short by the signal
+        ),
+      );
+    }
+    await Promise.all(adds);
   }
 
   /** One batch add for one queue; returns the failures, or rejects when `signal` aborts. */
