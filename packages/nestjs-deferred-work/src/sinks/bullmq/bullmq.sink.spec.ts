@@ -160,6 +160,35 @@ describe('BullMqSink', () => {
     expect([...mail.stored.values()].map((j) => j.name)).toEqual(items.map((i) => i.name));
   });
 
+  it('keeps at most two adds of a part in flight, so the write signal gets only a few listeners', async () => {
+    const mail = new FakeQueue('mail');
+    let inFlight = 0;
+    let most = 0;
+    const addBulk = mail.addBulk.bind(mail);
+    mail.addBulk = async (jobs) => {
+      most = Math.max(most, ++inFlight);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      try {
+        return await addBulk(jobs);
+      } finally {
+        inFlight--;
+      }
+    };
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning);
+    process.on('warning', onWarning);
+    try {
+      const items = Array.from({ length: 512 }, (_, i) => job('mail', `j${i}`));
+      await expect(new BullMqSink({ queues: [mail as never] }).write(items, ctx())).resolves.toBeUndefined();
+      await new Promise((resolve) => setImmediate(resolve));
+    } finally {
+      process.off('warning', onWarning);
+    }
+    expect(mail.stored.size).toBe(512);
+    expect(most).toBe(2);
+    expect(warnings.filter((w) => w.name === 'MaxListenersExceededWarning')).toEqual([]);
+  });
+
   it('a refused job in one of the adds fails alone; the other adds are confirmed', async () => {
     const mail = new FakeQueue('mail');
     mail.refuse.add('j40');

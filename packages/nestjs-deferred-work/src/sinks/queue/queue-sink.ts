@@ -21,6 +21,13 @@ const PARTS_AT_ONCE = 4;
  */
 export const JOBS_PER_ADD = 32;
 
+/**
+ * Adds of one part in flight at once: the next one is built while the previous is on the wire. Each
+ * add listens on the write's signal while it waits, so this (× {@link PARTS_AT_ONCE}) also bounds the
+ * signal's listeners below Node's warning threshold (10).
+ */
+const ADDS_IN_FLIGHT = 2;
+
 /** Resolves on the next turn of the event loop, after the I/O that is ready now. */
 const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
@@ -119,13 +126,14 @@ export abstract class QueueSink<Q extends NamedQueue, J> implements DeferredSink
   }
 
   /**
-   * A queue's part in adds of at most {@link JOBS_PER_ADD} jobs, each started a turn after the last
-   * (they run concurrently once started); each add's jobs are confirmed or failed on their own.
+   * A queue's part in adds of at most {@link JOBS_PER_ADD} jobs, each started a turn after the last,
+   * {@link ADDS_IN_FLIGHT} at a time; each add's jobs are confirmed or failed on their own.
    */
   private async addInChunks(part: Part<Q, J>, signal: AbortSignal, progress: WriteProgress): Promise<void> {
     const { chunks } = chunk(part.values, { maxCount: JOBS_PER_ADD });
     const adds: Array<Promise<void>> = [];
     for (let c = 0; c < chunks.length; c++) {
+      if (c >= ADDS_IN_FLIGHT) await adds[c - ADDS_IN_FLIGHT];
       if (c > 0) await nextTurn();
       const piece: Part<Q, J> =
         chunks.length === 1 ? part : { destination: part.destination, indexes: chunks[c].positions.map((p) => part.indexes[p]), values: chunks[c].values };
