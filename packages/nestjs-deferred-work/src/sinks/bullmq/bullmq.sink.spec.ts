@@ -194,7 +194,7 @@ describe('BullMqSink', () => {
     mail.refuse.add('j40');
     const items = Array.from({ length: 70 }, (_, i) => job('mail', `j${i}`));
     const result = (await new BullMqSink({ queues: [mail as never] }).write(items, ctx())) as SinkWriteResult;
-    expect(result.failed.map((f) => f.index)).toEqual([40]);
+    expect(result.failed!.map((f) => f.index)).toEqual([40]);
     expect(mail.stored.size).toBe(69);
   });
 
