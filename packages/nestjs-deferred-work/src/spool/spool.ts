@@ -35,7 +35,7 @@ export class Spool {
   private readonly replayBefore: number;
   private readonly commit: GroupCommit;
   private closing: Promise<void> | undefined;
-  private counts = { appended: 0, acked: 0, refused: 0, torn: 0, ackWriteFailures: 0 };
+  private counts = { appended: 0, acked: 0, refused: 0, torn: 0, ackWriteFailures: 0, bytesWritten: 0 };
   private readonly writes: QueuedWrites;
 
   private constructor(
@@ -126,6 +126,7 @@ export class Spool {
       this.nextSeq++;
       this.segments.bytes += size;
       this.counts.appended++;
+      this.counts.bytesWritten += size;
       this.segments.touched(target);
       this.commit.wrote();
       this.writes.queued(target);
@@ -168,6 +169,7 @@ export class Spool {
         continue;
       }
       this.segments.bytes += segment.ackBytes - before;
+      this.counts.bytesWritten += segment.ackBytes - before;
       this.segments.touched(segment);
       this.commit.wrote();
     }
@@ -224,6 +226,7 @@ export class Spool {
       oldestPendingAgeMs: oldest === undefined ? 0 : Math.max(0, Date.now() - oldest),
       segments: this.segments.list.length,
       appended: this.counts.appended,
+      bytesWritten: this.counts.bytesWritten,
       acked: this.counts.acked,
       refused: this.counts.refused,
       fsyncs: this.commit.fsyncs,

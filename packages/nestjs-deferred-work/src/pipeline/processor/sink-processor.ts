@@ -214,7 +214,7 @@ export class SinkProcessor extends ProcessorBase {
     for (const entry of this.flight) if (entry.seq < oldest) oldest = entry.seq;
     // The backlog's records all come after what is in memory (seqs are the spool's, in order).
     if (this.backlogOwed) oldest = Math.min(oldest, this.spool!.backlogFrom);
-    // Items sent to the back of the spool carry a later seq than their acceptance: wait for them all.
+    // Items sent to the back of the spool are read back out of seq order: wait for them all.
     if ((this.spool?.requeuedPending ?? 0) > 0) oldest = 0;
     return oldest;
   }

@@ -265,4 +265,52 @@ describe('SinkProcessor with a spool', () => {
     expect(identity()).toMatchObject({ accepted: 30, delivered: 30, pending: 0, deadLettered: 0 });
     expect(identity().spool).toMatchObject({ pending: 0, onDiskOnly: 0 });
   });
+
+  it('an outage writes nothing more while the items wait: each record stays in place through every round, its order kept, and is replayed in place after a restart', async () => {
+    const dir = tempDir();
+    const { sink, state } = switchable();
+    state.up = false;
+    const a = processorOn(sink, { dir, requeue: true }, { maxAttempts: 2, maxBatchSize: 4, maxQueueSize: 8 });
+    a.processor.start();
+    for (let n = 0; n < 20; n++) a.processor.enqueue(item(n));
+    await a.processor.spool!.writeNow();
+    const appendedBytes = a.identity().spool!.bytesWritten;
+    expect(appendedBytes).toBeGreaterThan(0);
+    // Several rounds of every item through the back of the spool.
+    while (a.identity().spool!.requeued < 60) await soon(10);
+    const during = a.identity();
+    expect(during).toMatchObject({ pending: 20, deadLettered: 0 });
+    expect(during.spool).toMatchObject({ pending: 20, appended: 20, bytesWritten: appendedBytes });
+    const frames = readdirSync(dir).filter((f) => f.endsWith('.log')).flatMap((f) => scanFrames(readFileSync(join(dir, f))).frames);
+    expect(frames).toHaveLength(20);
+    // A restart replays each item once, in its place.
+    await a.processor.spool!.close();
+    open.splice(open.indexOf(a.processor), 1);
+    const back = switchable();
+    const b = processorOn(back.sink, { dir, requeue: true });
+    b.processor.start();
+    expect(await b.processor.flush(Date.now() + 2000)).toBe(true);
+    expect(back.state.got).toEqual(Array.from({ length: 20 }, (_, n) => n));
+  });
+
+  it('an item sent to the back is read back after the items appended before it, ahead of those appended after', async () => {
+    let refusing = true;
+    const got: number[] = [];
+    const sink: DeferredSink = {
+      name: 'order',
+      write: async (batch) => {
+        const failed = batch.flatMap((i, index) => (refusing && valueOf(i) === 0 ? [{ index, error: new Error('not yet') }] : []));
+        for (const [index, i] of batch.entries()) if (!failed.some((f) => f.index === index)) got.push(valueOf(i));
+        return { failed };
+      },
+    };
+    const { processor, identity } = processorOn(sink, { dir: tempDir(), requeue: true }, { maxAttempts: 2, maxBatchSize: 1, maxQueueSize: 1 });
+    for (let n = 0; n < 4; n++) processor.enqueue(item(n));
+    processor.start();
+    while (identity().spool!.requeued < 1) await soon(1);
+    refusing = false;
+    for (let n = 4; n < 6; n++) processor.enqueue(item(n));
+    expect(await processor.flush(Date.now() + 2000)).toBe(true);
+    expect(got).toEqual([1, 2, 3, 0, 4, 5]);
+  });
 });
