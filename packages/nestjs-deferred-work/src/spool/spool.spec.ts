@@ -2,6 +2,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, truncateSync,
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DeferredWorkConfigError } from '../core/errors/deferred-work-config.error';
+import { encodeAcks } from './ack-entry';
 import { FRAME_HEADER_BYTES, scanFrames } from './frame';
 import { Spool } from './spool';
 import { SpoolFullError } from './spool-full.error';
@@ -282,6 +283,29 @@ describe('Spool: full', () => {
     expect(spool.stats()).toMatchObject({ pendingRecords: 2, refused: 1, bytesOnDisk: 2 * (100 + FRAME_HEADER_BYTES) });
     spool = await reopen(spool, { maxBytes: 4096, segmentBytes: 4096 });
     expect(payloads(spool)).toEqual([record(100), record(101)]);
+  });
+
+  it('bytesOnDisk is 0 once everything is acked, and after a reopen matches the files on disk', async () => {
+    const onDisk = () => readdirSync(dir).filter((f) => /\.(log|acks)$/.test(f)).reduce((sum, f) => sum + statSync(join(dir, f)).size, 0);
+    let spool = openSpool();
+    const seqs = [spool.append('a'), spool.append('b'), spool.append('c')];
+    spool.writeNow();
+    expect(spool.stats().bytesOnDisk).toBe(onDisk());
+    spool.ack(seqs);
+    expect(spool.stats()).toMatchObject({ pendingRecords: 0, bytesOnDisk: 0 });
+    expect(onDisk()).toBe(0);
+    // A previous process left a segment whose records are all acked (written by hand here): it is
+    // deleted at open, and its bytes are not subtracted from the rest's.
+    const kept = [spool.append('d'), spool.append('e')];
+    spool = await reopen(spool);
+    const left = files('.log').find((file) => statSync(join(dir, file)).size > 0)!;
+    writeFileSync(join(dir, left.replace('.log', '.acks')), encodeAcks(kept));
+    const pending = spool.append('f');
+    spool = await reopen(spool);
+    expect(spool.stats()).toMatchObject({ pendingRecords: 1, bytesOnDisk: onDisk() });
+    expect(spool.stats().bytesOnDisk).toBeGreaterThan(0);
+    spool.ack(pending);
+    expect(spool.stats().bytesOnDisk).toBe(0);
   });
 
   it('a record larger than a segment is refused with a RangeError that names segmentBytes', () => {

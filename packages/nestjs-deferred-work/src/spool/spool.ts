@@ -160,6 +160,7 @@ export class Spool {
         this.segments.remove(segment);
         continue;
       }
+      if (segment.pending === 0 && this.rollDrained()) continue;
       const before = segment.ackBytes;
       try {
         segment.writeAcks(list);
@@ -265,6 +266,22 @@ export class Spool {
    */
   writeNow(): boolean {
     return this.closing ? false : this.writes.writeAll();
+  }
+
+  /**
+   * Every record of the active segment is acked: starts a new (empty) one, which deletes it, so a
+   * spool with nothing pending holds no bytes. Returns `false` when the disk refused the new file (the
+   * acks are then written as usual).
+   */
+  private rollDrained(): boolean {
+    try {
+      this.segments.roll(this.nextSeq);
+    } catch (error) {
+      if (!isDiskFull(error)) throw error;
+      return false;
+    }
+    this.commit.wrote(); // the directory entries
+    return true;
   }
 
   private async flushDirty(): Promise<number> {

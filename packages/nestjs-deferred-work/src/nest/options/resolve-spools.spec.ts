@@ -55,5 +55,10 @@ describe('the spool option', () => {
     const small = configError(() => resolveOptions({ sinks, spool: { dir: 's', segmentBytes: 512 * 1024, maxBytes: 1 << 20 } }));
     expect(small.message).toMatch(/spool\.segmentBytes.*maxItemBytes/s);
     expect(resolveOptions({ sinks, maxItemBytes: 1000, spool: { dir: 's', segmentBytes: 20_000 } }).spools?.size).toBe(2);
+    // A small maxBytes with segmentBytes left out: names maxBytes (what the user set), never segmentBytes.
+    const tiny = configError(() => resolveOptions({ sinks, sinkOptions: { a: { spool: { dir: 's', maxBytes: 512 * 1024 } } } }));
+    expect(tiny.message).toMatch(/sinkOptions\.a\.spool\.maxBytes.*524288 bytes cannot hold an item of maxItemBytes \(1048576\).*at least maxItemBytes \+ 16384 \(1064960\).*lower maxItemBytes to at most maxBytes - 16384 \(507904\)/s);
+    expect(tiny.message).not.toContain('segmentBytes');
+    expect(resolveOptions({ sinks, maxItemBytes: 64 * 1024, spool: { dir: 's', maxBytes: 512 * 1024 } }).spools?.get('a')).toMatchObject({ maxBytes: 512 * 1024, segmentBytes: 512 * 1024 });
   });
 });

@@ -29,6 +29,15 @@ export interface PagedRecord {
   item: DeferredItem;
 }
 
+/** A record's payload as an item; `undefined` when it is not JSON. */
+function parseItem(payload: Buffer): DeferredItem | undefined {
+  try {
+    return JSON.parse(payload.toString('utf8')) as DeferredItem;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * @internal
  * One sink's disk spool, as its processor uses it: every accepted item is appended (as JSON, with a
@@ -182,12 +191,9 @@ export class SinkSpool {
     const records: PagedRecord[] = [];
     const bad: number[] = [];
     for (const { seq, payload } of taken) {
-      try {
-        if (payload === undefined) throw new Error('missing');
-        records.push({ spoolSeq: seq, item: JSON.parse(payload.toString('utf8')) as DeferredItem });
-      } catch {
-        bad.push(seq);
-      }
+      const item = payload === undefined ? undefined : parseItem(payload);
+      if (item === undefined) bad.push(seq);
+      else records.push({ spoolSeq: seq, item });
     }
     const unreadable = bad.length + short;
     if (bad.length > 0) {
