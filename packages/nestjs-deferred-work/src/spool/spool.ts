@@ -1,4 +1,4 @@
-import { closeSync, mkdirSync, openSync } from 'node:fs';
+import { closeSync, openSync } from 'node:fs';
 import { isDiskFull } from './disk-full';
 import { encodeFrame, FRAME_HEADER_BYTES } from './frame';
 import { GroupCommit } from './group-commit';
@@ -6,6 +6,7 @@ import { QueuedWrites } from './queued-writes';
 import type { SegmentFile } from './segment-file';
 import { SegmentSet } from './segment-set';
 import { SpoolFullError } from './spool-full.error';
+import { prepareSpoolDir, spoolDirError, type SpoolDirSource } from './spool-dir';
 import { SpoolLock } from './spool-lock';
 import { readPendingRecords, replaySegments } from './spool-reads';
 import { recoverSegments } from './spool-recovery';
@@ -62,11 +63,15 @@ export class Spool {
    * live process holds it; a dead holder's lock is taken over), reads every segment back (torn records
    * skipped, counted and cut off) and starts a new segment. Synchronous: it reads the segments once.
    * Options: `maxBytes` 256 MiB, `syncIntervalMs` 200 ms, `segmentBytes` 8 MiB (see `SpoolOptions`).
+   * The directory is created with mode 0700 and its files 0600; one writable by every user, a path
+   * that is not a directory, or a symbolic link among its files fails with `DeferredWorkConfigError`
+   * naming `source.option` (default `spool.dir`) and the path given there (`source.given`).
    */
-  static open(dir: string, options: SpoolOptions = {}): Spool {
+  static open(dir: string, options: SpoolOptions = {}, source?: Partial<SpoolDirSource>): Spool {
+    const named: SpoolDirSource = { option: source?.option ?? 'spool.dir', given: source?.given ?? dir };
     const resolved = resolveSpoolOptions(options);
-    mkdirSync(dir, { recursive: true });
-    const lock = SpoolLock.acquire(dir);
+    prepareSpoolDir(dir, named);
+    const lock = SpoolLock.acquire(dir, named);
     let dirFd: number | undefined;
     try {
       dirFd = openSync(dir, 'r');
@@ -74,6 +79,7 @@ export class Spool {
     } catch (error) {
       if (dirFd !== undefined) closeSync(dirFd);
       lock.release();
+      if ((error as NodeJS.ErrnoException).code === 'ELOOP') throw spoolDirError(dir, named, error);
       throw error;
     }
   }

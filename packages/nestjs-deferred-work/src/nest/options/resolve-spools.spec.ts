@@ -17,14 +17,14 @@ describe('the spool option', () => {
 
   it('module-wide: each sink in its own subdirectory named after it (made safe as one path segment), defaults applied', () => {
     const resolved = resolveOptions({ sinks, spool: { dir: '/var/spool/app', syncIntervalMs: 50 } });
-    expect(resolved.spools?.get('a')).toEqual({ ...SPOOL_DEFAULTS, syncIntervalMs: 50, dir: '/var/spool/app/a', requeue: true });
+    expect(resolved.spools?.get('a')).toEqual({ ...SPOOL_DEFAULTS, syncIntervalMs: 50, dir: '/var/spool/app/a', requeue: true, source: { option: 'spool.dir', given: '/var/spool/app' } });
     expect(resolved.spools?.get('b/../x')!.dir).toBe('/var/spool/app/b%2F..%2Fx');
   });
 
   it('per sink: its own directory as given, over the module-wide one; false leaves a sink out', () => {
     const resolved = resolveOptions({ sinks, spool: { dir: 'spool' }, sinkOptions: { a: { spool: { dir: 'only-a', maxBytes: 4 << 20 } }, 'b/../x': { spool: false } } });
     // segmentBytes left out: 8 MiB, or maxBytes when smaller.
-    expect(resolved.spools?.get('a')).toEqual({ ...SPOOL_DEFAULTS, maxBytes: 4 << 20, segmentBytes: 4 << 20, dir: resolve('only-a'), requeue: true });
+    expect(resolved.spools?.get('a')).toEqual({ ...SPOOL_DEFAULTS, maxBytes: 4 << 20, segmentBytes: 4 << 20, dir: resolve('only-a'), requeue: true, source: { option: 'sinkOptions.a.spool.dir', given: 'only-a' } });
     expect(resolved.spools?.has('b/../x')).toBe(false);
   });
 

@@ -78,7 +78,7 @@ export function resolveSpools(
     // Unless the user set maxAttempts (for the sink or globally), an item that used up its attempts goes
     // to the back of the spool and is tried again later, never dead-lettered for a retryable failure.
     const explicit = options.sinkOptions?.[name]?.maxAttempts ?? options.maxAttempts;
-    spools.set(name, { dir: path, ...resolved, requeue: explicit === undefined });
+    spools.set(name, { dir: path, ...resolved, requeue: explicit === undefined, source: { option: `${option}.dir`, given: dir } });
   }
   return spools;
 }

@@ -2,7 +2,7 @@ import { newItemId } from '../../core/items/item-id';
 import { errorMessage } from '../../core/error-message';
 import type { DeferredItem } from '../../core/items/deferred-item.interface';
 import type { SinkSpoolStats } from '../../core/stats.interface';
-import { Spool, SpoolFullError, type SpoolOptions } from '../../spool';
+import { Spool, SpoolFullError, type SpoolDirSource, type SpoolOptions } from '../../spool';
 import type { Entry } from './entry';
 
 /** Where and how one sink's items are spooled (the `spool` module option, resolved per sink). */
@@ -15,6 +15,8 @@ export interface SinkSpoolSettings extends SpoolOptions {
    * being dead-lettered: it never holds the sink's other items for good. Default `false`.
    */
   requeue?: boolean;
+  /** The option that set `dir` and the directory given there, for messages. Default `spool.dir` and `dir`. */
+  source?: SpoolDirSource;
 }
 
 /** What the spool reports to its processor's owner (the dispatcher's rate-limited warnings). */
@@ -75,9 +77,9 @@ export class SinkSpool {
     settings: SinkSpoolSettings,
     private readonly hooks: SinkSpoolHooks,
   ) {
-    const { dir, requeue, ...options } = settings;
+    const { dir, requeue, source, ...options } = settings;
     this.requeues = requeue === true;
-    this.spool = Spool.open(dir, options);
+    this.spool = Spool.open(dir, options, source);
     this.replayed = this.backlog = this.spool.stats().pendingRecords;
     this.lastSeq = this.spool.lastReplaySeq;
     const torn = this.spool.stats().tornRecords;
