@@ -1,7 +1,7 @@
 import { closeSync, constants, existsSync, fsync, openSync, readSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { ACK_ENTRY_BYTES, decodeAcks, encodeAcks } from './ack-entry';
+import { ACK_ENTRY_BYTES, decodeAckFile, encodeAcks, encodeMark } from './ack-entry';
 import { framePayload, scanFrames } from './frame';
 import { FrameQueue } from './frame-queue';
 import { truncateFile, writeAllAt } from './file-writes';
@@ -33,6 +33,8 @@ export class SegmentFile {
   /** Written since the last fsync. */
   logDirty = false;
   ackDirty = false;
+  /** Batch marks found in the ack file at load (first seq to count; see `encodeMark`). */
+  marks: ReadonlyMap<number, number> = new Map();
   /** No more appends: the log descriptor is closed after its last fsync. */
   sealed = false;
   /** Unlinked: descriptors are closed as soon as no fsync is in flight. */
@@ -87,7 +89,9 @@ export class SegmentFile {
     if (scan.goodLength < bytes.length) truncateFile(segment.logPath, scan.goodLength);
     if (existsSync(segment.ackPath)) {
       const acks = readNoFollow(segment.ackPath);
-      for (const seq of decodeAcks(acks)) segment.ack(seq);
+      const decoded = decodeAckFile(acks);
+      for (const seq of decoded.acks) segment.ack(seq);
+      segment.marks = decoded.marks;
       segment.ackBytes = acks.length - (acks.length % ACK_ENTRY_BYTES);
       if (segment.ackBytes < acks.length) truncateFile(segment.ackPath, segment.ackBytes);
     }
@@ -145,9 +149,17 @@ export class SegmentFile {
 
   /** Appends ack entries for `seqs` to the ack file (no fsync: the group commit does it). */
   writeAcks(seqs: readonly number[]): void {
-    if (this.deleted || seqs.length === 0) return;
+    if (seqs.length > 0) this.writeAckEntries(encodeAcks(seqs));
+  }
+
+  /** Appends a batch mark (a write of `count` records from `seq`) to the ack file, like acks. */
+  writeMark(seq: number, count: number): void {
+    this.writeAckEntries(encodeMark(seq, count));
+  }
+
+  private writeAckEntries(entries: Buffer): void {
+    if (this.deleted) return;
     this.ackFd ??= openSync(this.ackPath, O_WRONLY | O_APPEND | O_CREAT | NO_FOLLOW, SPOOL_FILE_MODE);
-    const entries = encodeAcks(seqs);
     writeAllAt(this.ackFd, entries, null, this.ackBytes);
     this.ackBytes += entries.length;
     this.ackDirty = true;

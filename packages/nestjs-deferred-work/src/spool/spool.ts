@@ -185,6 +185,43 @@ export class Spool {
   }
 
   /**
+   * Records that a write of `count` records begins with `seq` (the pending records from it, in seq
+   * order): written to the ack file of `seq`'s segment, made durable by the group commit like an ack.
+   * After a restart `replayBatches()` gives it back, so the same records can be written together
+   * again. Ignored when `seq` is not pending; a disk refusing it is counted in `ackWriteFailures`.
+   */
+  markBatch(seq: number, count: number): void {
+    if (this.closing) throw new Error(`Spool ${this.dir} is closed`);
+    const segment = this.segments.find(seq);
+    if (!segment?.isPending(seq)) return;
+    const before = segment.ackBytes;
+    try {
+      segment.writeMark(seq, count);
+    } catch (error) {
+      if (!isDiskFull(error)) throw error;
+      this.counts.ackWriteFailures++;
+      return;
+    }
+    this.segments.bytes += segment.ackBytes - before;
+    this.counts.bytesWritten += segment.ackBytes - before;
+    this.segments.touched(segment);
+    this.commit.wrote();
+  }
+
+  /**
+   * The batch marks a previous process left (see `markBatch`): first seq to count, for the records
+   * `replay()` yields. The last mark written for a seq wins.
+   */
+  replayBatches(): Map<number, number> {
+    const marks = new Map<number, number>();
+    for (const segment of this.segments.list) {
+      if (segment.firstSeq >= this.replayBefore) break;
+      for (const [seq, count] of segment.marks) if (segment.isPending(seq)) marks.set(seq, count);
+    }
+    return marks;
+  }
+
+  /**
    * The records a previous process left un-acked (found when this spool was opened), in sequence
    * order, skipping those acked since. Torn records are never yielded (they were counted at open).
    * Records appended by this process are not replayed: their owner still holds them in memory.

@@ -103,6 +103,7 @@ export abstract class ProcessorBase {
     keep: (retry: Entry[]) => void,
   ): Promise<{ retryAfterMs?: number }> {
     for (const entry of entries) entry.attempts++;
+    this.spool?.markBatch(entries);
     this.counters.writes++;
     const started = performance.now();
     let failures: Failure[];

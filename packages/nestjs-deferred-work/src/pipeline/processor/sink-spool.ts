@@ -29,6 +29,8 @@ export interface SinkSpoolHooks {
 export interface PagedRecord {
   spoolSeq: number;
   item: DeferredItem;
+  /** A replayed record that began a write of the previous process: that write's size. */
+  batch?: number;
 }
 
 /** A record's payload as an item; `undefined` when it is not JSON. */
@@ -69,6 +71,10 @@ export class SinkSpool {
   private lastSeq: number;
   /** See `SinkSpoolSettings.requeue`. */
   readonly requeues: boolean;
+  /** The writes a previous process began (first seq to size), for replayed records to form the same batches. */
+  private readonly replayBatches: Map<number, number>;
+  /** The batch marks in the spool for pending records (first seq to size): one is written once. */
+  private readonly marks: Map<number, number>;
   /** Refusals in the current spool-full episode (0 when the spool has room). */
   private refusing = 0;
 
@@ -82,6 +88,8 @@ export class SinkSpool {
     this.spool = Spool.open(dir, options, source);
     this.replayed = this.backlog = this.spool.stats().pendingRecords;
     this.lastSeq = this.spool.lastReplaySeq;
+    this.replayBatches = this.spool.replayBatches();
+    this.marks = new Map(this.replayBatches);
     const torn = this.spool.stats().tornRecords;
     if (this.replayed > 0 || torn > 0) {
       hooks.log(
@@ -194,8 +202,10 @@ export class SinkSpool {
     const bad: number[] = [];
     for (const { seq, payload } of taken) {
       const item = payload === undefined ? undefined : parseItem(payload);
+      const batch = this.replayBatches.get(seq);
+      if (batch !== undefined) this.replayBatches.delete(seq);
       if (item === undefined) bad.push(seq);
-      else records.push({ spoolSeq: seq, item });
+      else records.push(batch === undefined ? { spoolSeq: seq, item } : { spoolSeq: seq, item, batch });
     }
     const unreadable = bad.length + short;
     if (bad.length > 0) {
@@ -231,6 +241,26 @@ export class SinkSpool {
     return stuck;
   }
 
+  /**
+   * Marks in the spool that a write of `entries` begins (see `Spool.markBatch`), unless it was marked
+   * so already: after a crash, the next process writes the same items together again. Only for
+   * entries in seq order (the pending records from the first); a mark the disk refuses is skipped.
+   */
+  markBatch(entries: readonly Entry[]): void {
+    const first = entries[0];
+    if (first?.spoolSeq === undefined) return;
+    first.marked = entries.length;
+    // The same batch formed again (read back after a round at the back of the spool): marked already.
+    if (this.marks.get(first.spoolSeq) === entries.length) return;
+    for (let i = 1; i < entries.length; i++) if (!(entries[i]!.spoolSeq! > entries[i - 1]!.spoolSeq!)) return;
+    this.marks.set(first.spoolSeq, entries.length);
+    try {
+      this.spool.markBatch(first.spoolSeq, entries.length);
+    } catch {
+      // A mark only helps a receiver deduplicate after a crash; the write goes on without it.
+    }
+  }
+
   /** Records sent to the back by `requeue` and not settled yet. */
   get requeuedPending(): number {
     return this.requeuedSeqs.size;
@@ -241,6 +271,7 @@ export class SinkSpool {
     const seqs: number[] = [];
     for (const entry of entries) if (entry.spoolSeq) seqs.push(entry.spoolSeq);
     if (this.requeuedSeqs.size > 0) for (const seq of seqs) this.requeuedSeqs.delete(seq);
+    if (this.marks.size > 0) for (const seq of seqs) this.marks.delete(seq);
     if (seqs.length === 0) return;
     try {
       this.spool.ack(seqs);
