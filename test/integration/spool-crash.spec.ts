@@ -496,6 +496,10 @@ describe.each(platforms.map((p) => p.name))('disk spool across SIGKILL, as real 
       // The ids the first process offered (refused with 503) are the ones the second delivered.
       for (const item of items) if (idsOffered.has(item.data.n)) expect(item.id).toBe(idsOffered.get(item.data.n));
       expect(receiver.requests.every((request) => /^dw-[\w-]{32}$/.test(String(request.headers['idempotency-key'])))).toBe(true);
+      // The replay sends the first process's batches with the same items: the same keys, which a
+      // receiver honouring Idempotency-Key recognises.
+      const keysOffered = new Set(receiver.requests.slice(0, refusedPosts).map((request) => request.headers['idempotency-key']));
+      expect(keysOffered.has(receiver.requests[refusedPosts]!.headers['idempotency-key'])).toBe(true);
       process.stdout.write(
         `[spool-crash ${adapter} http] spooled ${N}, replayed ${after.spool.replayed}, received ${items.length} items ` +
           `(${duplicates} duplicates) in ${receiver.requests.length - refusedPosts} POSTs after ${refusedPosts} refused\n`,

@@ -70,7 +70,8 @@ export interface SinkSpoolStats {
   keptAtShutdown: number;
   /**
    * Times an item that used up `maxAttempts` was sent to the back of the spool to be tried again later
-   * (when the user set no `maxAttempts`), instead of holding the sink's other items.
+   * (when the user set no `maxAttempts`), instead of holding the sink's other items. Its record stays
+   * where it is: nothing is written again, however long the sink is down.
    */
   requeued: number;
   /** Torn records (a write cut short by a crash, a checksum mismatch) found at bootstrap and skipped. */
@@ -81,6 +82,12 @@ export interface SinkSpoolStats {
   /** Items appended to the spool and acked (delivered, or dead-lettered for cause) by this process; a requeue counts in neither. */
   appended: number;
   acked: number;
+  /**
+   * Bytes this process wrote to the spool's files: each item's record once and its ack. Divided by
+   * `appended`, the bytes written per item — the spool's write amplification, which does not grow
+   * with an outage's length (an item waiting for its sink is read again, never written again).
+   */
+  bytesWritten: number;
 }
 
 /** What `DeferredWork.stats()` returns. The totals are the sums over `sinks`. */

@@ -1,4 +1,4 @@
-import { closeSync, ftruncateSync, openSync, writeSync } from 'node:fs';
+import { closeSync, constants, ftruncateSync, openSync, writeSync } from 'node:fs';
 
 /** Writes all of `buf` at `position`; on failure cuts the file back to `sizeBefore` and rethrows. */
 export function writeAllAt(fd: number, buf: Buffer, position: number | null, sizeBefore: number): void {
@@ -17,7 +17,7 @@ export function writeAllAt(fd: number, buf: Buffer, position: number | null, siz
 
 /** Cuts the file at `path` to `length` bytes (a torn tail found at open). */
 export function truncateFile(path: string, length: number): void {
-  const fd = openSync(path, 'r+');
+  const fd = openSync(path, constants.O_RDWR | constants.O_NOFOLLOW);
   try {
     ftruncateSync(fd, length);
     // Made durable with the next group commit would do too; a cut that is lost is only cut again.

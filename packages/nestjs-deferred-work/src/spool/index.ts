@@ -4,3 +4,4 @@ export type { SpoolRecord, SpoolStats } from './spool-stats';
 export { SPOOL_DEFAULTS, resolveSpoolOptions, type ResolvedSpoolOptions, type SpoolOptions } from './spool.options';
 export { SpoolFullError, type SpoolFullReason } from './spool-full.error';
 export { SpoolLockedError } from './spool-locked.error';
+export type { SpoolDirSource } from './spool-dir';

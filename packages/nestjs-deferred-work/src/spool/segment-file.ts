@@ -1,12 +1,17 @@
-import { closeSync, existsSync, fsync, openSync, readFileSync, readSync, unlinkSync } from 'node:fs';
+import { closeSync, constants, existsSync, fsync, openSync, readSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { ACK_ENTRY_BYTES, decodeAcks, encodeAcks } from './ack-entry';
+import { ACK_ENTRY_BYTES, decodeAckFile, encodeAcks, encodeMark } from './ack-entry';
 import { framePayload, scanFrames } from './frame';
 import { FrameQueue } from './frame-queue';
 import { truncateFile, writeAllAt } from './file-writes';
 import { segmentBaseName } from './segment-name';
 import { SegmentRecords } from './segment-records';
+import { NO_FOLLOW, readNoFollow, SPOOL_FILE_MODE } from './spool-dir';
+
+const { O_APPEND, O_CREAT, O_EXCL, O_RDONLY, O_TRUNC, O_WRONLY } = constants;
+/** Reading a spool file: never through a symbolic link. */
+const READ_FLAGS = O_RDONLY | NO_FOLLOW;
 
 const fsyncAsync = promisify(fsync);
 
@@ -28,6 +33,8 @@ export class SegmentFile {
   /** Written since the last fsync. */
   logDirty = false;
   ackDirty = false;
+  /** Batch marks found in the ack file at load (first seq to count; see `encodeMark`). */
+  marks: ReadonlyMap<number, number> = new Map();
   /** No more appends: the log descriptor is closed after its last fsync. */
   sealed = false;
   /** Unlinked: descriptors are closed as soon as no fsync is in flight. */
@@ -64,7 +71,7 @@ export class SegmentFile {
   /** A new, empty segment, created (`wx`) and open for appends. */
   static create(dir: string, firstSeq: number, flag: 'wx' | 'w' = 'wx'): SegmentFile {
     const segment = new SegmentFile(dir, firstSeq);
-    segment.logFd = openSync(segment.logPath, flag);
+    segment.logFd = openSync(segment.logPath, O_WRONLY | O_CREAT | NO_FOLLOW | (flag === 'wx' ? O_EXCL : O_TRUNC), SPOOL_FILE_MODE);
     return segment;
   }
 
@@ -75,14 +82,16 @@ export class SegmentFile {
   static load(dir: string, firstSeq: number): { segment: SegmentFile; torn: number } {
     const segment = new SegmentFile(dir, firstSeq);
     segment.sealed = true;
-    const bytes = readFileSync(segment.logPath);
+    const bytes = readNoFollow(segment.logPath);
     const scan = scanFrames(bytes);
     for (const frame of scan.frames) if (frame.seq >= firstSeq) segment.records.add(frame.seq, frame.timestamp, frame.offset, frame.size);
     segment.logBytes = scan.goodLength;
     if (scan.goodLength < bytes.length) truncateFile(segment.logPath, scan.goodLength);
     if (existsSync(segment.ackPath)) {
-      const acks = readFileSync(segment.ackPath);
-      for (const seq of decodeAcks(acks)) segment.ack(seq);
+      const acks = readNoFollow(segment.ackPath);
+      const decoded = decodeAckFile(acks);
+      for (const seq of decoded.acks) segment.ack(seq);
+      segment.marks = decoded.marks;
       segment.ackBytes = acks.length - (acks.length % ACK_ENTRY_BYTES);
       if (segment.ackBytes < acks.length) truncateFile(segment.ackPath, segment.ackBytes);
     }
@@ -140,9 +149,17 @@ export class SegmentFile {
 
   /** Appends ack entries for `seqs` to the ack file (no fsync: the group commit does it). */
   writeAcks(seqs: readonly number[]): void {
-    if (this.deleted || seqs.length === 0) return;
-    this.ackFd ??= openSync(this.ackPath, 'a');
-    const entries = encodeAcks(seqs);
+    if (seqs.length > 0) this.writeAckEntries(encodeAcks(seqs));
+  }
+
+  /** Appends a batch mark (a write of `count` records from `seq`) to the ack file, like acks. */
+  writeMark(seq: number, count: number): void {
+    this.writeAckEntries(encodeMark(seq, count));
+  }
+
+  private writeAckEntries(entries: Buffer): void {
+    if (this.deleted) return;
+    this.ackFd ??= openSync(this.ackPath, O_WRONLY | O_APPEND | O_CREAT | NO_FOLLOW, SPOOL_FILE_MODE);
     writeAllAt(this.ackFd, entries, null, this.ackBytes);
     this.ackBytes += entries.length;
     this.ackDirty = true;
@@ -165,7 +182,7 @@ export class SegmentFile {
     // What the file holds is read from it; frames still queued (not written yet) from memory.
     const written = this.logBytes - this.queue.bytes;
     if (start < written) {
-      const fd = openSync(this.logPath, 'r');
+      const fd = openSync(this.logPath, READ_FLAGS);
       try {
         const upTo = Math.min(end, written) - start;
         let done = 0;

@@ -38,10 +38,11 @@ export class SegmentSet {
     this.active = SegmentFile.create(dir, nextSeq, same >= 0 ? 'w' : 'wx');
     this.list.push(this.active);
     this.dirDirty = true;
+    // Counted before the fully acked ones go (removing one subtracts its bytes).
+    for (const segment of this.list) this.bytes += segment.logBytes + segment.ackBytes;
     // Fully acked segments go only now: the new segment's name keeps the highest seq on disk.
     for (const segment of this.list.filter((s) => s !== this.active && s.pending === 0)) this.remove(segment);
     removeOrphanAcks(dir, this.list);
-    for (const segment of this.list) this.bytes += segment.logBytes + segment.ackBytes;
   }
 
   /** Seals the active segment and starts a new one at `nextSeq`; the old one goes if nothing in it is pending. */

@@ -1,5 +1,6 @@
-import { closeSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, constants, openSync, unlinkSync, writeSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { NO_FOLLOW, readNoFollow, SPOOL_FILE_MODE, spoolDirError, type SpoolDirSource } from './spool-dir';
 import { SpoolLockedError } from './spool-locked.error';
 
 /** The lock file's name in a spool directory; it holds the owner's pid. */
@@ -23,7 +24,7 @@ function isAlive(pid: number): boolean {
 /** The pid in the lock file; `undefined` when it is gone, `NaN` when it is empty or not a pid. */
 function readPid(path: string): number | undefined {
   try {
-    const text = readFileSync(path, 'utf8').trim();
+    const text = readNoFollow(path).toString('utf8').trim();
     return /^\d+$/.test(text) ? Number(text) : NaN;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
@@ -49,17 +50,20 @@ export class SpoolLock {
     readonly path: string,
   ) {}
 
-  /** Takes the lock of `dir` (which must exist); throws `SpoolLockedError` when a live process holds it. */
-  static acquire(dir: string): SpoolLock {
+  /**
+   * Takes the lock of `dir` (which must exist); throws `SpoolLockedError` when a live process holds it
+   * (naming `source`, the option and directory the user gave, when `dir` is a sink's folder under it).
+   */
+  static acquire(dir: string, source?: SpoolDirSource): SpoolLock {
     const path = resolve(join(dir, LOCK_FILE));
-    if (held.has(path)) throw new SpoolLockedError(dir, process.pid);
+    if (held.has(path)) throw new SpoolLockedError(dir, process.pid, source);
     let emptySince: number | undefined;
     for (;;) {
       let fd: number;
       try {
-        fd = openSync(path, 'wx');
+        fd = openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | NO_FOLLOW, SPOOL_FILE_MODE);
       } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw source ? spoolDirError(dir, source, error) : error;
         const pid = readPid(path);
         if (pid === undefined) continue; // released in between: try again
         if (Number.isNaN(pid)) {
@@ -69,7 +73,7 @@ export class SpoolLock {
             continue;
           }
         } else if (pid !== process.pid && isAlive(pid)) {
-          throw new SpoolLockedError(dir, pid);
+          throw new SpoolLockedError(dir, pid, source);
         }
         // Stale: its process is dead. Remove it only if it still names that process, then race for it.
         const again = readPid(path);

@@ -1,6 +1,6 @@
-import { readFileSync } from 'node:fs';
 import { framePayload, scanFrames } from './frame';
 import type { SegmentFile } from './segment-file';
+import { readNoFollow } from './spool-dir';
 import type { SpoolRecord } from './spool-stats';
 
 /**
@@ -14,7 +14,7 @@ export function* replaySegments(segments: readonly SegmentFile[], replayBefore: 
     if (segment.pending === 0 || segment.deleted) continue;
     let bytes: Buffer;
     try {
-      bytes = readFileSync(segment.logPath);
+      bytes = readNoFollow(segment.logPath);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') continue; // deleted while replaying
       throw error;

@@ -20,6 +20,11 @@ export interface SpoolStats {
   segments: number;
   /** Records appended by this process. */
   appended: number;
+  /**
+   * Bytes this process wrote to the segment and ack files: each record once (frame header included)
+   * and its ack entry. Divided by `appended`, the bytes written per record.
+   */
+  bytesWritten: number;
   /** Records acked by this process. */
   acked: number;
   /** Appends refused with `SpoolFullError` (`maxBytes` or disk full). */

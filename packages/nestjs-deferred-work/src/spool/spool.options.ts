@@ -9,8 +9,11 @@ export interface SpoolOptions {
   maxBytes?: number;
   /**
    * Group commit: appends and acks are fsynced together at most this long after the first of them,
-   * one fsync per file per interval rather than one per record. What a kill -9 can lose is at most
-   * what was appended in the last interval. `0` syncs once per event-loop turn. Default 200 ms.
+   * one fsync per file per interval rather than one per record. It bounds what a power loss or kernel
+   * crash can lose (what was appended in the last interval); a kill -9 (or any other death of the
+   * process) loses at most what was appended in the event-loop turn it strikes, since each turn's
+   * records are written to the OS at its end, whatever this interval. `0` syncs once per event-loop
+   * turn. Default 200 ms.
    */
   syncIntervalMs?: number;
   /**

@@ -1,4 +1,4 @@
-import { closeSync, mkdirSync, openSync } from 'node:fs';
+import { closeSync, openSync } from 'node:fs';
 import { isDiskFull } from './disk-full';
 import { encodeFrame, FRAME_HEADER_BYTES } from './frame';
 import { GroupCommit } from './group-commit';
@@ -6,6 +6,7 @@ import { QueuedWrites } from './queued-writes';
 import type { SegmentFile } from './segment-file';
 import { SegmentSet } from './segment-set';
 import { SpoolFullError } from './spool-full.error';
+import { prepareSpoolDir, spoolDirError, type SpoolDirSource } from './spool-dir';
 import { SpoolLock } from './spool-lock';
 import { readPendingRecords, replaySegments } from './spool-reads';
 import { recoverSegments } from './spool-recovery';
@@ -35,7 +36,7 @@ export class Spool {
   private readonly replayBefore: number;
   private readonly commit: GroupCommit;
   private closing: Promise<void> | undefined;
-  private counts = { appended: 0, acked: 0, refused: 0, torn: 0, ackWriteFailures: 0 };
+  private counts = { appended: 0, acked: 0, refused: 0, torn: 0, ackWriteFailures: 0, bytesWritten: 0 };
   private readonly writes: QueuedWrites;
 
   private constructor(
@@ -62,11 +63,15 @@ export class Spool {
    * live process holds it; a dead holder's lock is taken over), reads every segment back (torn records
    * skipped, counted and cut off) and starts a new segment. Synchronous: it reads the segments once.
    * Options: `maxBytes` 256 MiB, `syncIntervalMs` 200 ms, `segmentBytes` 8 MiB (see `SpoolOptions`).
+   * The directory is created with mode 0700 and its files 0600; one writable by every user, a path
+   * that is not a directory, or a symbolic link among its files fails with `DeferredWorkConfigError`
+   * naming `source.option` (default `spool.dir`) and the path given there (`source.given`).
    */
-  static open(dir: string, options: SpoolOptions = {}): Spool {
+  static open(dir: string, options: SpoolOptions = {}, source?: Partial<SpoolDirSource>): Spool {
+    const named: SpoolDirSource = { option: source?.option ?? 'spool.dir', given: source?.given ?? dir };
     const resolved = resolveSpoolOptions(options);
-    mkdirSync(dir, { recursive: true });
-    const lock = SpoolLock.acquire(dir);
+    prepareSpoolDir(dir, named);
+    const lock = SpoolLock.acquire(dir, named);
     let dirFd: number | undefined;
     try {
       dirFd = openSync(dir, 'r');
@@ -74,6 +79,7 @@ export class Spool {
     } catch (error) {
       if (dirFd !== undefined) closeSync(dirFd);
       lock.release();
+      if ((error as NodeJS.ErrnoException).code === 'ELOOP') throw spoolDirError(dir, named, error);
       throw error;
     }
   }
@@ -126,6 +132,7 @@ export class Spool {
       this.nextSeq++;
       this.segments.bytes += size;
       this.counts.appended++;
+      this.counts.bytesWritten += size;
       this.segments.touched(target);
       this.commit.wrote();
       this.writes.queued(target);
@@ -159,6 +166,7 @@ export class Spool {
         this.segments.remove(segment);
         continue;
       }
+      if (segment.pending === 0 && this.rollDrained()) continue;
       const before = segment.ackBytes;
       try {
         segment.writeAcks(list);
@@ -168,11 +176,49 @@ export class Spool {
         continue;
       }
       this.segments.bytes += segment.ackBytes - before;
+      this.counts.bytesWritten += segment.ackBytes - before;
       this.segments.touched(segment);
       this.commit.wrote();
     }
     this.counts.acked += acked;
     return acked;
+  }
+
+  /**
+   * Records that a write of `count` records begins with `seq` (the pending records from it, in seq
+   * order): written to the ack file of `seq`'s segment, made durable by the group commit like an ack.
+   * After a restart `replayBatches()` gives it back, so the same records can be written together
+   * again. Ignored when `seq` is not pending; a disk refusing it is counted in `ackWriteFailures`.
+   */
+  markBatch(seq: number, count: number): void {
+    if (this.closing) throw new Error(`Spool ${this.dir} is closed`);
+    const segment = this.segments.find(seq);
+    if (!segment?.isPending(seq)) return;
+    const before = segment.ackBytes;
+    try {
+      segment.writeMark(seq, count);
+    } catch (error) {
+      if (!isDiskFull(error)) throw error;
+      this.counts.ackWriteFailures++;
+      return;
+    }
+    this.segments.bytes += segment.ackBytes - before;
+    this.counts.bytesWritten += segment.ackBytes - before;
+    this.segments.touched(segment);
+    this.commit.wrote();
+  }
+
+  /**
+   * The batch marks a previous process left (see `markBatch`): first seq to count, for the records
+   * `replay()` yields. The last mark written for a seq wins.
+   */
+  replayBatches(): Map<number, number> {
+    const marks = new Map<number, number>();
+    for (const segment of this.segments.list) {
+      if (segment.firstSeq >= this.replayBefore) break;
+      for (const [seq, count] of segment.marks) if (segment.isPending(seq)) marks.set(seq, count);
+    }
+    return marks;
   }
 
   /**
@@ -224,6 +270,7 @@ export class Spool {
       oldestPendingAgeMs: oldest === undefined ? 0 : Math.max(0, Date.now() - oldest),
       segments: this.segments.list.length,
       appended: this.counts.appended,
+      bytesWritten: this.counts.bytesWritten,
       acked: this.counts.acked,
       refused: this.counts.refused,
       fsyncs: this.commit.fsyncs,
@@ -262,6 +309,22 @@ export class Spool {
    */
   writeNow(): boolean {
     return this.closing ? false : this.writes.writeAll();
+  }
+
+  /**
+   * Every record of the active segment is acked: starts a new (empty) one, which deletes it, so a
+   * spool with nothing pending holds no bytes. Returns `false` when the disk refused the new file (the
+   * acks are then written as usual).
+   */
+  private rollDrained(): boolean {
+    try {
+      this.segments.roll(this.nextSeq);
+    } catch (error) {
+      if (!isDiskFull(error)) throw error;
+      return false;
+    }
+    this.commit.wrote(); // the directory entries
+    return true;
   }
 
   private async flushDirty(): Promise<number> {

@@ -4,7 +4,7 @@ import { DeferredWorkHealthIndicator } from './deferred-work.health-indicator';
 
 const spool = (over: Partial<SinkSpoolStats>): SinkSpoolStats => ({
   dir: '/spool/jobs', maxBytes: 1000, pending: 3, onDiskOnly: 0, bytes: 100, oldestAgeMs: 10, replayed: 0, refused: 0, failed: 0,
-  unreadable: 0, keptAtShutdown: 0, requeued: 0, tornRecords: 0, fsyncs: 1, syncErrors: 0, appended: 3, acked: 0, ...over,
+  unreadable: 0, keptAtShutdown: 0, requeued: 0, tornRecords: 0, fsyncs: 1, syncErrors: 0, appended: 3, acked: 0, bytesWritten: 300, ...over,
 });
 
 function indicator(sink: Partial<SinkStats>) {

@@ -17,14 +17,14 @@ describe('the spool option', () => {
 
   it('module-wide: each sink in its own subdirectory named after it (made safe as one path segment), defaults applied', () => {
     const resolved = resolveOptions({ sinks, spool: { dir: '/var/spool/app', syncIntervalMs: 50 } });
-    expect(resolved.spools?.get('a')).toEqual({ ...SPOOL_DEFAULTS, syncIntervalMs: 50, dir: '/var/spool/app/a', requeue: true });
+    expect(resolved.spools?.get('a')).toEqual({ ...SPOOL_DEFAULTS, syncIntervalMs: 50, dir: '/var/spool/app/a', requeue: true, source: { option: 'spool.dir', given: '/var/spool/app' } });
     expect(resolved.spools?.get('b/../x')!.dir).toBe('/var/spool/app/b%2F..%2Fx');
   });
 
   it('per sink: its own directory as given, over the module-wide one; false leaves a sink out', () => {
     const resolved = resolveOptions({ sinks, spool: { dir: 'spool' }, sinkOptions: { a: { spool: { dir: 'only-a', maxBytes: 4 << 20 } }, 'b/../x': { spool: false } } });
     // segmentBytes left out: 8 MiB, or maxBytes when smaller.
-    expect(resolved.spools?.get('a')).toEqual({ ...SPOOL_DEFAULTS, maxBytes: 4 << 20, segmentBytes: 4 << 20, dir: resolve('only-a'), requeue: true });
+    expect(resolved.spools?.get('a')).toEqual({ ...SPOOL_DEFAULTS, maxBytes: 4 << 20, segmentBytes: 4 << 20, dir: resolve('only-a'), requeue: true, source: { option: 'sinkOptions.a.spool.dir', given: 'only-a' } });
     expect(resolved.spools?.has('b/../x')).toBe(false);
   });
 
@@ -55,5 +55,10 @@ describe('the spool option', () => {
     const small = configError(() => resolveOptions({ sinks, spool: { dir: 's', segmentBytes: 512 * 1024, maxBytes: 1 << 20 } }));
     expect(small.message).toMatch(/spool\.segmentBytes.*maxItemBytes/s);
     expect(resolveOptions({ sinks, maxItemBytes: 1000, spool: { dir: 's', segmentBytes: 20_000 } }).spools?.size).toBe(2);
+    // A small maxBytes with segmentBytes left out: names maxBytes (what the user set), never segmentBytes.
+    const tiny = configError(() => resolveOptions({ sinks, sinkOptions: { a: { spool: { dir: 's', maxBytes: 512 * 1024 } } } }));
+    expect(tiny.message).toMatch(/sinkOptions\.a\.spool\.maxBytes.*524288 bytes cannot hold an item of maxItemBytes \(1048576\).*at least maxItemBytes \+ 16384 \(1064960\).*lower maxItemBytes to at most maxBytes - 16384 \(507904\)/s);
+    expect(tiny.message).not.toContain('segmentBytes');
+    expect(resolveOptions({ sinks, maxItemBytes: 64 * 1024, spool: { dir: 's', maxBytes: 512 * 1024 } }).spools?.get('a')).toMatchObject({ maxBytes: 512 * 1024, segmentBytes: 512 * 1024 });
   });
 });

@@ -49,11 +49,20 @@ export function resolveSpools(
     const { dir, ...rest } = chosen;
     const resolved = resolveSpoolOptions(rest, option);
     // An item's JSON is its payload (bounded by maxItemBytes) plus its fields: leave room for both.
-    if (resolved.segmentBytes < maxItemBytes + 16 * 1024) {
+    // segmentBytes left out follows maxBytes: only what the user set is named.
+    const largest = maxItemBytes + 16 * 1024;
+    if (rest.segmentBytes !== undefined && resolved.segmentBytes < largest) {
       throw new DeferredWorkConfigError(
         `${option}.segmentBytes`,
         `${resolved.segmentBytes} bytes cannot hold an item of maxItemBytes (${maxItemBytes}) with its fields`,
-        `Make segmentBytes at least maxItemBytes + 16384 (${maxItemBytes + 16384}), or lower maxItemBytes.`,
+        `Make segmentBytes at least maxItemBytes + 16384 (${largest}), or lower maxItemBytes.`,
+      );
+    }
+    if (resolved.maxBytes < largest) {
+      throw new DeferredWorkConfigError(
+        `${option}.maxBytes`,
+        `${resolved.maxBytes} bytes cannot hold an item of maxItemBytes (${maxItemBytes}) with its fields`,
+        `Make maxBytes at least maxItemBytes + 16384 (${largest}), or lower maxItemBytes to at most maxBytes - 16384 (${resolved.maxBytes - 16384}).`,
       );
     }
     const path = own ? resolve(dir) : sinkDir(dir, name);
@@ -69,7 +78,7 @@ export function resolveSpools(
     // Unless the user set maxAttempts (for the sink or globally), an item that used up its attempts goes
     // to the back of the spool and is tried again later, never dead-lettered for a retryable failure.
     const explicit = options.sinkOptions?.[name]?.maxAttempts ?? options.maxAttempts;
-    spools.set(name, { dir: path, ...resolved, requeue: explicit === undefined });
+    spools.set(name, { dir: path, ...resolved, requeue: explicit === undefined, source: { option: `${option}.dir`, given: dir } });
   }
   return spools;
 }

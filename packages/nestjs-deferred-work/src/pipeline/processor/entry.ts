@@ -8,6 +8,12 @@ export interface Entry {
   seq: number;
   /** Its record's seq in the sink's spool, when the sink has one (acked once the entry settles). */
   spoolSeq?: number;
+  /**
+   * With a spool: the size of the last write that began with this entry, as marked in the spool (by
+   * this process, or by a previous one for a replayed item: the next batch is then formed of the same
+   * items, so a receiver sees the same batch, and the same Idempotency-Key, again).
+   */
+  marked?: number;
 }
 
 /** One entry of a write that did not go through. */

@@ -103,6 +103,7 @@ export abstract class ProcessorBase {
     keep: (retry: Entry[]) => void,
   ): Promise<{ retryAfterMs?: number }> {
     for (const entry of entries) entry.attempts++;
+    this.spool?.markBatch(entries);
     this.counters.writes++;
     const started = performance.now();
     let failures: Failure[];
@@ -141,7 +142,7 @@ export abstract class ProcessorBase {
     this.counters.delivered += entries.length - failures.length;
     if (this.spool) this.ackDelivered(entries, failures);
     if (itemWatch.watching > 0) watchDelivered(entries, failures);
-    // To the back of the spool (still pending, on disk); what the spool cannot take is retried here.
+    // To the back of the spool (still pending, on disk, its record left in place); an entry without a record is retried here.
     if (requeue.length > 0) for (const entry of this.spool!.requeue(requeue)) retry.push(entry);
     keep(retry);
     const letters = [...this.bury(notRetryable, 'not-retryable'), ...this.bury(exhausted, stopping ? 'shutdown' : 'attempts-exhausted')];

@@ -152,7 +152,11 @@ export class SinkProcessor extends ProcessorBase {
       return;
     }
     this.lastReadPause = 0;
-    for (const record of paged.records) this.queue.push({ item: record.item, attempts: 0, seq: record.spoolSeq, spoolSeq: record.spoolSeq });
+    for (const record of paged.records) {
+      const entry: Entry = { item: record.item, attempts: 0, seq: record.spoolSeq, spoolSeq: record.spoolSeq };
+      if (record.batch !== undefined) entry.marked = record.batch;
+      this.queue.push(entry);
+    }
     this.buryUnreadable(paged.unreadable);
   }
 
@@ -214,7 +218,7 @@ export class SinkProcessor extends ProcessorBase {
     for (const entry of this.flight) if (entry.seq < oldest) oldest = entry.seq;
     // The backlog's records all come after what is in memory (seqs are the spool's, in order).
     if (this.backlogOwed) oldest = Math.min(oldest, this.spool!.backlogFrom);
-    // Items sent to the back of the spool carry a later seq than their acceptance: wait for them all.
+    // Items sent to the back of the spool are read back out of seq order: wait for them all.
     if ((this.spool?.requeuedPending ?? 0) > 0) oldest = 0;
     return oldest;
   }
@@ -246,7 +250,7 @@ export class SinkProcessor extends ProcessorBase {
     try {
       do {
         this.refill();
-        const batch = this.queue.splice(0, this.options.maxBatchSize);
+        const batch = this.queue.splice(0, this.nextBatchSize());
         if (batch.length === 0) break;
         try {
           await this.deliver(batch);
@@ -262,6 +266,20 @@ export class SinkProcessor extends ProcessorBase {
       this.notifyProgress();
       this.schedule();
     }
+  }
+
+  /**
+   * How many queued entries the next batch takes: `maxBatchSize`, but a replayed item that began a
+   * write of the previous process begins one of the same size (and the batch before it stops short of
+   * it), so the same items go out together again and a receiver sees the same Idempotency-Key.
+   */
+  private nextBatchSize(): number {
+    const max = this.options.maxBatchSize;
+    const head = this.queue[0]?.marked;
+    if (head !== undefined && this.queue[0]!.attempts === 0) return Math.min(head, max);
+    const limit = Math.min(max, this.queue.length);
+    for (let i = 1; i < limit; i++) if (this.queue[i]!.marked !== undefined) return i;
+    return max;
   }
 
   /** Writes a batch, retrying failed entries until delivered, dead-lettered or stopped. */

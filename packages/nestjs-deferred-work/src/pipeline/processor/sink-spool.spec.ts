@@ -265,4 +265,105 @@ describe('SinkProcessor with a spool', () => {
     expect(identity()).toMatchObject({ accepted: 30, delivered: 30, pending: 0, deadLettered: 0 });
     expect(identity().spool).toMatchObject({ pending: 0, onDiskOnly: 0 });
   });
+
+  it('an outage writes nothing more while the items wait: each record stays in place through every round, its order kept, and is replayed in place after a restart', async () => {
+    const dir = tempDir();
+    const { sink, state } = switchable();
+    state.up = false;
+    const a = processorOn(sink, { dir, requeue: true }, { maxAttempts: 2, maxBatchSize: 4, maxQueueSize: 8 });
+    a.processor.start();
+    for (let n = 0; n < 20; n++) a.processor.enqueue(item(n));
+    // The first round writes each record once and a mark per batch (see the replay tests below).
+    while (a.identity().spool!.requeued < 20) await soon(5);
+    const appendedBytes = a.identity().spool!.bytesWritten;
+    expect(appendedBytes).toBeGreaterThan(0);
+    // Several more rounds of every item through the back of the spool: nothing more is written.
+    while (a.identity().spool!.requeued < 80) await soon(10);
+    const during = a.identity();
+    expect(during).toMatchObject({ pending: 20, deadLettered: 0 });
+    expect(during.spool).toMatchObject({ pending: 20, appended: 20, bytesWritten: appendedBytes });
+    const frames = readdirSync(dir).filter((f) => f.endsWith('.log')).flatMap((f) => scanFrames(readFileSync(join(dir, f))).frames);
+    expect(frames).toHaveLength(20);
+    // A restart replays each item once, in its place.
+    await a.processor.spool!.close();
+    open.splice(open.indexOf(a.processor), 1);
+    const back = switchable();
+    const b = processorOn(back.sink, { dir, requeue: true });
+    b.processor.start();
+    expect(await b.processor.flush(Date.now() + 2000)).toBe(true);
+    expect(back.state.got).toEqual(Array.from({ length: 20 }, (_, n) => n));
+  });
+
+  it('an item sent to the back is read back after the items appended before it, ahead of those appended after', async () => {
+    let refusing = true;
+    const got: number[] = [];
+    const sink: DeferredSink = {
+      name: 'order',
+      write: async (batch) => {
+        const failed = batch.flatMap((i, index) => (refusing && valueOf(i) === 0 ? [{ index, error: new Error('not yet') }] : []));
+        for (const [index, i] of batch.entries()) if (!failed.some((f) => f.index === index)) got.push(valueOf(i));
+        return { failed };
+      },
+    };
+    const { processor, identity } = processorOn(sink, { dir: tempDir(), requeue: true }, { maxAttempts: 2, maxBatchSize: 1, maxQueueSize: 1 });
+    for (let n = 0; n < 4; n++) processor.enqueue(item(n));
+    processor.start();
+    while (identity().spool!.requeued < 1) await soon(1);
+    refusing = false;
+    for (let n = 4; n < 6; n++) processor.enqueue(item(n));
+    expect(await processor.flush(Date.now() + 2000)).toBe(true);
+    expect(got).toEqual([1, 2, 3, 0, 4, 5]);
+  });
+
+  it('after a crash, replay writes the same batches as the previous process did: the same items together (so the same Idempotency-Key), then the rest', async () => {
+    const dir = tempDir();
+    // Process A: a batch of 7 (lingered, below maxBatchSize) goes out and never returns (the crash
+    // strikes mid-write); 5 more items queue behind it.
+    const written: string[][] = [];
+    const hanging: DeferredSink = { name: 'h', write: (batch) => { written.push(batch.map((i) => i.id!)); return new Promise(() => {}); } };
+    const a = processorOn(hanging, { dir }, { maxBatchSize: 10, flushIntervalMs: 1 });
+    a.processor.start();
+    for (let n = 0; n < 7; n++) a.processor.enqueue(item(n));
+    while (written.length === 0) await soon(2);
+    for (let n = 7; n < 12; n++) a.processor.enqueue(item(n));
+    await a.processor.spool!.close(); // what a kill -9 leaves: every record and mark written
+    open.splice(open.indexOf(a.processor), 1);
+    expect(written[0]).toHaveLength(7);
+
+    // Process B: its first batch is those 7 items again, not the first 10 it replays.
+    const batches: string[][] = [];
+    const up: DeferredSink = { name: 'h', write: async (batch) => void batches.push(batch.map((i) => i.id!)) };
+    const b = processorOn(up, { dir }, { maxBatchSize: 10 });
+    b.processor.start();
+    expect(await b.processor.flush(Date.now() + 2000)).toBe(true);
+    expect(batches[0]).toEqual(written[0]);
+    expect(batches.flat()).toHaveLength(12);
+    expect(b.identity()).toMatchObject({ accepted: 12, delivered: 12, pending: 0 });
+  });
+
+  it('a second crash during the replay: the next process still writes the first batch as it went out', async () => {
+    const dir = tempDir();
+    const first: string[][] = [];
+    const hang = (log: string[][]): DeferredSink => ({ name: 'h', write: (batch) => { log.push(batch.map((i) => i.id!)); return new Promise(() => {}); } });
+    const a = processorOn(hang(first), { dir }, { maxBatchSize: 10, flushIntervalMs: 1 });
+    a.processor.start();
+    for (let n = 0; n < 4; n++) a.processor.enqueue(item(n));
+    while (first.length === 0) await soon(2);
+    for (let n = 4; n < 20; n++) a.processor.enqueue(item(n));
+    await a.processor.spool!.close();
+    open.splice(open.indexOf(a.processor), 1);
+    const second: string[][] = [];
+    const b = processorOn(hang(second), { dir }, { maxBatchSize: 10 });
+    b.processor.start();
+    while (second.length === 0) await soon(2);
+    await b.processor.spool!.close();
+    open.splice(open.indexOf(b.processor), 1);
+    const third: string[][] = [];
+    const c = processorOn({ name: 'h', write: async (batch) => void third.push(batch.map((i) => i.id!)) }, { dir }, { maxBatchSize: 10 });
+    c.processor.start();
+    expect(await c.processor.flush(Date.now() + 2000)).toBe(true);
+    expect(second[0]).toEqual(first[0]);
+    expect(third[0]).toEqual(first[0]);
+    expect(third.flat()).toHaveLength(20);
+  });
 });

@@ -2,7 +2,7 @@ import { newItemId } from '../../core/items/item-id';
 import { errorMessage } from '../../core/error-message';
 import type { DeferredItem } from '../../core/items/deferred-item.interface';
 import type { SinkSpoolStats } from '../../core/stats.interface';
-import { Spool, SpoolFullError, type SpoolOptions } from '../../spool';
+import { Spool, SpoolFullError, type SpoolDirSource, type SpoolOptions } from '../../spool';
 import type { Entry } from './entry';
 
 /** Where and how one sink's items are spooled (the `spool` module option, resolved per sink). */
@@ -15,6 +15,8 @@ export interface SinkSpoolSettings extends SpoolOptions {
    * being dead-lettered: it never holds the sink's other items for good. Default `false`.
    */
   requeue?: boolean;
+  /** The option that set `dir` and the directory given there, for messages. Default `spool.dir` and `dir`. */
+  source?: SpoolDirSource;
 }
 
 /** What the spool reports to its processor's owner (the dispatcher's rate-limited warnings). */
@@ -27,6 +29,17 @@ export interface SinkSpoolHooks {
 export interface PagedRecord {
   spoolSeq: number;
   item: DeferredItem;
+  /** A replayed record that began a write of the previous process: that write's size. */
+  batch?: number;
+}
+
+/** A record's payload as an item; `undefined` when it is not JSON. */
+function parseItem(payload: Buffer): DeferredItem | undefined {
+  try {
+    return JSON.parse(payload.toString('utf8')) as DeferredItem;
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -47,12 +60,21 @@ export class SinkSpool {
   private cursor = 0;
   private counts = { refused: 0, failed: 0, unreadable: 0, kept: 0, requeued: 0 };
   /**
-   * Records appended again by `requeue` and not settled yet, with when their item was deferred:
-   * `flush()` cannot place them by acceptance, and the oldest age must not restart at each round.
+   * Entries sent to the back by `requeue`, waiting on disk in that order: their record stays where it
+   * is (nothing is written again), and each is read back after every backlog record below `before`
+   * (the records appended before it was sent back).
    */
-  private readonly requeuedSeqs = new Map<number, number>();
+  private readonly parked: Array<{ seq: number; before: number }> = [];
+  /** Records sent to the back by `requeue` and not settled yet (parked, or read back and in memory). */
+  private readonly requeuedSeqs = new Set<number>();
+  /** The seq of the last record appended (or left by a previous process). */
+  private lastSeq: number;
   /** See `SinkSpoolSettings.requeue`. */
   readonly requeues: boolean;
+  /** The writes a previous process began (first seq to size), for replayed records to form the same batches. */
+  private readonly replayBatches: Map<number, number>;
+  /** The batch marks in the spool for pending records (first seq to size): one is written once. */
+  private readonly marks: Map<number, number>;
   /** Refusals in the current spool-full episode (0 when the spool has room). */
   private refusing = 0;
 
@@ -61,10 +83,13 @@ export class SinkSpool {
     settings: SinkSpoolSettings,
     private readonly hooks: SinkSpoolHooks,
   ) {
-    const { dir, requeue, ...options } = settings;
+    const { dir, requeue, source, ...options } = settings;
     this.requeues = requeue === true;
-    this.spool = Spool.open(dir, options);
+    this.spool = Spool.open(dir, options, source);
     this.replayed = this.backlog = this.spool.stats().pendingRecords;
+    this.lastSeq = this.spool.lastReplaySeq;
+    this.replayBatches = this.spool.replayBatches();
+    this.marks = new Map(this.replayBatches);
     const torn = this.spool.stats().tornRecords;
     if (this.replayed > 0 || torn > 0) {
       hooks.log(
@@ -110,6 +135,7 @@ export class SinkSpool {
     }
     entry.spoolSeq = seq;
     entry.seq = seq;
+    this.lastSeq = seq;
     return true;
   }
 
@@ -136,37 +162,55 @@ export class SinkSpool {
   }
 
   /**
-   * Up to `limit` backlog records, in order, read back from disk and parsed into items. `unreadable`
-   * counts backlog records that could not be: their frame no longer checks out, or not an item (never
-   * expected: the checksums passed when they were written). Those are acked (they would fail again) and
-   * the caller counts them dead-lettered; the records after them are read as usual. Throws what the
-   * disk throws (a read error): the backlog is left as it was.
+   * Up to `limit` backlog records, in order, read back from disk and parsed into items: the records
+   * never held in memory, in seq order, and the entries `requeue` sent back, each after the records
+   * appended before it was. `unreadable` counts backlog records that could not be read: their frame
+   * no longer checks out, or not an item (never expected: the checksums passed when they were
+   * written). Those are acked (they would fail again) and the caller counts them dead-lettered; the
+   * records after them are read as usual. Throws what the disk throws (a read error): the backlog is
+   * left as it was.
    */
   pageIn(limit: number): { records: PagedRecord[]; unreadable: number } {
     const wanted = Math.min(limit, this.backlog);
     if (wanted <= 0) return { records: [], unreadable: 0 };
-    const { records: read, missing } = this.spool.readPending(this.cursor, wanted);
-    const records: PagedRecord[] = [];
-    const bad = [...missing];
-    for (const record of read) {
-      try {
-        records.push({ spoolSeq: record.seq, item: JSON.parse(record.payload.toString('utf8')) as DeferredItem });
-      } catch {
-        bad.push(record.seq);
-      }
+    const onDisk = this.backlog - this.parked.length;
+    const asked = Math.min(wanted, onDisk);
+    const read = asked > 0 ? this.spool.readPending(this.cursor, asked) : { records: [], missing: [] };
+    // Parked records are read one by one (before anything changes), then merged in their place.
+    const disk: Array<{ seq: number; payload?: Buffer }> = [...read.records, ...read.missing.map((seq) => ({ seq }))].sort((a, b) => a.seq - b.seq);
+    const taken: Array<{ seq: number; payload?: Buffer }> = [];
+    let fromDisk = 0;
+    let parkedTaken = 0;
+    const takeParked = (): void => {
+      const { seq } = this.parked[parkedTaken++]!;
+      const found = this.spool.readPending(seq - 1, 1).records[0];
+      taken.push(found?.seq === seq ? found : { seq });
+    };
+    for (const record of disk) {
+      while (taken.length < wanted && parkedTaken < this.parked.length && this.parked[parkedTaken]!.before <= record.seq) takeParked();
+      if (taken.length >= wanted) break;
+      taken.push(record);
+      fromDisk++;
     }
-    const tried = read.length + missing.length;
-    if (tried > 0) this.cursor = Math.max(read.at(-1)?.seq ?? 0, missing.at(-1) ?? 0);
-    this.backlog -= tried;
-    let unreadable = bad.length;
+    // Fewer pending records on disk than counted (never expected): the count is corrected below.
+    const short = fromDisk === disk.length && disk.length < asked ? onDisk - fromDisk : 0;
+    if (fromDisk === onDisk || short > 0) while (taken.length < wanted && parkedTaken < this.parked.length) takeParked();
+    this.parked.splice(0, parkedTaken);
+    if (fromDisk > 0) this.cursor = Math.max(this.cursor, disk[fromDisk - 1]!.seq);
+    this.backlog -= taken.length + short;
+    const records: PagedRecord[] = [];
+    const bad: number[] = [];
+    for (const { seq, payload } of taken) {
+      const item = payload === undefined ? undefined : parseItem(payload);
+      const batch = this.replayBatches.get(seq);
+      if (batch !== undefined) this.replayBatches.delete(seq);
+      if (item === undefined) bad.push(seq);
+      else records.push(batch === undefined ? { spoolSeq: seq, item } : { spoolSeq: seq, item, batch });
+    }
+    const unreadable = bad.length + short;
     if (bad.length > 0) {
       this.spool.ack(bad);
       for (const seq of bad) this.requeuedSeqs.delete(seq);
-    }
-    if (tried < wanted) {
-      // Fewer pending records on disk than counted (never expected): the count is corrected.
-      unreadable += this.backlog;
-      this.backlog = 0;
     }
     if (unreadable > 0) {
       this.counts.unreadable += unreadable;
@@ -176,32 +220,45 @@ export class SinkSpool {
   }
 
   /**
-   * Sends entries that used up their attempts to the back of the spool: each item is appended again
-   * (same `id`) and its old record acked; it is read back after the backlog ahead of it. Returns the
-   * entries that could not be appended (spool full): the caller keeps retrying those in memory.
+   * Sends entries that used up their attempts to the back of the spool, without writing anything: each
+   * record stays where it is (pending, so a restart replays it in its place), the entry leaves memory,
+   * and it is read back after the records appended before this call. Returns the entries that have no
+   * record (never expected with a spool): the caller keeps retrying those in memory.
    */
   requeue(entries: readonly Entry[]): Entry[] {
     const stuck: Entry[] = [];
-    const done: Entry[] = [];
     for (const entry of entries) {
-      const old = entry.spoolSeq;
-      let seq: number;
-      try {
-        seq = this.spool.append(JSON.stringify(entry.item));
-      } catch {
-        stuck.push(entry); // no room (or the disk refuses): it stays in memory, retried there
+      const seq = entry.spoolSeq;
+      if (!seq) {
+        stuck.push(entry);
         continue;
       }
-      if (old) this.requeuedSeqs.delete(old);
-      this.requeuedSeqs.set(seq, entry.item.createdAt);
+      this.parked.push({ seq, before: this.lastSeq + 1 });
+      this.requeuedSeqs.add(seq);
       this.backlog++;
-      done.push(entry);
+      this.counts.requeued++;
     }
-    this.counts.requeued += done.length;
-    // The new records reach the file before the old ones are confirmed: a crash in between leaves both
-    // (delivered twice, deduplicated by id), never neither. Should the disk refuse, the old ones stay.
-    if (done.length > 0 && this.spool.writeNow()) this.ack(done);
     return stuck;
+  }
+
+  /**
+   * Marks in the spool that a write of `entries` begins (see `Spool.markBatch`), unless it was marked
+   * so already: after a crash, the next process writes the same items together again. Only for
+   * entries in seq order (the pending records from the first); a mark the disk refuses is skipped.
+   */
+  markBatch(entries: readonly Entry[]): void {
+    const first = entries[0];
+    if (first?.spoolSeq === undefined) return;
+    first.marked = entries.length;
+    // The same batch formed again (read back after a round at the back of the spool): marked already.
+    if (this.marks.get(first.spoolSeq) === entries.length) return;
+    for (let i = 1; i < entries.length; i++) if (!(entries[i]!.spoolSeq! > entries[i - 1]!.spoolSeq!)) return;
+    this.marks.set(first.spoolSeq, entries.length);
+    try {
+      this.spool.markBatch(first.spoolSeq, entries.length);
+    } catch {
+      // A mark only helps a receiver deduplicate after a crash; the write goes on without it.
+    }
   }
 
   /** Records sent to the back by `requeue` and not settled yet. */
@@ -214,6 +271,7 @@ export class SinkSpool {
     const seqs: number[] = [];
     for (const entry of entries) if (entry.spoolSeq) seqs.push(entry.spoolSeq);
     if (this.requeuedSeqs.size > 0) for (const seq of seqs) this.requeuedSeqs.delete(seq);
+    if (this.marks.size > 0) for (const seq of seqs) this.marks.delete(seq);
     if (seqs.length === 0) return;
     try {
       this.spool.ack(seqs);
@@ -243,18 +301,13 @@ export class SinkSpool {
 
   stats(): SinkSpoolStats {
     const s = this.spool.stats();
-    let oldestAgeMs = s.oldestPendingAgeMs;
-    if (this.requeuedSeqs.size > 0) {
-      const now = Date.now();
-      for (const createdAt of this.requeuedSeqs.values()) oldestAgeMs = Math.max(oldestAgeMs, now - createdAt);
-    }
     return {
       dir: this.dir,
       maxBytes: this.spool.options.maxBytes,
       pending: s.pendingRecords,
       onDiskOnly: this.backlog,
       bytes: s.bytesOnDisk,
-      oldestAgeMs,
+      oldestAgeMs: s.oldestPendingAgeMs,
       replayed: this.replayed,
       refused: this.counts.refused,
       failed: this.counts.failed,
@@ -264,9 +317,9 @@ export class SinkSpool {
       tornRecords: s.tornRecords,
       fsyncs: s.fsyncs,
       syncErrors: s.syncErrors,
-      // Items, not records: a requeue appends an item's record again and acks the old one.
-      appended: s.appended - this.counts.requeued,
-      acked: s.acked - this.counts.requeued,
+      appended: s.appended,
+      acked: s.acked,
+      bytesWritten: s.bytesWritten,
     };
   }
 }
