@@ -43,7 +43,8 @@ export type ScenarioId =
   | 'nats'
   | 'graphql'
   | 'pg-local'
-  | 'mysql-local';
+  | 'mysql-local'
+  | 'redis-stream';
 
 /** How the `compression` scenario's client asks for the large JSON body (`Accept-Encoding`). */
 export type Encoding = 'identity' | 'gzip-6' | 'br-11';
