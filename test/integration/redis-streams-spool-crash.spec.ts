@@ -13,7 +13,7 @@ import { appendAsRequeue, readSpool } from '../support/spool-files';
 
 /**
  * RedisStreamSink with its disk spool on, as real processes, on Express and Fastify: a fixture app
- * (test/fixtures/redis-stream-spool-crash.app.ts) defers a job per request while its private Redis is
+ * (test/fixtures/redis-stream-process.app.ts) defers a job per request while its private Redis is
  * down, is killed with SIGKILL, and a new process on the same spool directory appends what the first
  * one left once Redis is back. Streams have no unique key: the copies the docs allow (an entry appended
  * before its confirmation was lost; an item on disk twice after a requeue cut short) are there, each
@@ -28,7 +28,7 @@ const apps: NodeApp[] = [];
 const dirs: string[] = [];
 
 beforeAll(async () => {
-  fixture = compileFixture('redis-stream-spool-crash.app');
+  fixture = compileFixture('redis-stream-process.app');
   await redis.start();
   admin = new Redis({ host: redis.host, port: redis.port, retryStrategy: () => 50 });
 });
