@@ -103,14 +103,15 @@ export class RedisStreamSink implements DeferredSink<SinkItem> {
 
   /** Sends the entries at `indexes` in one pipeline and records each one's outcome in `progress` as the replies come. */
   private async send(redis: StreamRedis, batch: readonly SinkItem[], indexes: readonly number[], progress: WriteProgress, now: number): Promise<void> {
-    const pipeline = redis.pipeline();
-    for (const index of indexes) {
-      const { stream, fields } = this.entry(batch[index]);
-      pipeline.xadd(...xaddArgs(stream, fields, this.trim, this.noMkStream, now));
-    }
     let replies: Array<[Error | null, unknown]> | null = null;
     let failure: unknown;
     try {
+      // a throw here must fail these entries, not leave them unanswered (counted delivered)
+      const pipeline = redis.pipeline();
+      for (const index of indexes) {
+        const { stream, fields } = this.entry(batch[index]);
+        pipeline.xadd(...xaddArgs(stream, fields, this.trim, this.noMkStream, now));
+      }
       replies = await pipeline.exec();
     } catch (error) {
       failure = error;
