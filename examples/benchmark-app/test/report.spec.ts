@@ -685,10 +685,10 @@ describe('renderers', () => {
     const withRedis = rows.map((r) => (r.scenario === 'bull-local' ? { ...r, redisCpuUsPerRequest: redisCpu[r.variant] ?? 0.1 } : r));
     const md = renderMarkdown({ ...report, rows: withRedis }, 'latest.svg');
     expect(md).toContain(
-      'in the Bull and BullMQ scenarios: bull-local express blocking 31 µs, bull-local express deferred 12 µs, bull-local express deferred-offload 11 µs, ' +
+      'in the Bull, BullMQ and Redis Stream scenarios: bull-local express blocking 31 µs, bull-local express deferred 12 µs, bull-local express deferred-offload 11 µs, ' +
         'bull-local express deferred-spool 13 µs.',
     );
-    expect(renderMarkdown(report, 'latest.svg')).not.toContain('in the Bull and BullMQ scenarios');
+    expect(renderMarkdown(report, 'latest.svg')).not.toContain('in the Bull, BullMQ and Redis Stream scenarios');
   });
 
   it('gives the client CPU per job, deferred − plain CPU µs/req in the local Bull and BullMQ scenarios, per adapter', () => {

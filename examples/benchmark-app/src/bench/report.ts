@@ -723,7 +723,7 @@ export function renderMarkdown(report: BenchReport, svgFileName: string): string
   if (redisRows.length > 0) {
     lines.push(
       '',
-      'Redis runs on the same cores; its own CPU per request (`INFO cpu`) in the Bull and BullMQ scenarios: ' +
+      'Redis runs on the same cores; its own CPU per request (`INFO cpu`) in the Bull, BullMQ and Redis Stream scenarios: ' +
         redisRows.map((r) => `${r.scenario} ${r.adapter} ${r.variant} ${formatNumber(r.redisCpuUsPerRequest!, 0)} µs`).join(', ') +
         '.',
     );
