@@ -28,7 +28,7 @@ export function compileFixture(name: string): string {
     },
   });
   const code = outputText
-    .replace(/from 'nestjs-deferred-work\/(\w+)'/g, (_m, sub: string) => `from '${pathToFileURL(join(DIST, sub, 'index.js')).href}'`)
+    .replace(/from 'nestjs-deferred-work\/([\w-]+)'/g, (_m, sub: string) => `from '${pathToFileURL(join(DIST, sub, 'index.js')).href}'`)
     .replace(/from 'nestjs-deferred-work'/g, `from '${pathToFileURL(join(DIST, 'index.js')).href}'`);
   const out = join(ROOT, 'test/fixtures/.build', `${name}.mjs`);
   mkdirSync(dirname(out), { recursive: true });

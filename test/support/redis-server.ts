@@ -14,6 +14,8 @@ export interface RedisServerOptions {
    * --appendonly no`, nothing on disk, a restart starts empty.
    */
   persistent?: boolean;
+  /** More arguments of `redis-server`, given the port (e.g. cluster mode: see `redis-cluster.ts`). Default none. */
+  args?: (port: number) => string[];
 }
 
 /**
@@ -49,6 +51,7 @@ export class RedisServer {
     } else {
       args.push('--appendonly', 'no');
     }
+    if (this.options.args) args.push(...this.options.args(this.port));
     const child = spawn(this.bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     this.child = child;
     child.stdout?.on('data', (chunk: Buffer) => (this.output += chunk.toString()));
@@ -129,7 +132,10 @@ export class RedisServer {
     while (Date.now() < deadline) {
       try {
         // PING answers while an append-only file is still loading; EXISTS does not (-LOADING).
-        if ((await this.command('EXISTS', '__redis_server_probe__')).startsWith(':')) return;
+        // A cluster node with no slots yet answers -CLUSTERDOWN: it is up.
+        const reply = await this.command('EXISTS', '__redis_server_probe__');
+        if (reply.startsWith(':') || reply.startsWith('-CLUSTERDOWN')) return;
+        last = reply;
       } catch (error) {
         last = error;
       }

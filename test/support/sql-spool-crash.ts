@@ -1,17 +1,16 @@
-import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createConnection, type Connection } from 'mysql2/promise';
 import type { DeferredStats, SinkSpoolStats, SinkStats } from 'nestjs-deferred-work';
 import pg from 'pg';
-import { decodeAcks } from '../../packages/nestjs-deferred-work/src/spool/ack-entry';
-import { encodeFrame, framePayload, scanFrames } from '../../packages/nestjs-deferred-work/src/spool/frame';
 import { eventually } from './eventually';
 import { load, range } from './load';
 import { MYSQL_URL, requireMariaDb } from './mariadb';
 import { compileFixture, NodeApp } from './node-app';
 import { platforms } from './platforms';
 import { PG_URL, requirePostgres } from './postgres';
+import { appendAsRequeue, readSpool as readSpoolFiles } from './spool-files';
 import { TcpProxy } from './tcp-proxy';
 
 /**
@@ -150,31 +149,7 @@ async function insertAsSink(db: Database, table: string, item: SpooledItem): Pro
   ]);
 }
 
-/**
- * Appends `items` again, as new records after the last one, to the newest segment of the spool in
- * `dir`, their old records left unacked: what a requeue leaves when the process dies between the two.
- */
-function appendAsRequeue(dir: string, items: SpooledItem[]): void {
-  const segments = readdirSync(dir).filter((f) => /^segment-\d+\.log$/.test(f)).sort();
-  const lastSeq = Math.max(...segments.flatMap((f) => scanFrames(readFileSync(join(dir, f))).frames.map((frame) => frame.seq)));
-  const frames = items.map((item, i) => encodeFrame(lastSeq + 1 + i, Date.now(), JSON.stringify(item)));
-  appendFileSync(join(dir, segments.at(-1)!), Buffer.concat(frames));
-}
-
-/** The records pending in the sink's spool directory, read with the spool's own frame and ack formats. */
-function readSpool(dir: string): SpooledItem[] {
-  const files = readdirSync(dir);
-  const acked = new Set(files.filter((f) => f.endsWith('.acks')).flatMap((f) => decodeAcks(readFileSync(join(dir, f)))));
-  return files
-    .filter((f) => /^segment-\d+\.log$/.test(f))
-    .sort()
-    .flatMap((f) => {
-      const bytes = readFileSync(join(dir, f));
-      return scanFrames(bytes)
-        .frames.filter((frame) => !acked.has(frame.seq))
-        .map((frame) => JSON.parse(framePayload(bytes, frame).toString('utf8')) as SpooledItem);
-    });
-}
+const readSpool = (dir: string) => readSpoolFiles<SpooledItem>(dir);
 
 const sorted = (ns: Iterable<number>) => [...ns].sort((a, b) => a - b);
 

@@ -2,6 +2,8 @@ import {
   AWAITED_VARIANTS,
   BULL_SCENARIOS,
   BULLMQ_SCENARIOS,
+  benchStreamName,
+  STREAM_SCENARIOS,
   benchTableName,
   benchQueueName,
   DEFAULT_OPTIONS,
@@ -44,6 +46,7 @@ describe('parseArgs', () => {
       'pg-local',
       'mysql-local',
       'realistic',
+      'redis-stream',
     ]);
     expect(options.adapters).toEqual(['express', 'fastify']);
     expect(options).toMatchObject({ duration: DEFAULT_OPTIONS.duration, connections: 10, repeats: DEFAULT_OPTIONS.repeats, help: false });
@@ -85,9 +88,9 @@ describe('parseArgs', () => {
     [['--duration', '--connections', '5'], '--duration needs a value'],
     [
       ['--scenarios', 'redis'],
-      'Unknown scenario "redis". Use ids (sim5, sim25, bull-local, bull-proxy, http-log, mix, sim5-tail, compression, bullmq-local, bullmq-proxy, rabbitmq, nats, graphql, pg-local, mysql-local, realistic) or numbers 1-16',
+      'Unknown scenario "redis". Use ids (sim5, sim25, bull-local, bull-proxy, http-log, mix, sim5-tail, compression, bullmq-local, bullmq-proxy, rabbitmq, nats, graphql, pg-local, mysql-local, realistic, redis-stream) or numbers 1-17',
     ],
-    [['--scenarios', '17'], 'Unknown scenario "17"'],
+    [['--scenarios', '18'], 'Unknown scenario "18"'],
     [['--scenarios', '0'], 'Unknown scenario "0"'],
     [['--scenarios', ','], '--scenarios is empty'],
     [['--adapter', 'koa'], '--adapter must be express, fastify or both, got "koa"'],
@@ -99,7 +102,7 @@ describe('parseArgs', () => {
 });
 
 describe('scenario catalog', () => {
-  it('has the six request scenarios, the slow tail, the compression study, the BullMQ pair, the brokers, GraphQL, the SQL pair, then the realistic endpoint', () => {
+  it('has the six request scenarios, the slow tail, the compression study, the BullMQ pair, the brokers, GraphQL, the SQL pair, the realistic endpoint, then the Redis Stream', () => {
     expect(SCENARIOS.map((s) => [s.id, s.itemsPerRequest])).toEqual([
       ['sim5', 1],
       ['sim25', 1],
@@ -117,8 +120,9 @@ describe('scenario catalog', () => {
       ['pg-local', 1],
       ['mysql-local', 1],
       ['realistic', 3],
+      ['redis-stream', 1],
     ]);
-    expect(SCENARIOS.filter((s) => s.kind === 'variants')).toHaveLength(15);
+    expect(SCENARIOS.filter((s) => s.kind === 'variants')).toHaveLength(16);
     expect(scenarioInfo('compression').kind).toBe('encodings');
     expect(scenarioInfo('bull-proxy').needs).toEqual(['redis', 'redis-proxy']);
   });
@@ -150,6 +154,10 @@ describe('scenario catalog', () => {
     expect(routeRequest('realistic')).toMatchObject({ method: 'POST', headers: { 'content-type': 'application/json', authorization: expect.stringMatching(/^Bearer /) } });
     expect(JSON.parse(routeRequest('realistic').body!)).toMatchObject({ customerId: expect.any(String), shipping: expect.any(Object), lines: expect.any(Array) });
     expect(routeRequest('sim5')).toEqual({ method: 'GET', headers: undefined });
+    expect(scenarioInfo('redis-stream')).toMatchObject({ needs: ['redis'], kind: 'variants', itemsPerRequest: 1, alwaysItemsPerRequest: 1 });
+    expect(variantsOf('redis-stream')).toEqual(['plain', 'blocking', 'deferred', 'article-tap', 'event-emitter']);
+    expect(STREAM_SCENARIOS).toEqual(['redis-stream']);
+    expect(benchStreamName('redis-stream', 4242)).toBe('bench:redis-stream:4242');
     const names = [...BULL_SCENARIOS, ...BULLMQ_SCENARIOS].map(benchQueueName);
     expect(names).toEqual(['bench-bull-local', 'bench-bull-proxy', 'bench-bullmq-local', 'bench-bullmq-proxy']);
     // a job delivered when the response finished; none for an aborted request

@@ -366,7 +366,7 @@ describe('deferred-spool (the disk spool)', () => {
 describe('checkTargets', () => {
   it('marks every check met for a passing result set', () => {
     const checks = checkTargets(passingRows());
-    expect(checks).toHaveLength(31);
+    expect(checks).toHaveLength(33);
     expect(gated(checks)).toHaveLength(21);
     expect(gated(checks).every((c) => c.pass === true)).toBe(true);
     expect(checks.find((c) => c.target.startsWith('sim25 vs sim5: deferred req/s within 10%'))?.measured).toBe('-2.9%');
@@ -410,7 +410,7 @@ describe('checkTargets', () => {
 
   it('evaluates each adapter separately', () => {
     const checks = checkTargets([...passingRows('express'), ...passingRows('fastify')]);
-    expect(checks.filter((c) => c.adapter === 'fastify')).toHaveLength(31);
+    expect(checks.filter((c) => c.adapter === 'fastify')).toHaveLength(33);
     expect(gated(checks).filter((c) => c.adapter === 'fastify')).toHaveLength(21);
   });
 
@@ -696,10 +696,10 @@ describe('renderers', () => {
     const withRedis = rows.map((r) => (r.scenario === 'bull-local' ? { ...r, redisCpuUsPerRequest: redisCpu[r.variant] ?? 0.1 } : r));
     const md = renderMarkdown({ ...report, rows: withRedis }, 'latest.svg');
     expect(md).toContain(
-      'in the Bull and BullMQ scenarios: bull-local express blocking 31 µs, bull-local express deferred 12 µs, bull-local express deferred-offload 11 µs, ' +
+      'in the Bull, BullMQ and Redis Stream scenarios: bull-local express blocking 31 µs, bull-local express deferred 12 µs, bull-local express deferred-offload 11 µs, ' +
         'bull-local express deferred-spool 13 µs.',
     );
-    expect(renderMarkdown(report, 'latest.svg')).not.toContain('in the Bull and BullMQ scenarios');
+    expect(renderMarkdown(report, 'latest.svg')).not.toContain('in the Bull, BullMQ and Redis Stream scenarios');
   });
 
   it('gives the client CPU per job, deferred − plain CPU µs/req in the local Bull and BullMQ scenarios, per adapter', () => {

@@ -153,6 +153,16 @@ export const SCENARIOS: readonly ScenarioInfo[] = [
     kind: 'variants',
     variants: ['plain', 'blocking', 'article-tap', 'event-emitter', 'deferred'],
   },
+  // an entry per request appended to a Redis Stream (RedisStreamSink), on the runner's private Redis
+  {
+    id: 'redis-stream',
+    label: 'Redis Stream entry (XADD), local Redis',
+    itemsPerRequest: 1,
+    alwaysItemsPerRequest: 1,
+    needs: ['redis'],
+    kind: 'variants',
+    variants: ['plain', 'blocking', 'deferred', 'article-tap', 'event-emitter'],
+  },
 ];
 
 /** The GraphQL scenario's endpoint: one query field per variant, over GET (Apollo's CSRF check wants the preflight header). */
@@ -224,6 +234,13 @@ export function benchTableName(scenario: ScenarioId, serverPid: number): string 
 /** The scenarios that add a Bull job per request, and those that add a BullMQ job. */
 export const BULL_SCENARIOS: readonly ScenarioId[] = ['bull-local', 'bull-proxy'];
 export const BULLMQ_SCENARIOS: readonly ScenarioId[] = ['bullmq-local', 'bullmq-proxy'];
+/** The scenarios that append a Redis Stream entry per request. */
+export const STREAM_SCENARIOS: readonly ScenarioId[] = ['redis-stream'];
+
+/** The stream a scenario's server appends to (one per server process, named after its pid), for the server and the runner's count. */
+export function benchStreamName(scenario: ScenarioId, serverPid: number): string {
+  return `bench:${scenario}:${serverPid}`;
+}
 
 /** The name of the Bull or BullMQ queue a scenario adds its jobs to (default prefix `bull`), for the server and the runner's count. */
 export function benchQueueName(scenario: ScenarioId): string {

@@ -314,6 +314,8 @@ export function checkTargets(rows: readonly ResultRow[], skipped: readonly Skipp
     reported('pg-local, batched rows vs an async @OnEvent listener awaiting INSERT: deferred/event-emitter req/s', 'pg-local', r('pg-local')?.deferredVsEventEmitter);
     reported('mysql-local, batched rows vs await INSERT: deferred/blocking req/s', 'mysql-local', r('mysql-local')?.deferredVsBlocking);
     reported('mysql-local, batched rows vs an async @OnEvent listener awaiting INSERT: deferred/event-emitter req/s', 'mysql-local', r('mysql-local')?.deferredVsEventEmitter);
+    reported('redis-stream, pipelined XADD vs await XADD: deferred/blocking req/s', 'redis-stream', r('redis-stream')?.deferredVsBlocking);
+    reported('redis-stream, pipelined XADD vs an async @OnEvent listener awaiting XADD: deferred/event-emitter req/s', 'redis-stream', r('redis-stream')?.deferredVsEventEmitter);
 
     // with the better of the two deferred routes where a scenario has both
     const bestVs = (scenario: ScenarioId, peer: Variant) => {
@@ -725,7 +727,7 @@ export function renderMarkdown(report: BenchReport, svgFileName: string): string
   if (redisRows.length > 0) {
     lines.push(
       '',
-      'Redis runs on the same cores; its own CPU per request (`INFO cpu`) in the Bull and BullMQ scenarios: ' +
+      'Redis runs on the same cores; its own CPU per request (`INFO cpu`) in the Bull, BullMQ and Redis Stream scenarios: ' +
         redisRows.map((r) => `${r.scenario} ${r.adapter} ${r.variant} ${formatNumber(r.redisCpuUsPerRequest!, 0)} µs`).join(', ') +
         '.',
     );

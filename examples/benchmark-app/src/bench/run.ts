@@ -17,6 +17,8 @@ import {
   ACCEPT_ENCODING,
   AWAITED_VARIANTS,
   BULL_SCENARIOS,
+  benchStreamName,
+  STREAM_SCENARIOS,
   BULLMQ_SCENARIOS,
   benchQueueName,
   benchTableName,
@@ -396,13 +398,14 @@ async function main(): Promise<void> {
   const wanted = (id: ScenarioId) => options.scenarios.includes(id) && !skipped.some((s) => s.scenario === id);
   // the queue scenarios, and `realistic` (a BullMQ job among its items), run against a private Redis
   const queueScenarios: ScenarioId[] = [...BULL_SCENARIOS, ...BULLMQ_SCENARIOS, 'realistic'];
-  if (queueScenarios.some(wanted)) {
+  const redisScenarios = [...queueScenarios, ...STREAM_SCENARIOS];
+  if (redisScenarios.some(wanted)) {
     try {
       redis = await startRedis();
       log(`private Redis ${redis.version} on 127.0.0.1:${redis.port} (no persistence)`);
     } catch (error) {
       const reason = `no Redis: ${error instanceof Error ? error.message : String(error)}`;
-      for (const id of queueScenarios) skip(id, reason);
+      for (const id of redisScenarios) skip(id, reason);
     }
   }
   if (redis && BULLMQ_SCENARIOS.some(wanted)) bullMq = bullMqCounters(redis.port);
@@ -451,6 +454,15 @@ async function main(): Promise<void> {
       return async () => {
         const reply = await redisCommand(port, `LLEN bull:${benchQueueName(scenario)}:wait`);
         if (!reply.startsWith(':')) throw new Error(`LLEN answered ${reply}`);
+        return Number(reply.slice(1));
+      };
+    }
+    if (STREAM_SCENARIOS.includes(scenario) && redis && server.child.pid !== undefined) {
+      const port = redis.port;
+      const stream = benchStreamName(scenario, server.child.pid);
+      return async () => {
+        const reply = await redisCommand(port, `XLEN ${stream}`);
+        if (!reply.startsWith(':')) throw new Error(`XLEN answered ${reply}`);
         return Number(reply.slice(1));
       };
     }
@@ -504,7 +516,7 @@ async function main(): Promise<void> {
             const samples = new Map<Variant, RunSample[]>(variants.map((v) => [v, []]));
             for (let r = 0; r < options.repeats; r++) {
               for (const variant of variantOrder(variants, r)) {
-                const redisCpu = redis && queueScenarios.includes(scenario) ? () => redisCpuUs(redis!.port) : undefined;
+                const redisCpu = redis && redisScenarios.includes(scenario) ? () => redisCpuUs(redis!.port) : undefined;
                 const sample = await measure(server, scenario, variant, options, destination(scenario, server), redisCpu);
                 samples.get(variant)!.push(sample);
                 done++;

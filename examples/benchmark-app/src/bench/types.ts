@@ -44,7 +44,8 @@ export type ScenarioId =
   | 'graphql'
   | 'pg-local'
   | 'mysql-local'
-  | 'realistic';
+  | 'realistic'
+  | 'redis-stream';
 
 /** How the `compression` scenario's client asks for the large JSON body (`Accept-Encoding`). */
 export type Encoding = 'identity' | 'gzip-6' | 'br-11';

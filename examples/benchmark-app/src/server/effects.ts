@@ -14,6 +14,7 @@ import { benchQueueName, benchTableName, offloadSinkName, scenarioInfo, spoolSin
 import type { ScenarioId, ServerConfig } from '../bench/types.js';
 import { type GraphqlParts, graphqlParts } from './graphql.js';
 import { type RealisticParts, realisticParts } from './realistic.js';
+import { streamEntry } from './stream-effect.js';
 
 /** The deferred handles a scenario's side-effect is written with (the `deferred-handle` and `deferred-injected` routes). */
 export interface HandleSet {
@@ -324,7 +325,7 @@ async function brokerEvent(scenario: 'rabbitmq' | 'nats', url: string, sinks: De
   };
 }
 
-/** The log record of the SQL scenarios: a row of about 300 bytes in the default table's columns. */
+/** The log record of the SQL scenarios and `redis-stream`: a row (an entry) of about 300 bytes in the default columns (fields). */
 const ROW_MESSAGE = 'order accepted';
 const ROW_FIELDS = {
   ...FIELDS,
@@ -456,6 +457,10 @@ export async function createScenarios(config: ServerConfig): Promise<ScenarioRes
         effects.set(id, realistic.effect);
         break;
       }
+      case 'redis-stream':
+        if (!config.redisUrl) throw new Error('Scenario redis-stream needs a Redis URL from the runner.');
+        effects.set(id, await streamEntry(config.redisUrl, { message: ROW_MESSAGE, fields: ROW_FIELDS }, sinks, closers));
+        break;
       case 'graphql':
         break; // after the loop: its module needs the effect
       case 'compression':

@@ -41,11 +41,21 @@ export async function findStreamRedis(context: SinkAttachContext, client: unknow
     });
     return { redis, own: false };
   }
-  let Redis: new (arg: unknown) => StreamRedis;
+  const { Redis } = await loadIoredis(label);
+  return { redis: new Redis(connection), own: true };
+}
+
+/** What the sink uses of the `ioredis` package: `Redis` (a connection of its own), `Command` (a key's hash slot). */
+interface Ioredis {
+  Redis: new (arg: unknown) => StreamRedis;
+  Command: new (name: string, args: string[]) => { getSlot(): number | null };
+}
+
+/** Loads `ioredis` (an optional peer), or fails the bootstrap saying how to install it. */
+export async function loadIoredis(label: string): Promise<Ioredis> {
   try {
-    ({ Redis } = (await import('ioredis')) as unknown as { Redis: typeof Redis });
+    return (await import('ioredis')) as unknown as Ioredis;
   } catch (error) {
     throw new SinkConfigError(`${label}: the "ioredis" package is not installed (${(error as Error)?.message ?? String(error)}). Install it: npm install ioredis`, 'client');
   }
-  return { redis: new Redis(connection), own: true };
 }

@@ -116,6 +116,24 @@ describe('RedisStreamSink writes', () => {
     ]);
   });
 
+  it('a Cluster client: one pipeline per group of nodes serving the streams\' slots ({hash tags} share a slot), outcomes at the batch\'s indexes', async () => {
+    const { client, sent } = fakeRedis((commands) => commands.map((args) => (args[0] === '{b}:2' ? [new Error('TRYAGAIN Multiple keys request during rehashing of slot'), undefined] : [null, '1-0'])));
+    const slots: string[][] = [];
+    const { Command } = await import('ioredis');
+    const slotOf = (key: string) => new Command('xadd', [key]).getSlot();
+    slots[slotOf('{a}')] = ['n1:1', 'n2:1'];
+    slots[slotOf('{b}')] = ['n2:1'];
+    const sink = new RedisStreamSink({ client: Object.assign(client, { isCluster: true, slots }), stream: (item) => `${(item as LogItem).fields?.s}` });
+    await sink.attach(attachContext);
+    const batch = ['{a}:1', '{b}:1', '{a}:2', '{b}:2'].map((s, n) => ({ ...log({ s }), id: `dw-${n}` }));
+    const result = await sink.write(batch, { signal: signal(), attempt: 1 });
+    expect(sent.map((pipeline) => pipeline.map((args) => args[0]))).toEqual([
+      ['{a}:1', '{a}:2'],
+      ['{b}:1', '{b}:2'],
+    ]);
+    expect(result?.failed?.map((f) => [f.index, f.retryable, f.code])).toEqual([[3, true, 'TRYAGAIN']]);
+  });
+
   it('sends nothing while the client is not connected (no offline-queue copies)', async () => {
     const { client, sent } = fakeRedis(() => [], 'reconnecting');
     const sink = new RedisStreamSink({ client });

@@ -5,10 +5,12 @@ import type { DeferredSink, SinkAttachContext, SinkProcessorOptions, SinkWriteCo
 import { itemId } from '../kit/item-id';
 import { describeValue } from '../kit/option-checks';
 import { redisReply } from '../kit/redis-errors';
+import { Partitions } from '../kit/partitions';
 import { redisState } from '../kit/redis-state';
 import { WriteProgress } from '../kit/write-progress';
 import { findStreamRedis, type StreamRedis } from './redis-stream-clients';
 import { type Trim, xaddArgs } from './redis-stream-entries';
+import { isStreamCluster, loadSlotOf, SlotGroups, type SlotOf } from './redis-stream-slots';
 import { checkRedisStreamSinkOptions } from './redis-stream-sink.checks';
 import { REDIS_STREAM_PROCESSOR_DEFAULTS, type RedisStreamSinkOptions } from './redis-stream-sink.options';
 
@@ -21,7 +23,7 @@ interface Entry {
 /**
  * Appends deferred items to Redis Streams (`XADD`) through the app's own ioredis client, found by
  * injection token at bootstrap: one pipeline per batch (one `XADD` per item, to as many streams as the
- * batch's items name), each entry carrying the item's id so that a consumer can drop the copy a retry
+ * batch's items name; with an ioredis `Cluster`, one pipeline per node the batch's streams hash to), each entry carrying the item's id so that a consumer can drop the copy a retry
  * after a lost reply or a spool replay appends again. An entry Redis refuses (WRONGTYPE, a missing
  * stream with `noMkStream`) is dead-lettered alone; one that failed for a transient reason (connection
  * lost, LOADING, BUSY, READONLY) is retried alone. Nothing is sent while the client is not connected
@@ -41,6 +43,8 @@ export class RedisStreamSink implements DeferredSink<SinkItem> {
   private readonly noMkStream: boolean;
   private redis: StreamRedis | undefined;
   private own = false;
+  /** A key's hash slot, when the client is an ioredis `Cluster`. */
+  private slotOf: SlotOf | undefined;
   private closed = false;
   /** Each item's entry, from its validation to its write (an item copied — spooled, offloaded — is mapped again). */
   private readonly entries = new WeakMap<SinkItem, Entry>();
@@ -63,6 +67,7 @@ export class RedisStreamSink implements DeferredSink<SinkItem> {
     this.redis = found.redis;
     this.own = found.own;
     if (!this.own) context.holdOpen(this.redis as unknown as object);
+    if (isStreamCluster(this.redis)) this.slotOf = await loadSlotOf(this.label);
   }
 
   /** Refuses, when it is deferred, an item whose entry cannot be built (a stream key that is not a string, fields that are not strings). */
@@ -77,39 +82,46 @@ export class RedisStreamSink implements DeferredSink<SinkItem> {
     // Sent now, the commands would wait in ioredis' offline queue and be appended whenever Redis comes back, behind the dispatcher's retry.
     if (state !== 'up') throw new SinkWriteError(`${this.label}: Redis is not connected (client status "${redis.status}"); the batch was not sent`, { retryable: true });
     const progress = new WriteProgress(batch.length);
-    const sent: number[] = [];
-    const pipeline = redis.pipeline();
-    const now = Date.now();
+    // One pipeline per batch; with a Cluster, one per group of nodes serving the entries' slots (a Cluster pipeline must hold keys one node serves).
+    const groups = this.slotOf && isStreamCluster(redis) ? new SlotGroups(redis, this.slotOf) : undefined;
+    const parts = new Partitions<string, string, number>();
     for (let index = 0; index < batch.length; index++) {
-      let entry: Entry;
       try {
-        entry = this.entry(batch[index]);
+        const { stream } = this.entry(batch[index]);
+        const group = groups?.of(stream) ?? '';
+        parts.add(group, index, index, () => group);
       } catch (error) {
         progress.fail([index], error, false);
-        continue;
       }
-      pipeline.xadd(...xaddArgs(entry.stream, entry.fields, this.trim, this.noMkStream, now));
-      sent.push(index);
     }
-    if (sent.length === 0) return progress.result(true);
-    const exec = pipeline.exec();
+    const now = Date.now();
+    const pipelines = parts.list().map((part) => this.send(redis, batch, part.indexes, progress, now));
+    if (pipelines.length === 0) return progress.result(true);
+    const ended = await progress.until(Promise.all(pipelines), signal);
+    return ended ? progress.result(true) : progress.result(false, signal.reason);
+  }
+
+  /** Sends the entries at `indexes` in one pipeline and records each one's outcome in `progress` as the replies come. */
+  private async send(redis: StreamRedis, batch: readonly SinkItem[], indexes: readonly number[], progress: WriteProgress, now: number): Promise<void> {
     let replies: Array<[Error | null, unknown]> | null = null;
     let failure: unknown;
-    const ended = await progress.until(
-      exec.then(
-        (r) => void (replies = r),
-        (error: unknown) => void (failure = error),
-      ),
-      signal,
-    );
-    if (!ended) return progress.result(false, signal.reason);
-    if (failure !== undefined || !replies) {
-      progress.fail(sent, new SinkWriteError(`${this.label}: the pipeline failed: ${errorMessage(failure)}`, { cause: failure, retryable: true }), true);
-      return progress.result(true);
+    try {
+      // a throw here must fail these entries, not leave them unanswered (counted delivered)
+      const pipeline = redis.pipeline();
+      for (const index of indexes) {
+        const { stream, fields } = this.entry(batch[index]);
+        pipeline.xadd(...xaddArgs(stream, fields, this.trim, this.noMkStream, now));
+      }
+      replies = await pipeline.exec();
+    } catch (error) {
+      failure = error;
     }
-    const got: Array<[Error | null, unknown]> = replies;
-    sent.forEach((index, i) => {
-      const [error, id] = got[i] ?? [new Error('no reply'), undefined];
+    if (!replies) {
+      progress.fail(indexes, new SinkWriteError(`${this.label}: the pipeline failed: ${errorMessage(failure)}`, { cause: failure, retryable: true }), true);
+      return;
+    }
+    indexes.forEach((index, i) => {
+      const [error, id] = replies[i] ?? [new Error('no reply'), undefined];
       const stream = this.entries.get(batch[index])?.stream;
       if (error) {
         const { code, retryable } = redisReply(error);
@@ -118,7 +130,6 @@ export class RedisStreamSink implements DeferredSink<SinkItem> {
         progress.failEntry({ index, error: new SinkWriteError(`${this.label}: stream "${stream}" does not exist and noMkStream is set; create it (XGROUP CREATE … MKSTREAM) or leave noMkStream out`, { retryable: false }), retryable: false });
       } else progress.confirm([index]);
     });
-    return progress.result(true);
   }
 
   /** Closes the sink's own connection (from a URL or connection options); the app's client is the app's to close. */

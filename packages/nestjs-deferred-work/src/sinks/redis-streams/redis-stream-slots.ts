@@ -1,0 +1,50 @@
+import { loadIoredis } from './redis-stream-clients';
+
+/** What the sink uses of an ioredis `Cluster`: which nodes serve each hash slot (master first). */
+export interface StreamCluster {
+  isCluster: true;
+  slots: ReadonlyArray<readonly string[] | undefined>;
+}
+
+/** Whether a client is an ioredis `Cluster` (its pipelines must hold keys that one node serves). */
+export function isStreamCluster(client: unknown): client is StreamCluster {
+  const c = client as Partial<StreamCluster> | null;
+  return typeof client === 'object' && client !== null && c!.isCluster === true && Array.isArray(c!.slots);
+}
+
+/** The hash slot of a key, as ioredis computes it to route a command (CRC16 of the key or its `{hash tag}`, mod 16384). */
+export type SlotOf = (key: string) => number;
+
+/**
+ * The slot function of the ioredis the app's `Cluster` comes from: `Command#getSlot()` (the
+ * `cluster-key-slot` ioredis routes with), so the sink groups keys exactly as ioredis will check them.
+ */
+export async function loadSlotOf(label: string): Promise<SlotOf> {
+  const { Command } = await loadIoredis(label);
+  return (key) => new Command('xadd', [key]).getSlot() ?? 0;
+}
+
+/**
+ * Groups stream keys by the nodes that serve their slot — what an ioredis `Cluster` pipeline must
+ * hold ("all keys in the pipeline should belong to the same slots allocation group"). A slot whose
+ * nodes are not known yet is a group of its own: ioredis routes (and redirects) it alone.
+ */
+export class SlotGroups {
+  private readonly groups = new Map<string, string>();
+
+  constructor(
+    private readonly cluster: StreamCluster,
+    private readonly slotOf: SlotOf,
+  ) {}
+
+  /** The group of the stream `key` (its nodes, `;`-separated, master first). */
+  of(key: string): string {
+    let group = this.groups.get(key);
+    if (group === undefined) {
+      const slot = this.slotOf(key);
+      group = this.cluster.slots[slot]?.join(';') || `slot ${slot}`;
+      this.groups.set(key, group);
+    }
+    return group;
+  }
+}

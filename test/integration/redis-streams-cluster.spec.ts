@@ -1,0 +1,79 @@
+import { Controller, Get, Param } from '@nestjs/common';
+import type { Cluster } from 'ioredis';
+import { AfterResponse, Deferred, type DeferredScope, DeferredWork, DeferredWorkModule, type LogItem } from 'nestjs-deferred-work';
+import { RedisStreamSink } from 'nestjs-deferred-work/redis-streams';
+import { eventually } from '../support/eventually';
+import { load, range } from '../support/load';
+import { failOnUnhandledRejection, platforms, startApp } from '../support/platforms';
+import { RedisCluster } from '../support/redis-cluster';
+
+/**
+ * RedisStreamSink through an ioredis `Cluster` (a private three-node Redis Cluster): each request
+ * defers one entry to each of three streams whose keys hash to slots of three different nodes, so
+ * every batch holds keys no single Cluster pipeline may carry — N requests give exactly N entries per
+ * stream, each read back once. On Express and Fastify.
+ */
+failOnUnhandledRejection();
+const cluster = new RedisCluster(3);
+let admin: Cluster;
+
+beforeAll(async () => {
+  await cluster.start();
+  admin = cluster.client();
+}, 30_000);
+afterAll(async () => {
+  admin?.disconnect();
+  await cluster.dispose();
+});
+
+@Controller()
+class FanOutController {
+  @Get('fan-out/:mark')
+  @AfterResponse()
+  fanOut(@Param('mark') mark: string, @Deferred() work: DeferredScope) {
+    for (const node of [0, 1, 2]) work.log('info', 'entry', { mark, node });
+    return { mark };
+  }
+}
+
+const fieldsOf = (flat: string[]) => Object.fromEntries(range(0, flat.length / 2).map((i) => [flat[2 * i], flat[2 * i + 1]]));
+
+describe.each(platforms)('RedisStreamSink on a Redis Cluster ($name)', (platform) => {
+  it('60 requests, one entry each to three streams on three nodes: 60 entries per stream, each item once', async () => {
+    const streams = await cluster.keysPerNode(`dw-cluster-${platform.name}-${process.pid}`);
+    // the premise: one pipeline holding these keys is refused by ioredis (they are served by different nodes)
+    await expect(admin.pipeline().xadd(streams[0], '*', 'f', 'v').xadd(streams[1], '*', 'f', 'v').exec()).rejects.toThrow('same slots allocation group');
+    await Promise.all(streams.map((s) => admin.del(s)));
+    const client = cluster.client({ clusterRetryStrategy: () => 50 });
+    const started = await startApp(platform, {
+      imports: [
+        DeferredWorkModule.forRoot({
+          sinks: [new RedisStreamSink({ stream: (item) => streams[Number((item as LogItem).fields?.node)] })],
+          sinkOptions: { 'redis-streams': { flushIntervalMs: 5, initialBackoffMs: 50, maxAttempts: 10 } },
+        }),
+      ],
+      controllers: [FanOutController],
+      providers: [{ provide: 'REDIS', useValue: client }],
+    });
+    const work = started.app.get(DeferredWork);
+    try {
+      await eventually(() => expect(client.status).toBe('ready'), 10_000); // else the first batches wait for it (retried): no failed write is expected here
+      const marks = range(0, 60).map((i) => `${platform.name}-${i}`);
+      const statuses = await load(started.url, marks.map((m) => `/fan-out/${m}`), 6);
+      expect(statuses.every((s) => s === 200)).toBe(true);
+      await eventually(async () => expect(work.stats().sinks['redis-streams']).toMatchObject({ accepted: 180, delivered: 180, pending: 0 }), 15_000);
+      expect(work.stats().sinks['redis-streams']).toMatchObject({ deadLettered: 0, failedWrites: 0 });
+      for (const [node, stream] of streams.entries()) {
+        const entries = ((await admin.xrange(stream, '-', '+')) as Array<[string, string[]]>).map(([, flat]) => fieldsOf(flat));
+        expect(entries).toHaveLength(60);
+        expect(new Set(entries.map((e) => e.id)).size).toBe(60);
+        const payloads = entries.map((e) => JSON.parse(e.payload) as { fields: { mark: string; node: number } });
+        expect(payloads.map((p) => p.fields.mark).sort()).toEqual([...marks].sort());
+        expect(payloads.every((p) => p.fields.node === node)).toBe(true);
+      }
+    } finally {
+      await started.close();
+      client.disconnect();
+    }
+  });
+});
