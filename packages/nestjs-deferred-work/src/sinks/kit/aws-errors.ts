@@ -14,6 +14,8 @@ const TRANSIENT = new Set([
   'KmsThrottled',
   'KMSThrottling',
   'KMSThrottlingException',
+  'LimitExceededException',
+  'BandwidthLimitExceeded',
   'InternalError',
   'InternalFailure',
   'InternalErrorException',
@@ -43,6 +45,9 @@ const ENTRY_CODES = new Set([
   'AWS.SimpleQueueService.BatchRequestTooLong',
   'AWS.SimpleQueueService.InvalidBatchEntryId',
   'AWS.SimpleQueueService.BatchEntryIdsNotDistinct',
+  'BatchRequestTooLongException',
+  'InvalidBatchEntryIdException',
+  'BatchEntryIdsNotDistinctException',
   'ValidationError',
   'ValidationException',
 ]);
