@@ -33,7 +33,7 @@ const entries = (count: number, body = 'x'): SendMessageBatchRequestEntry[] => A
 /** What a call gets: the error's name, or the ids of the failed entries with their codes. */
 async function outcome(client: SQSClient | SNSClient, command: unknown): Promise<string> {
   try {
-    const out = (await client.send(command as never)) as { Failed?: Array<{ Id?: string; Code?: string; SenderFault?: boolean }> };
+    const out = (await (client as { send(c: unknown): Promise<unknown> }).send(command)) as { Failed?: Array<{ Id?: string; Code?: string; SenderFault?: boolean }> };
     return `failed: ${JSON.stringify((out.Failed ?? []).map((f) => [f.Id, f.Code, f.SenderFault]))}`;
   } catch (error) {
     return `error: ${(error as Error).name}`;
