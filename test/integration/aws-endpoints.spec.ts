@@ -1,8 +1,6 @@
 import { PublishBatchCommand, SNSClient } from '@aws-sdk/client-sns';
 import { CreateQueueCommand, SendMessageBatchCommand, type SendMessageBatchRequestEntry, SQSClient } from '@aws-sdk/client-sqs';
-import type { Server } from 'node:http';
-import { createSqsServer } from 'local-aws-sqs';
-import { freePort } from '../support/free-port';
+import { startLocalSqs } from '../support/local-sqs';
 import { SnsEndpoint } from '../support/sns-endpoint';
 import { SqsEndpoint } from '../support/sqs-endpoint';
 
@@ -12,19 +10,18 @@ import { SqsEndpoint } from '../support/sqs-endpoint';
  * server): PublishBatch's documented rules, and the injected faults as the SDK reads them.
  */
 const credentials = { accessKeyId: 'test', secretAccessKey: 'test' };
-let server: Server;
+let server: { url: string; close(): Promise<void> };
 let localUrl = '';
 const sqs = new SqsEndpoint();
 const sns = new SnsEndpoint();
 
 beforeAll(async () => {
-  const port = await freePort();
-  server = await createSqsServer({ port, hostname: '127.0.0.1', emulateQueueCreationLifecycle: false } as never);
-  localUrl = `http://127.0.0.1:${port}`;
+  server = await startLocalSqs();
+  localUrl = server.url;
   await Promise.all([sqs.start(), sns.start()]);
 });
 afterAll(async () => {
-  await new Promise((resolve) => server.close(resolve));
+  await server.close();
   await Promise.all([sqs.stop(), sns.stop()]);
 });
 

@@ -1,12 +1,10 @@
 import { CreateQueueCommand, DeleteMessageBatchCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
-import type { Server } from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createSqsServer } from 'local-aws-sqs';
 import type { DeferredStats } from 'nestjs-deferred-work';
 import { eventually } from '../support/eventually';
-import { freePort } from '../support/free-port';
+import { startLocalSqs } from '../support/local-sqs';
 import { load, range } from '../support/load';
 import { compileFixture, NodeApp } from '../support/node-app';
 import { platforms } from '../support/platforms';
@@ -23,7 +21,7 @@ import { SqsEndpoint } from '../support/sqs-endpoint';
  */
 const credentials = { accessKeyId: 'test', secretAccessKey: 'test' };
 let fixture: string;
-let localSqs: Server;
+let localSqs: { url: string; close(): Promise<void> };
 let localUrl = '';
 const sqsEndpoint = new SqsEndpoint();
 const snsEndpoint = new SnsEndpoint();
@@ -34,9 +32,8 @@ const nextName = () => `dw-proc-${process.pid}-${++n}`;
 
 beforeAll(async () => {
   fixture = compileFixture('aws-sink.app');
-  const port = await freePort();
-  localSqs = await createSqsServer({ port, hostname: '127.0.0.1', emulateQueueCreationLifecycle: false } as never);
-  localUrl = `http://127.0.0.1:${port}`;
+  localSqs = await startLocalSqs();
+  localUrl = localSqs.url;
   await Promise.all([sqsEndpoint.start(), snsEndpoint.start()]);
 });
 afterEach(async () => {
@@ -48,7 +45,7 @@ afterEach(async () => {
   sqsEndpoint.fault = undefined;
 });
 afterAll(async () => {
-  await new Promise((resolve) => localSqs.close(resolve));
+  await localSqs.close();
   await Promise.all([sqsEndpoint.stop(), snsEndpoint.stop()]);
 });
 

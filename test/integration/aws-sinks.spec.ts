@@ -1,15 +1,13 @@
 import { SNSClient } from '@aws-sdk/client-sns';
 import { CreateQueueCommand, DeleteMessageBatchCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { Controller, Get, Param } from '@nestjs/common';
-import type { Server } from 'node:http';
-import { createSqsServer } from 'local-aws-sqs';
 import { AfterResponse, Deferred, type DeferredScope, DeferredWork, DeferredWorkModule, type LogItem } from 'nestjs-deferred-work';
 import { SnsSink } from 'nestjs-deferred-work/sns';
 import { SqsSink } from 'nestjs-deferred-work/sqs';
 import { sinkAttachContext } from 'nestjs-deferred-work/testing';
 import type { AwsBatchEndpoint } from '../support/aws-batch-rules';
 import { eventually } from '../support/eventually';
-import { freePort } from '../support/free-port';
+import { startLocalSqs } from '../support/local-sqs';
 import { load, range, watchIdentity } from '../support/load';
 import { failOnUnhandledRejection, platforms, startApp } from '../support/platforms';
 import { SnsEndpoint } from '../support/sns-endpoint';
@@ -25,7 +23,7 @@ import { SqsEndpoint } from '../support/sqs-endpoint';
  */
 failOnUnhandledRejection();
 const credentials = { accessKeyId: 'test', secretAccessKey: 'test' };
-let localSqs: Server;
+let localSqs: { url: string; close(): Promise<void> };
 let localSqsUrl = '';
 const sqsEndpoint = new SqsEndpoint();
 const snsEndpoint = new SnsEndpoint();
@@ -33,13 +31,12 @@ let n = 0;
 const nextName = () => `dw-${process.pid}-${++n}`;
 
 beforeAll(async () => {
-  const port = await freePort();
-  localSqs = await createSqsServer({ port, hostname: '127.0.0.1', emulateQueueCreationLifecycle: false } as never);
-  localSqsUrl = `http://127.0.0.1:${port}`;
+  localSqs = await startLocalSqs();
+  localSqsUrl = localSqs.url;
   await Promise.all([sqsEndpoint.start(), snsEndpoint.start()]);
 });
 afterAll(async () => {
-  await new Promise((resolve) => localSqs.close(resolve));
+  await localSqs.close();
   await Promise.all([sqsEndpoint.stop(), snsEndpoint.stop()]);
 });
 

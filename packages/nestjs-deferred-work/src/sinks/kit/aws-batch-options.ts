@@ -1,7 +1,8 @@
 import type { SinkItem, SinkKind } from '../../core/items/deferred-item.interface';
+import type { SinkProcessorOptions } from '../../core/sink.interface';
 import { type AwsMessageAttribute, defaultAwsBody } from './aws-messages';
 import { itemParts } from './item-parts';
-import { checkOptionsObject, checkSinkName, checkString, checkWholeNumber, optionError } from './option-checks';
+import { checkOptionsObject, checkSinkKinds, checkSinkName, checkString, checkWholeNumber, optionError } from './option-checks';
 
 /** Options SQS and SNS sinks share (each sink adds its destination and documents its defaults). */
 export interface AwsBatchSinkOptions {
@@ -70,8 +71,6 @@ export interface AwsBatchSinkSettings {
   readonly concurrency: number;
 }
 
-const SINK_KINDS: readonly SinkKind[] = ['job', 'log', 'metric'];
-
 /** Checks an SQS or SNS sink's options (`options[spec.destinationOption]` is required). */
 export function checkAwsBatchSinkOptions(spec: AwsOptionsSpec, options: (AwsBatchSinkOptions & Record<string, unknown>) | undefined): AwsBatchSinkSettings {
   const { sinkClass, destinationOption: option, defaults } = spec;
@@ -83,10 +82,7 @@ export function checkAwsBatchSinkOptions(spec: AwsOptionsSpec, options: (AwsBatc
   if (typeof raw === 'function') destination = raw as (item: SinkItem) => string;
   else if (typeof raw === 'string' && spec.isDestination(raw)) destination = () => raw;
   else throw optionError(label, option, raw === undefined ? 'is required' : `must be ${spec.destinationExample} or a function of the item`, `Pass ${spec.destinationExample}.`, raw);
-  const kinds = o.kinds ?? defaults.kinds;
-  if (!Array.isArray(kinds) || kinds.length === 0 || !kinds.every((k) => SINK_KINDS.includes(k))) {
-    throw optionError(label, 'kinds', "must be a non-empty array of 'job', 'log', 'metric'", 'Leave it out for all three.', o.kinds);
-  }
+  const kinds = checkSinkKinds(label, o.kinds, defaults.kinds);
   for (const fn of ['body', 'messageAttributes'] as const) {
     if (o[fn] !== undefined && typeof o[fn] !== 'function') throw optionError(label, fn, 'must be a function of the item', 'Pass (item) => … or leave it out.', o[fn]);
   }
@@ -102,7 +98,7 @@ export function checkAwsBatchSinkOptions(spec: AwsOptionsSpec, options: (AwsBatc
   return {
     name,
     label,
-    kinds: Object.freeze([...kinds]),
+    kinds,
     client: o.client ?? defaults.client,
     destination,
     body: o.body ?? defaultAwsBody,
@@ -112,3 +108,19 @@ export function checkAwsBatchSinkOptions(spec: AwsOptionsSpec, options: (AwsBatc
     concurrency,
   };
 }
+
+/** An AWS sink's option defaults: every kind, five calls at once, and the service's name, token and size limit. */
+export function awsBatchSinkDefaults(name: string, client: string, maxPayloadBytes: number): AwsBatchSinkDefaults {
+  return Object.freeze({ name, client, kinds: Object.freeze(['job', 'log', 'metric'] as const), maxPayloadBytes, concurrency: 5 });
+}
+
+/**
+ * Dispatcher settings of the SQS and SNS sinks:
+ * - `maxBatchSize` 100: ten batch calls of 10, five at a time — two round trips.
+ * - `writeTimeoutMs` 15000: the app's SDK client retries throttling and 5xx on its own within a call
+ *   (3 tries with backoff by default); the write allows for that.
+ */
+export const AWS_BATCH_PROCESSOR_DEFAULTS: Partial<SinkProcessorOptions> = Object.freeze({
+  maxBatchSize: 100,
+  writeTimeoutMs: 15_000,
+});

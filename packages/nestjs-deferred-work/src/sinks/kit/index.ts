@@ -12,7 +12,7 @@ export { CLOSE_METHODS, ClientHolds } from './hold-open';
 export { isolate, type IsolateOptions } from './isolate';
 export { itemId } from './item-id';
 export { traceparent } from './traceparent';
-export { checkOneOf, checkOptionsObject, checkSinkName, checkString, checkWholeNumber, describeValue, optionError } from './option-checks';
+export { checkOneOf, checkOptionsObject, checkSinkKinds, checkSinkName, checkString, checkWholeNumber, describeValue, optionError } from './option-checks';
 export { type Part, Partitions } from './partitions';
 export { redisState } from './redis-state';
 export { type LimitedOutcome, runLimited } from './run-limited';

@@ -1,6 +1,6 @@
 import type { SinkItem } from '../../core/items/deferred-item.interface';
 import type { SinkProcessorOptions } from '../../core/sink.interface';
-import type { AwsBatchSinkOptions } from '../kit/aws-batch-options';
+import { AWS_BATCH_PROCESSOR_DEFAULTS, type AwsBatchSinkOptions, awsBatchSinkDefaults } from '../kit/aws-batch-options';
 
 /**
  * Options of {@link SnsSink}. Only `topicArn` is required: with it alone, the sink publishes every job,
@@ -31,21 +31,7 @@ export interface SnsSinkOptions extends AwsBatchSinkOptions {
 export const SNS_SINK_NAME = 'sns';
 
 /** The option defaults of {@link SnsSink}. */
-export const SNS_SINK_DEFAULTS = Object.freeze({
-  name: SNS_SINK_NAME,
-  client: 'SNS_CLIENT',
-  kinds: Object.freeze(['job', 'log', 'metric'] as const),
-  maxPayloadBytes: 262_144,
-  concurrency: 5,
-});
+export const SNS_SINK_DEFAULTS = awsBatchSinkDefaults(SNS_SINK_NAME, 'SNS_CLIENT', 262_144);
 
-/**
- * Dispatcher settings of an SNS sink:
- * - `maxBatchSize` 100: ten `PublishBatch` calls of 10, five at a time — two round trips.
- * - `writeTimeoutMs` 15000: the app's `SNSClient` retries throttling and 5xx on its own within a call
- *   (3 tries with backoff by default); the write allows for that.
- */
-export const SNS_PROCESSOR_DEFAULTS: Partial<SinkProcessorOptions> = Object.freeze({
-  maxBatchSize: 100,
-  writeTimeoutMs: 15_000,
-});
+/** Dispatcher settings of an SNS sink (see `AWS_BATCH_PROCESSOR_DEFAULTS` for the reasons). */
+export const SNS_PROCESSOR_DEFAULTS: Partial<SinkProcessorOptions> = AWS_BATCH_PROCESSOR_DEFAULTS;

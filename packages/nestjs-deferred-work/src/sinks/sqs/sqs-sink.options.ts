@@ -1,6 +1,6 @@
 import type { SinkItem } from '../../core/items/deferred-item.interface';
 import type { SinkProcessorOptions } from '../../core/sink.interface';
-import type { AwsBatchSinkOptions } from '../kit/aws-batch-options';
+import { AWS_BATCH_PROCESSOR_DEFAULTS, type AwsBatchSinkOptions, awsBatchSinkDefaults } from '../kit/aws-batch-options';
 
 /**
  * Options of {@link SqsSink}. Only `queueUrl` is required: with it alone, the sink sends every job,
@@ -31,21 +31,7 @@ export interface SqsSinkOptions extends AwsBatchSinkOptions {
 export const SQS_SINK_NAME = 'sqs';
 
 /** The option defaults of {@link SqsSink}. */
-export const SQS_SINK_DEFAULTS = Object.freeze({
-  name: SQS_SINK_NAME,
-  client: 'SQS_CLIENT',
-  kinds: Object.freeze(['job', 'log', 'metric'] as const),
-  maxPayloadBytes: 1_048_576,
-  concurrency: 5,
-});
+export const SQS_SINK_DEFAULTS = awsBatchSinkDefaults(SQS_SINK_NAME, 'SQS_CLIENT', 1_048_576);
 
-/**
- * Dispatcher settings of an SQS sink:
- * - `maxBatchSize` 100: ten `SendMessageBatch` calls of 10, five at a time — two round trips.
- * - `writeTimeoutMs` 15000: the app's `SQSClient` retries throttling and 5xx on its own within a call
- *   (3 tries with backoff by default); the write allows for that.
- */
-export const SQS_PROCESSOR_DEFAULTS: Partial<SinkProcessorOptions> = Object.freeze({
-  maxBatchSize: 100,
-  writeTimeoutMs: 15_000,
-});
+/** Dispatcher settings of an SQS sink (see `AWS_BATCH_PROCESSOR_DEFAULTS` for the reasons). */
+export const SQS_PROCESSOR_DEFAULTS: Partial<SinkProcessorOptions> = AWS_BATCH_PROCESSOR_DEFAULTS;
