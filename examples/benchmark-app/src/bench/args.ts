@@ -143,6 +143,15 @@ export const SCENARIOS: readonly ScenarioInfo[] = [
     needs: ['mysql'],
     kind: 'variants',
   },
+  // a message per request to an SQS queue, through the app's SQSClient (SqsSink)
+  {
+    id: 'sqs-local',
+    label: 'SQS message, local SQS server (local-aws-sqs)',
+    itemsPerRequest: 1,
+    alwaysItemsPerRequest: 1,
+    needs: [],
+    kind: 'variants',
+  },
 ];
 
 /** The GraphQL scenario's endpoint: one query field per variant, over GET (Apollo's CSRF check wants the preflight header). */

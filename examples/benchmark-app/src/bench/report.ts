@@ -312,6 +312,8 @@ export function checkTargets(rows: readonly ResultRow[], skipped: readonly Skipp
     reported('pg-local, batched rows vs an async @OnEvent listener awaiting INSERT: deferred/event-emitter req/s', 'pg-local', r('pg-local')?.deferredVsEventEmitter);
     reported('mysql-local, batched rows vs await INSERT: deferred/blocking req/s', 'mysql-local', r('mysql-local')?.deferredVsBlocking);
     reported('mysql-local, batched rows vs an async @OnEvent listener awaiting INSERT: deferred/event-emitter req/s', 'mysql-local', r('mysql-local')?.deferredVsEventEmitter);
+    reported('sqs-local, SendMessageBatch vs await SendMessage: deferred/blocking req/s', 'sqs-local', r('sqs-local')?.deferredVsBlocking);
+    reported('sqs-local, SendMessageBatch vs an async @OnEvent listener awaiting SendMessage: deferred/event-emitter req/s', 'sqs-local', r('sqs-local')?.deferredVsEventEmitter);
 
     // with the better of the two deferred routes where a scenario has both
     const bestVs = (scenario: ScenarioId, peer: Variant) => {
