@@ -42,6 +42,7 @@ describe('parseArgs', () => {
       'graphql',
       'pg-local',
       'mysql-local',
+      'sqs-local',
     ]);
     expect(options.adapters).toEqual(['express', 'fastify']);
     expect(options).toMatchObject({ duration: DEFAULT_OPTIONS.duration, connections: 10, repeats: DEFAULT_OPTIONS.repeats, help: false });
@@ -83,9 +84,9 @@ describe('parseArgs', () => {
     [['--duration', '--connections', '5'], '--duration needs a value'],
     [
       ['--scenarios', 'redis'],
-      'Unknown scenario "redis". Use ids (sim5, sim25, bull-local, bull-proxy, http-log, mix, sim5-tail, compression, bullmq-local, bullmq-proxy, rabbitmq, nats, graphql, pg-local, mysql-local) or numbers 1-15',
+      'Unknown scenario "redis". Use ids (sim5, sim25, bull-local, bull-proxy, http-log, mix, sim5-tail, compression, bullmq-local, bullmq-proxy, rabbitmq, nats, graphql, pg-local, mysql-local, sqs-local) or numbers 1-16',
     ],
-    [['--scenarios', '16'], 'Unknown scenario "16"'],
+    [['--scenarios', '17'], 'Unknown scenario "17"'],
     [['--scenarios', '0'], 'Unknown scenario "0"'],
     [['--scenarios', ','], '--scenarios is empty'],
     [['--adapter', 'koa'], '--adapter must be express, fastify or both, got "koa"'],
@@ -97,7 +98,7 @@ describe('parseArgs', () => {
 });
 
 describe('scenario catalog', () => {
-  it('has the six request scenarios, the slow tail, the compression study, the BullMQ pair, the brokers, GraphQL, then the SQL pair', () => {
+  it('has the six request scenarios, the slow tail, the compression study, the BullMQ pair, the brokers, GraphQL, then the SQL pair and SQS', () => {
     expect(SCENARIOS.map((s) => [s.id, s.itemsPerRequest])).toEqual([
       ['sim5', 1],
       ['sim25', 1],
@@ -114,8 +115,9 @@ describe('scenario catalog', () => {
       ['graphql', 1],
       ['pg-local', 1],
       ['mysql-local', 1],
+      ['sqs-local', 1],
     ]);
-    expect(SCENARIOS.filter((s) => s.kind === 'variants')).toHaveLength(14);
+    expect(SCENARIOS.filter((s) => s.kind === 'variants')).toHaveLength(15);
     expect(scenarioInfo('compression').kind).toBe('encodings');
     expect(scenarioInfo('bull-proxy').needs).toEqual(['redis', 'redis-proxy']);
   });
@@ -141,6 +143,7 @@ describe('scenario catalog', () => {
     expect(scenarioInfo('mysql-local')).toMatchObject({ needs: ['mysql'], kind: 'variants', itemsPerRequest: 1, alwaysItemsPerRequest: 1 });
     expect(variantsOf('pg-local')).toEqual(VARIANTS);
     expect(benchTableName('mysql-local', 4242)).toBe('bench_mysql_local_4242');
+    expect(scenarioInfo('sqs-local')).toMatchObject({ needs: [], kind: 'variants', itemsPerRequest: 1, alwaysItemsPerRequest: 1 });
     const names = [...BULL_SCENARIOS, ...BULLMQ_SCENARIOS].map(benchQueueName);
     expect(names).toEqual(['bench-bull-local', 'bench-bull-proxy', 'bench-bullmq-local', 'bench-bullmq-proxy']);
     // a job delivered when the response finished; none for an aborted request
