@@ -186,7 +186,7 @@ const TSCONFIG_ESM = {
 // Files allowed in the tarball (src/: the TypeScript sources the source maps point at, no specs).
 const ALLOWED_FILE = /^(dist\/.+\.(js|cjs|d\.ts|d\.cts|js\.map|cjs\.map)|src\/.+(?<!\.spec)\.ts|README\.md|LICENSE|package\.json)$/;
 const REQUIRED_FILES = ['package.json', 'README.md', 'LICENSE'];
-const SUBPATHS = ['.', './bull', './bullmq', './prometheus', './opentelemetry', './microservices', './sql', './redis-streams', './testing'];
+const SUBPATHS = ['.', './bull', './bullmq', './prometheus', './opentelemetry', './microservices', './sql', './redis-streams', './sqs', './sns', './testing'];
 
 const children = new Set();
 let workDir;

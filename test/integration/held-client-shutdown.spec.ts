@@ -71,7 +71,7 @@ const backends: Record<string, { prepare(run: string): Promise<void>; count(run:
   },
   sqs: {
     prepare: async () => undefined,
-    count: async (run) => new Set(sqs.records.filter((r) => r.queueUrl.endsWith(`/${run}`)).map((r) => r.body)).size,
+    count: async (run) => new Set(sqs.records.filter((r) => r.destination.endsWith(`/${run}`)).map((r) => r.body)).size,
   },
   rabbitmq: {
     prepare: async () => undefined,

@@ -47,6 +47,7 @@ describe('parseArgs', () => {
       'mysql-local',
       'realistic',
       'redis-stream',
+      'sqs-local',
     ]);
     expect(options.adapters).toEqual(['express', 'fastify']);
     expect(options).toMatchObject({ duration: DEFAULT_OPTIONS.duration, connections: 10, repeats: DEFAULT_OPTIONS.repeats, help: false });
@@ -88,9 +89,9 @@ describe('parseArgs', () => {
     [['--duration', '--connections', '5'], '--duration needs a value'],
     [
       ['--scenarios', 'redis'],
-      'Unknown scenario "redis". Use ids (sim5, sim25, bull-local, bull-proxy, http-log, mix, sim5-tail, compression, bullmq-local, bullmq-proxy, rabbitmq, nats, graphql, pg-local, mysql-local, realistic, redis-stream) or numbers 1-17',
+      'Unknown scenario "redis". Use ids (sim5, sim25, bull-local, bull-proxy, http-log, mix, sim5-tail, compression, bullmq-local, bullmq-proxy, rabbitmq, nats, graphql, pg-local, mysql-local, realistic, redis-stream, sqs-local) or numbers 1-18',
     ],
-    [['--scenarios', '18'], 'Unknown scenario "18"'],
+    [['--scenarios', '19'], 'Unknown scenario "19"'],
     [['--scenarios', '0'], 'Unknown scenario "0"'],
     [['--scenarios', ','], '--scenarios is empty'],
     [['--adapter', 'koa'], '--adapter must be express, fastify or both, got "koa"'],
@@ -102,7 +103,7 @@ describe('parseArgs', () => {
 });
 
 describe('scenario catalog', () => {
-  it('has the six request scenarios, the slow tail, the compression study, the BullMQ pair, the brokers, GraphQL, the SQL pair, the realistic endpoint, then the Redis Stream', () => {
+  it('has the six request scenarios, the slow tail, the compression study, the BullMQ pair, the brokers, GraphQL, the SQL pair, the realistic endpoint, the Redis Stream, then SQS', () => {
     expect(SCENARIOS.map((s) => [s.id, s.itemsPerRequest])).toEqual([
       ['sim5', 1],
       ['sim25', 1],
@@ -121,8 +122,9 @@ describe('scenario catalog', () => {
       ['mysql-local', 1],
       ['realistic', 3],
       ['redis-stream', 1],
+      ['sqs-local', 1],
     ]);
-    expect(SCENARIOS.filter((s) => s.kind === 'variants')).toHaveLength(16);
+    expect(SCENARIOS.filter((s) => s.kind === 'variants')).toHaveLength(17);
     expect(scenarioInfo('compression').kind).toBe('encodings');
     expect(scenarioInfo('bull-proxy').needs).toEqual(['redis', 'redis-proxy']);
   });
@@ -158,6 +160,7 @@ describe('scenario catalog', () => {
     expect(variantsOf('redis-stream')).toEqual(['plain', 'blocking', 'deferred', 'article-tap', 'event-emitter']);
     expect(STREAM_SCENARIOS).toEqual(['redis-stream']);
     expect(benchStreamName('redis-stream', 4242)).toBe('bench:redis-stream:4242');
+    expect(scenarioInfo('sqs-local')).toMatchObject({ needs: [], kind: 'variants', itemsPerRequest: 1, alwaysItemsPerRequest: 1 });
     const names = [...BULL_SCENARIOS, ...BULLMQ_SCENARIOS].map(benchQueueName);
     expect(names).toEqual(['bench-bull-local', 'bench-bull-proxy', 'bench-bullmq-local', 'bench-bullmq-proxy']);
     // a job delivered when the response finished; none for an aborted request

@@ -163,6 +163,15 @@ export const SCENARIOS: readonly ScenarioInfo[] = [
     kind: 'variants',
     variants: ['plain', 'blocking', 'deferred', 'article-tap', 'event-emitter'],
   },
+  // a message per request to an SQS queue, through the app's SQSClient (SqsSink)
+  {
+    id: 'sqs-local',
+    label: 'SQS message, local SQS server (local-aws-sqs)',
+    itemsPerRequest: 1,
+    alwaysItemsPerRequest: 1,
+    needs: [],
+    kind: 'variants',
+  },
 ];
 
 /** The GraphQL scenario's endpoint: one query field per variant, over GET (Apollo's CSRF check wants the preflight header). */

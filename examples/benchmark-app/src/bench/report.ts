@@ -316,6 +316,8 @@ export function checkTargets(rows: readonly ResultRow[], skipped: readonly Skipp
     reported('mysql-local, batched rows vs an async @OnEvent listener awaiting INSERT: deferred/event-emitter req/s', 'mysql-local', r('mysql-local')?.deferredVsEventEmitter);
     reported('redis-stream, pipelined XADD vs await XADD: deferred/blocking req/s', 'redis-stream', r('redis-stream')?.deferredVsBlocking);
     reported('redis-stream, pipelined XADD vs an async @OnEvent listener awaiting XADD: deferred/event-emitter req/s', 'redis-stream', r('redis-stream')?.deferredVsEventEmitter);
+    reported('sqs-local, SendMessageBatch vs await SendMessage: deferred/blocking req/s', 'sqs-local', r('sqs-local')?.deferredVsBlocking);
+    reported('sqs-local, SendMessageBatch vs an async @OnEvent listener awaiting SendMessage: deferred/event-emitter req/s', 'sqs-local', r('sqs-local')?.deferredVsEventEmitter);
 
     // with the better of the two deferred routes where a scenario has both
     const bestVs = (scenario: ScenarioId, peer: Variant) => {

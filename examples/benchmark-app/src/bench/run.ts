@@ -66,6 +66,7 @@ import {
 } from './report.js';
 import { forkServer, type ServerHandle, snapshot } from './server-process.js';
 import { openSqlCounter, type SqlCounter } from './sql-counter.js';
+import { type LocalSqs, startLocalSqs } from './sqs-local.js';
 import { renderSvg } from './svg.js';
 import type {
   BenchOptions,
@@ -413,6 +414,11 @@ async function main(): Promise<void> {
     proxy = await startDelayProxy(redis.port, options.proxyRttMs / 2);
     log(`TCP delay proxy on 127.0.0.1:${proxy.port} → Redis, +${options.proxyRttMs} ms per round trip`);
   }
+  let sqs: LocalSqs | undefined;
+  if (wanted('sqs-local')) {
+    sqs = await startLocalSqs();
+    log(`local SQS server (local-aws-sqs) in the runner's process, queue ${sqs.queueUrl}`);
+  }
   if (wanted('http-log') && needs('log-receiver')) {
     receiver = await startLogReceiver();
     log(`log receiver at ${receiver.url}`);
@@ -444,6 +450,10 @@ async function main(): Promise<void> {
     if (sql && server.child.pid !== undefined) {
       const table = benchTableName(scenario, server.child.pid);
       return () => sql.count(table);
+    }
+    if (scenario === 'sqs-local' && sqs) {
+      const local = sqs;
+      return () => local.count();
     }
     if (scenario === 'http-log' && receiver) {
       const r = receiver;
@@ -494,6 +504,7 @@ async function main(): Promise<void> {
           natsUrl: BROKER_SCENARIOS.nats?.url,
           pgUrl: SQL_SCENARIOS['pg-local']?.url,
           mysqlUrl: SQL_SCENARIOS['mysql-local']?.url,
+          sqsQueueUrl: sqs?.queueUrl,
           spoolDir,
         };
         let server: ServerHandle;
@@ -644,7 +655,7 @@ async function main(): Promise<void> {
     }
   } finally {
     await bullMq?.close();
-    await Promise.allSettled([proxy?.close(), receiver?.close(), redis?.stop(), ...[...sqlCounters.values()].map((counter) => counter.close())]);
+    await Promise.allSettled([proxy?.close(), receiver?.close(), sqs?.close(), redis?.stop(), ...[...sqlCounters.values()].map((counter) => counter.close())]);
   }
 
   const report: BenchReport = {

@@ -45,7 +45,8 @@ export type ScenarioId =
   | 'pg-local'
   | 'mysql-local'
   | 'realistic'
-  | 'redis-stream';
+  | 'redis-stream'
+  | 'sqs-local';
 
 /** How the `compression` scenario's client asks for the large JSON body (`Accept-Encoding`). */
 export type Encoding = 'identity' | 'gzip-6' | 'br-11';
@@ -374,6 +375,8 @@ export interface ServerConfig {
   pgUrl?: string;
   /** `mysql://` URL of the app's MySQL / MariaDB database, for `mysql-local`. */
   mysqlUrl?: string;
+  /** The queue URL of the runner's local SQS server (local-aws-sqs), for `sqs-local`. */
+  sqsQueueUrl?: string;
   /**
    * Put response compression in front of every route (Express `compression`, Fastify
    * `@fastify/compress`; gzip level 6, Brotli quality 11). Only for the `compression` scenario's own server.

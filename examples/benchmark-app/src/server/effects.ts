@@ -396,6 +396,31 @@ async function sqlRow(scenario: 'pg-local' | 'mysql-local', url: string, sinks: 
   };
 }
 
+/**
+ * `sqs-local`: a message per request to a queue of the runner's local SQS server. `blocking` awaits one
+ * `SendMessage` through the app's `SQSClient`; `deferred` hands the same record to an `SqsSink` on that
+ * client (`SendMessageBatch`, 10 a call). The SDK and the sink are loaded only when the scenario runs.
+ */
+async function sqsMessage(queueUrl: string, sinks: DeferredSink[], closers: Array<() => Promise<void>>): Promise<ScenarioEffect> {
+  const [{ SendMessageCommand, SQSClient }, { SqsSink }] = await Promise.all([import('@aws-sdk/client-sqs'), import('nestjs-deferred-work/sqs')]);
+  const endpoint = new URL(queueUrl).origin;
+  const client = new SQSClient({ endpoint, region: 'us-east-1', credentials: { accessKeyId: 'bench', secretAccessKey: 'bench' } });
+  closers.push(async () => client.destroy());
+  const sink = new SqsSink({ name: 'sqs-local', client, queueUrl });
+  sinks.push(sink);
+  const body = JSON.stringify({ message: ROW_MESSAGE, fields: ROW_FIELDS });
+  return {
+    async perform() {
+      await client.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: body }));
+      return 1;
+    },
+    defer(work) {
+      work.log('info', ROW_MESSAGE, ROW_FIELDS);
+    },
+    afterResponse: { sinks: { log: sink.name } },
+  };
+}
+
 /** Builds what the configured scenarios need. */
 export async function createScenarios(config: ServerConfig): Promise<ScenarioResources> {
   const memory = new MemorySink({ name: 'memory', capacity: 1000 });
@@ -460,6 +485,10 @@ export async function createScenarios(config: ServerConfig): Promise<ScenarioRes
       case 'redis-stream':
         if (!config.redisUrl) throw new Error('Scenario redis-stream needs a Redis URL from the runner.');
         effects.set(id, await streamEntry(config.redisUrl, { message: ROW_MESSAGE, fields: ROW_FIELDS }, sinks, closers));
+        break;
+      case 'sqs-local':
+        if (!config.sqsQueueUrl) throw new Error('Scenario sqs-local needs a queue URL from the runner.');
+        effects.set(id, await sqsMessage(config.sqsQueueUrl, sinks, closers));
         break;
       case 'graphql':
         break; // after the loop: its module needs the effect

@@ -1,13 +1,18 @@
 /** The sink kit: what every sink builds on (see ARCHITECTURE.md, "Adding a sink"). */
 export { redisReply } from './redis-errors';
 export { abortable } from './abortable';
+export { type AwsBatchSinkOptions, checkAwsBatchSinkOptions } from './aws-batch-options';
+export { type AwsBatchAnswer, type AwsBatchService, AwsBatchSink, type AwsClientLike, isAwsClient } from './aws-batch-sink';
+export { awsEntryMayCause, awsError, awsFailedEntry, type AwsFailedEntry, type AwsVerdict } from './aws-errors';
+export { awsBatchEntry, awsEntryId, type AwsMessage, type AwsMessageAttribute, buildAwsMessage, correlationAttributes, defaultAwsBody, isFifoDestination } from './aws-messages';
 export { type AppClientSpec, describeToken, findAppClient, type ModuleRefLike, resolveToken } from './app-client';
 export { type Chunk, chunk, type ChunkLimits } from './chunks';
 export { eachItem } from './each-item';
 export { CLOSE_METHODS, ClientHolds } from './hold-open';
 export { isolate, type IsolateOptions } from './isolate';
 export { itemId } from './item-id';
-export { checkOneOf, checkOptionsObject, checkSinkName, checkString, checkWholeNumber, describeValue, optionError } from './option-checks';
+export { traceparent } from './traceparent';
+export { checkOneOf, checkOptionsObject, checkSinkKinds, checkSinkName, checkString, checkWholeNumber, describeValue, optionError } from './option-checks';
 export { type Part, Partitions } from './partitions';
 export { redisState } from './redis-state';
 export { type LimitedOutcome, runLimited } from './run-limited';

@@ -1,3 +1,4 @@
+import type { SinkKind } from '../../core/items/deferred-item.interface';
 import { SinkConfigError } from './sink-config.error';
 
 /**
@@ -69,4 +70,15 @@ export function checkString(prefix: string, option: string, value: unknown, rule
     throw optionError(prefix, option, `must be a${rule.allowEmpty ? '' : ' non-empty'} string`, rule.fix ?? `Leave it out for ${JSON.stringify(rule.fallback)}.`, value);
   }
   return value;
+}
+
+const SINK_KINDS: readonly SinkKind[] = ['job', 'log', 'metric'];
+
+/** Checks a sink's `kinds` option: a non-empty array of `'job'`, `'log'`, `'metric'`; `fallback` when left out. */
+export function checkSinkKinds(prefix: string, value: unknown, fallback: readonly SinkKind[]): readonly SinkKind[] {
+  if (value === undefined) return fallback;
+  if (!Array.isArray(value) || value.length === 0 || !value.every((k) => SINK_KINDS.includes(k as SinkKind))) {
+    throw optionError(prefix, 'kinds', "must be a non-empty array of 'job', 'log', 'metric'", 'Leave it out for all three.', value);
+  }
+  return Object.freeze([...(value as SinkKind[])]);
 }

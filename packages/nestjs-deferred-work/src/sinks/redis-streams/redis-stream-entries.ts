@@ -1,6 +1,7 @@
 import type { SinkItem } from '../../core/items/deferred-item.interface';
 import { itemId } from '../kit/item-id';
 import { itemParts } from '../kit/item-parts';
+import { traceparent } from '../kit/traceparent';
 
 /** The default stream of an item: `deferred:<kind>`. */
 export function defaultStream(item: SinkItem): string {
@@ -17,7 +18,8 @@ export function defaultFields(item: SinkItem): Record<string, string> {
   const fields: Record<string, string> = { id: itemId(item), kind: item.kind, name, payload: JSON.stringify(payload), createdAt: String(item.createdAt) };
   const c = item.correlation;
   if (c?.requestId !== undefined) fields.requestId = c.requestId;
-  if (c?.traceId && c.spanId) fields.traceparent = `00-${c.traceId}-${c.spanId}-${(c.traceFlags ?? 0).toString(16).padStart(2, '0')}`;
+  const trace = traceparent(c);
+  if (trace !== undefined) fields.traceparent = trace;
   return fields;
 }
 

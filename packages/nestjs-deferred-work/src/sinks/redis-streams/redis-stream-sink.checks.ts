@@ -1,9 +1,7 @@
 import type { SinkItem, SinkKind } from '../../core/items/deferred-item.interface';
-import { checkOptionsObject, checkSinkName, checkString, optionError } from '../kit/option-checks';
+import { checkOptionsObject, checkSinkKinds, checkSinkName, checkString, optionError } from '../kit/option-checks';
 import { defaultFields, defaultStream, type Trim } from './redis-stream-entries';
 import { REDIS_STREAM_SINK_DEFAULTS, type RedisStreamSinkOptions } from './redis-stream-sink.options';
-
-const SINK_KINDS: readonly SinkKind[] = ['job', 'log', 'metric'];
 
 /** `RedisStreamSink`'s options, checked, every default applied. */
 export interface RedisStreamSinkSettings {
@@ -23,7 +21,7 @@ export function checkRedisStreamSinkOptions(options: RedisStreamSinkOptions | un
   const o = checkOptionsObject('RedisStreamSink', options, "{ client: 'REDIS' } (the token of the app's ioredis client, the client itself, or a redis:// URL)", true);
   const name = checkSinkName('RedisStreamSink', o.name, REDIS_STREAM_SINK_DEFAULTS.name);
   const label = `RedisStreamSink "${name}"`;
-  const kinds = checkKinds(label, o.kinds);
+  const kinds = checkSinkKinds(label, o.kinds, REDIS_STREAM_SINK_DEFAULTS.kinds);
   let stream: (item: SinkItem) => string;
   if (typeof o.stream === 'function') stream = o.stream;
   else if (o.stream === undefined) stream = defaultStream;
@@ -41,14 +39,6 @@ export function checkRedisStreamSinkOptions(options: RedisStreamSinkOptions | un
   if (typeof noMkStream !== 'boolean') throw optionError(label, 'noMkStream', 'must be true or false', 'Leave it out for false.', o.noMkStream);
   const client = o.client ?? REDIS_STREAM_SINK_DEFAULTS.client;
   return { name, label, kinds, client, stream, fields, trim, noMkStream };
-}
-
-function checkKinds(label: string, value: unknown): readonly SinkKind[] {
-  if (value === undefined) return REDIS_STREAM_SINK_DEFAULTS.kinds;
-  if (!Array.isArray(value) || value.length === 0 || !value.every((k) => SINK_KINDS.includes(k))) {
-    throw optionError(label, 'kinds', "must be a non-empty array of 'job', 'log', 'metric'", 'Leave it out for all three.', value);
-  }
-  return Object.freeze([...value]);
 }
 
 function checkPositive(label: string, option: string, value: unknown): number {

@@ -1,0 +1,112 @@
+/**
+ * AWS error codes that mean "not now": the service throttled the call or failed inside. Sent again
+ * later, the same entry goes through. (SQS, SNS and the KMS key behind an encrypted queue or topic.)
+ */
+const TRANSIENT = new Set([
+  'Throttling',
+  'ThrottlingException',
+  'ThrottledException',
+  'RequestThrottled',
+  'RequestThrottledException',
+  'TooManyRequestsException',
+  'RequestLimitExceeded',
+  'SlowDown',
+  'KmsThrottled',
+  'KMSThrottling',
+  'KMSThrottlingException',
+  'LimitExceededException',
+  'BandwidthLimitExceeded',
+  'InternalError',
+  'InternalFailure',
+  'InternalErrorException',
+  'ServiceUnavailable',
+  'ServiceUnavailableException',
+  'RequestTimeout',
+  'RequestTimeoutException',
+  'TimeoutError',
+]);
+
+/**
+ * AWS error codes of a whole batch call that one entry can cause (a bad attribute, an entry too
+ * large): the call is split to find that entry, and the rest are sent. Any other refusal (the queue
+ * does not exist, access denied) is about the destination and fails every entry of the call.
+ */
+const ENTRY_CODES = new Set([
+  'InvalidParameterValue',
+  'InvalidParameterValueException',
+  'InvalidParameter',
+  'InvalidParameterException',
+  'InvalidAttributeName',
+  'InvalidAttributeValue',
+  'InvalidMessageContents',
+  'InvalidBatchEntryId',
+  'BatchEntryIdsNotDistinct',
+  'BatchRequestTooLong',
+  'AWS.SimpleQueueService.BatchRequestTooLong',
+  'AWS.SimpleQueueService.InvalidBatchEntryId',
+  'AWS.SimpleQueueService.BatchEntryIdsNotDistinct',
+  'BatchRequestTooLongException',
+  'InvalidBatchEntryIdException',
+  'BatchEntryIdsNotDistinctException',
+  'ValidationError',
+  'ValidationException',
+]);
+
+/** What an AWS error says: its code, and whether sending again can help. */
+export interface AwsVerdict {
+  code?: string;
+  retryable: boolean;
+}
+
+/** What the AWS SDK puts on the errors it throws (`ServiceException`). */
+interface SdkErrorFields {
+  name?: string;
+  Code?: string;
+  code?: string;
+  $fault?: 'client' | 'server';
+  $retryable?: { throttling?: boolean };
+  $metadata?: { httpStatusCode?: number };
+}
+
+/**
+ * What an error thrown by an AWS SDK call means: its code (the exception's name, e.g.
+ * `QueueDoesNotExist`) and whether it is worth retrying. Transient: throttling, the service's
+ * internal errors and any 5xx (the app's SDK client has already retried these on its own within the
+ * call), and anything that is not an AWS answer (a connection refused or reset, a timeout). Permanent:
+ * any other client fault (4xx) — the service refused the call and will refuse it again.
+ */
+export function awsError(error: unknown): AwsVerdict {
+  const e = (typeof error === 'object' && error !== null ? error : {}) as SdkErrorFields;
+  const code = e.Code ?? (typeof e.code === 'string' ? e.code : undefined) ?? (e.$fault || e.$metadata ? e.name : undefined);
+  const status = e.$metadata?.httpStatusCode;
+  if ((code !== undefined && TRANSIENT.has(code)) || e.$retryable?.throttling || e.$fault === 'server' || (status !== undefined && status >= 500)) return { code, retryable: true };
+  if (e.$fault === 'client') return { code, retryable: false };
+  return { code, retryable: true };
+}
+
+/**
+ * Whether a batch call the service refused as a whole may have been refused because of one entry:
+ * then it is split to send the others. Throttling, 5xx and refusals about the destination are not.
+ */
+export function awsEntryMayCause(error: unknown): boolean {
+  const { code, retryable } = awsError(error);
+  return !retryable && code !== undefined && ENTRY_CODES.has(code);
+}
+
+/** One entry of a batch answer's `Failed` list (SQS `SendMessageBatch`, SNS `PublishBatch`). */
+export interface AwsFailedEntry {
+  Id?: string;
+  Code?: string;
+  Message?: string;
+  SenderFault?: boolean;
+}
+
+/**
+ * What an entry the service listed as failed means: the sender's fault (`SenderFault: true`, e.g.
+ * `InvalidParameterValue`) is permanent for the entry, unless its code is a throttling or internal
+ * error; the service's own fault (`SenderFault: false`) is transient.
+ */
+export function awsFailedEntry(entry: AwsFailedEntry): AwsVerdict {
+  const code = entry.Code || undefined;
+  return { code, retryable: (code !== undefined && TRANSIENT.has(code)) || entry.SenderFault !== true };
+}
