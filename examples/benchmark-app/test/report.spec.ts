@@ -366,7 +366,7 @@ describe('deferred-spool (the disk spool)', () => {
 describe('checkTargets', () => {
   it('marks every check met for a passing result set', () => {
     const checks = checkTargets(passingRows());
-    expect(checks).toHaveLength(33);
+    expect(checks).toHaveLength(35);
     expect(gated(checks)).toHaveLength(21);
     expect(gated(checks).every((c) => c.pass === true)).toBe(true);
     expect(checks.find((c) => c.target.startsWith('sim25 vs sim5: deferred req/s within 10%'))?.measured).toBe('-2.9%');
@@ -410,7 +410,7 @@ describe('checkTargets', () => {
 
   it('evaluates each adapter separately', () => {
     const checks = checkTargets([...passingRows('express'), ...passingRows('fastify')]);
-    expect(checks.filter((c) => c.adapter === 'fastify')).toHaveLength(33);
+    expect(checks.filter((c) => c.adapter === 'fastify')).toHaveLength(35);
     expect(gated(checks).filter((c) => c.adapter === 'fastify')).toHaveLength(21);
   });
 
