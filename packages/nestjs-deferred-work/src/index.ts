@@ -67,6 +67,21 @@ export type {
 } from './core/sink.interface';
 export { MemorySink, type MemorySinkOptions } from './sinks/memory/memory.sink';
 export type { DeadLetter, DeadLetterHandler, DeadLetterReason } from './core/dead-letter.interface';
+export type {
+  DeadLetterFilter,
+  DeadLetterPage,
+  DeadLetterQuery,
+  DeadLetterRecord,
+  DeadLetterStore,
+  RedriveOptions,
+  RedriveResult,
+  RedriveSelector,
+} from './core/dead-letter-store.interface';
+export type { DeadLetterError } from './core/dead-letter.interface';
+export type { DeadLetterOptions } from './nest/options/dead-letter-options.interface';
+export { MemoryDeadLetterStore } from './pipeline/dead-letters/memory-dead-letter.store';
+export { RedriveInProgressError } from './core/errors/redrive-in-progress.error';
+export { DeadLetterStoreMissingError } from './core/errors/dead-letter-store-missing.error';
 export type { CallbackRunnerStats, DeferredStats, RouteTimingStats, SinkSpoolStats, SinkStats } from './core/stats.interface';
 export type { CorrelationOptions } from './core/correlation-options.interface';
 export type { CallbackRunnerOptions } from './pipeline/callbacks/callback-runner.options';

@@ -1,3 +1,4 @@
+import type { DeadLetterError } from '../../core/dead-letter.interface';
 import type { DeferredItem } from '../../core/items/deferred-item.interface';
 
 /** An accepted item as a processor holds it. */
@@ -8,6 +9,8 @@ export interface Entry {
   seq: number;
   /** Its record's seq in the sink's spool, when the sink has one (acked once the entry settles). */
   spoolSeq?: number;
+  /** The first failure of its writes (kept on its dead letter). */
+  firstError?: DeadLetterError;
 }
 
 /** One entry of a write that did not go through. */
