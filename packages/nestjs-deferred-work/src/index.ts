@@ -28,6 +28,9 @@ export {
   DeferredWorkHealthIndicator,
   type DeferredWorkHealthOptions,
   type DeferredWorkHealthResult,
+  type DeferredWorkLivenessOptions,
+  type DeferredWorkLivenessResult,
+  type DeferredWorkReadinessOptions,
   type SinkHealth,
 } from './nest/health/deferred-work.health-indicator';
 export type { DeferredScope } from './capture/deferred-scope.interface';
