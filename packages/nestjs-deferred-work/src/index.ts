@@ -8,6 +8,7 @@ export { DeferredWorkModule } from './nest/deferred-work.module';
 export { DEFERRED_WORK_MODULE_OPTIONS, RESOLVED_DEFERRED_WORK_OPTIONS } from './nest/deferred-work.module-definition';
 export { DeferredWorkInterceptor } from './nest/deferred-work.interceptor';
 export { DeferredWork } from './nest/deferred-work.service';
+export { deadLettersController, type DeadLettersControllerOptions } from './nest/dead-letters/dead-letters.controller';
 export { AfterResponse, AFTER_RESPONSE_METADATA, type AfterResponseOptions } from './nest/after-response.decorator';
 export { Deferred } from './nest/deferred.decorator';
 export { InjectDeferredClient, InjectDeferredMetric, InjectDeferredPinoLogger, InjectDeferredQueue } from './nest/handles/inject-handles';
