@@ -32,7 +32,8 @@ export function capacityReasons(name: string, s: SinkStats, maxQueueSize: number
 /** @internal A sink that failed every write for `failingForMs`, or (without a spool) holds an item older than `pendingMaxAgeMs`. */
 export function outageReasons(name: string, s: SinkStats, failingForMs: number, pendingMaxAgeMs: number, now: number): string[] {
   const reasons: string[] = [];
-  if (s.failingSince !== undefined && now - s.failingSince >= failingForMs) {
+  // Failing since long enough, and still failing (a failure within the period: not a sink left idle since).
+  if (s.failingSince !== undefined && now - s.failingSince >= failingForMs && s.lastErrorAt !== undefined && now - s.lastErrorAt <= failingForMs) {
     reasons.push(`sink "${name}" has failed every write for ${Math.round((now - s.failingSince) / 1000)} s (over ${failingForMs} ms)${s.lastError ? `: ${s.lastError}` : ''}`);
   }
   const age = s.oldestPendingAgeMs ?? 0;
