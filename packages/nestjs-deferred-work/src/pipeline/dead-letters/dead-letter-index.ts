@@ -1,3 +1,4 @@
+import { matchesDeadLetterFilter as matches } from '../../core/dead-letter-filter';
 import type { DeadLetterFilter, DeadLetterPage, DeadLetterQuery, DeadLetterRecord } from '../../core/dead-letter-store.interface';
 
 /** How much a built-in store keeps; the oldest records go first. */
@@ -111,13 +112,4 @@ export class DeadLetterIndex {
     for (const [id, held] of this.held) if (matches(held.record, filter)) ids.push(id);
     return this.remove(ids);
   }
-}
-
-/** Whether a record matches every field of the filter. */
-export function matches(record: DeadLetterRecord, filter: DeadLetterFilter): boolean {
-  if (filter.sink !== undefined && record.sink !== filter.sink) return false;
-  if (filter.reason !== undefined && record.reason !== filter.reason) return false;
-  if (filter.from !== undefined && record.at < filter.from) return false;
-  if (filter.to !== undefined && record.at >= filter.to) return false;
-  return true;
 }
