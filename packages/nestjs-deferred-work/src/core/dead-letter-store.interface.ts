@@ -45,8 +45,9 @@ export interface DeadLetterPage {
 
 /**
  * Where dead letters are kept so they can be listed, redriven, discarded or purged (the `deadLetter`
- * option's `store`). The library ships a memory store, a file store (in the spool directory) and a
- * Redis Stream store (`nestjs-deferred-work/redis-streams`); any object of this shape works. Every method may be
+ * option's `store`). The library ships a memory store, a file store (in the spool directory), a
+ * Redis Stream store (`nestjs-deferred-work/redis-streams`) and a SQL table store
+ * (`nestjs-deferred-work/sql`); any object of this shape works. Every method may be
  * sync or async; errors it throws are caught and logged, and never reach a response.
  *
  * A store bounds itself (count, bytes, age): the built-in ones drop the oldest records first.
