@@ -1,9 +1,8 @@
 import { Redis } from 'ioredis';
-import { DeferredWork, DeferredWorkModule, HttpSink, type DeadLetter } from 'nestjs-deferred-work';
+import type { DeadLetter } from 'nestjs-deferred-work';
 import { RedisStreamDeadLetterStore } from 'nestjs-deferred-work/redis-streams';
-import { eventually } from '../support/eventually';
-import { HttpReceiver } from '../support/http-receiver';
-import { failOnUnhandledRejection, platforms, startApp } from '../support/platforms';
+import { deadLettersOutliveTheApp } from '../support/dead-letters-outlive';
+import { failOnUnhandledRejection, platforms } from '../support/platforms';
 import { RedisServer } from '../support/redis-server';
 
 /**
@@ -82,36 +81,7 @@ describe('RedisStreamDeadLetterStore', () => {
 
 describe.each(platforms)('RedisStreamDeadLetterStore in an app on $name', (platform) => {
   it('keeps dead letters beyond the app; the next app redrives each exactly once to the recovered receiver', async () => {
-    const receiver = await HttpReceiver.start(() => ({ status: 503 }));
     const stream = key();
-    const module = () =>
-      DeferredWorkModule.forRoot({
-        sinks: [new HttpSink({ name: 'http', url: receiver.url('/ingest') })],
-        sinkOptions: { http: { maxAttempts: 2, initialBackoffMs: 10, maxBackoffMs: 20 } },
-        deadLetter: { store: new RedisStreamDeadLetterStore({ client: redis, key: stream }) },
-        shutdownTimeoutMs: 1000,
-      });
-    const first = await startApp(platform, { imports: [module()] });
-    const work = first.app.get(DeferredWork);
-    for (let i = 0; i < 10; i++) work.job('emails', 'send', { i });
-    await eventually(async () => expect(await work.countDeadLetters()).toBe(10), 10_000, 20);
-    await first.close();
-
-    receiver.responder = () => ({ status: 200 });
-    const second = await startApp(platform, { imports: [module()] });
-    try {
-      const again = second.app.get(DeferredWork);
-      const { records } = await again.listDeadLetters({ limit: 100 });
-      expect(records).toHaveLength(10);
-      expect(await again.redriveDeadLetters({ filter: { sink: 'http' } })).toMatchObject({ matched: 10, redriven: 10, skipped: [] });
-      expect(await again.flush(5000)).toBe(true);
-      const ids = (receiver.delivered('/ingest') as Array<{ id: string }>).map((item) => item.id);
-      expect(ids.sort()).toEqual(records.map((r) => r.item.id!).sort());
-      expect(await again.countDeadLetters()).toBe(0);
-      expect(again.stats().sinks.http).toMatchObject({ accepted: 10, redriven: 10, delivered: 10, deadLettered: 0 });
-    } finally {
-      await second.close();
-      await receiver.close();
-    }
+    await deadLettersOutliveTheApp(platform, () => new RedisStreamDeadLetterStore({ client: redis, key: stream }));
   });
 });

@@ -1,11 +1,10 @@
 import { createPool as createMysqlPool } from 'mysql2';
 import pg from 'pg';
-import { DeferredWork, DeferredWorkModule, HttpSink, type DeadLetterRecord } from 'nestjs-deferred-work';
+import type { DeadLetterRecord } from 'nestjs-deferred-work';
 import { SqlDeadLetterStore } from 'nestjs-deferred-work/sql';
-import { eventually } from '../support/eventually';
-import { HttpReceiver } from '../support/http-receiver';
+import { deadLettersOutliveTheApp } from '../support/dead-letters-outlive';
 import { MYSQL_URL, requireMariaDb } from '../support/mariadb';
-import { failOnUnhandledRejection, platforms, startApp } from '../support/platforms';
+import { failOnUnhandledRejection, platforms } from '../support/platforms';
 import { PG_URL, requirePostgres } from '../support/postgres';
 
 /**
@@ -98,36 +97,8 @@ describe.each(Object.keys(databases))('SqlDeadLetterStore on %s', (name) => {
   });
 
   it.each(platforms)('keeps dead letters beyond the app on $name; the next app redrives each exactly once', async (platform) => {
-    const receiver = await HttpReceiver.start(() => ({ status: 503 }));
     const t = table(++tables);
     made.push(t);
-    const module = () =>
-      DeferredWorkModule.forRoot({
-        sinks: [new HttpSink({ name: 'http', url: receiver.url('/ingest') })],
-        sinkOptions: { http: { maxAttempts: 2, initialBackoffMs: 10, maxBackoffMs: 20 } },
-        deadLetter: { store: new SqlDeadLetterStore({ client: db.client, table: t }) },
-        shutdownTimeoutMs: 1000,
-      });
-    const first = await startApp(platform, { imports: [module()] });
-    const work = first.app.get(DeferredWork);
-    for (let i = 0; i < 10; i++) work.job('emails', 'send', { i });
-    await eventually(async () => expect(await work.countDeadLetters()).toBe(10), 10_000, 20);
-    await first.close();
-
-    receiver.responder = () => ({ status: 200 });
-    const second = await startApp(platform, { imports: [module()] });
-    try {
-      const again = second.app.get(DeferredWork);
-      const { records } = await again.listDeadLetters();
-      expect(records).toHaveLength(10);
-      expect(await again.redriveDeadLetters({ filter: { sink: 'http' } })).toMatchObject({ matched: 10, redriven: 10, skipped: [] });
-      expect(await again.flush(5000)).toBe(true);
-      const ids = (receiver.delivered('/ingest') as Array<{ id: string }>).map((item) => item.id);
-      expect(ids.sort()).toEqual(records.map((r) => r.item.id!).sort());
-      expect(await again.countDeadLetters()).toBe(0);
-    } finally {
-      await second.close();
-      await receiver.close();
-    }
+    await deadLettersOutliveTheApp(platform, () => new SqlDeadLetterStore({ client: db.client, table: t }));
   });
 });

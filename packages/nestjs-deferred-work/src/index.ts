@@ -25,15 +25,15 @@ export type {
 } from './nest/handles/deferred-metric.handle';
 export type { DeferredHandleNames } from './nest/handles/handle.providers';
 export { deferredClientToken, deferredMetricToken, deferredPinoLoggerToken, deferredQueueToken } from './nest/handles/handle-tokens';
-export {
-  DeferredWorkHealthIndicator,
-  type DeferredWorkHealthOptions,
-  type DeferredWorkHealthResult,
-  type DeferredWorkLivenessOptions,
-  type DeferredWorkLivenessResult,
-  type DeferredWorkReadinessOptions,
-  type SinkHealth,
-} from './nest/health/deferred-work.health-indicator';
+export { DeferredWorkHealthIndicator } from './nest/health/deferred-work.health-indicator';
+export type {
+  DeferredWorkHealthOptions,
+  DeferredWorkHealthResult,
+  DeferredWorkLivenessOptions,
+  DeferredWorkLivenessResult,
+  DeferredWorkReadinessOptions,
+  SinkHealth,
+} from './nest/health/health-options';
 export type { DeferredScope } from './capture/deferred-scope.interface';
 export type { RequestOutcome } from './capture/request-collector';
 export type {

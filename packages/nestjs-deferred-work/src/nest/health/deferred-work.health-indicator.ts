@@ -12,14 +12,6 @@ import type {
   SinkHealth,
 } from './health-options';
 
-export type {
-  DeferredWorkHealthOptions,
-  DeferredWorkHealthResult,
-  DeferredWorkLivenessOptions,
-  DeferredWorkLivenessResult,
-  DeferredWorkReadinessOptions,
-  SinkHealth,
-} from './health-options';
 
 /**
  * Health indicators for `@nestjs/terminus` (11 or later; none of its code is imported, so it is an

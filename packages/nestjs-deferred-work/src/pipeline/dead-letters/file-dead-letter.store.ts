@@ -1,7 +1,8 @@
-import type { DeadLetterFilter, DeadLetterPage, DeadLetterQuery, DeadLetterRecord, DeadLetterStore } from '../../core/dead-letter-store.interface';
+import type { DeadLetterRecord } from '../../core/dead-letter-store.interface';
 import { Spool, SpoolFullError } from '../../spool';
 import { DeadLetterIndex, type DeadLetterBounds } from './dead-letter-index';
 import { serializeRecord } from './dead-letter-record';
+import { IndexedDeadLetterStore } from './indexed-dead-letter.store';
 
 /** Options of {@link FileDeadLetterStore}. */
 export interface FileDeadLetterStoreOptions extends DeadLetterBounds {
@@ -19,14 +20,15 @@ export interface FileDeadLetterStoreOptions extends DeadLetterBounds {
  * record is acked): they survive kill -9 and restarts, and are read back at bootstrap. The records are
  * also held in memory (the index) for listing; bounded by count, bytes and age, the oldest first.
  */
-export class FileDeadLetterStore implements DeadLetterStore {
+export class FileDeadLetterStore extends IndexedDeadLetterStore {
   readonly description: string;
   private spool: Spool | undefined;
-  private readonly index: DeadLetterIndex;
+  protected readonly index: DeadLetterIndex;
   /** Records the spool refused (full disk), kept in memory only. */
   refused = 0;
 
   constructor(private readonly options: FileDeadLetterStoreOptions) {
+    super();
     this.description = `file (${options.dir})`;
     this.index = new DeadLetterIndex(options, (seq) => {
       if (seq !== undefined && this.spool) this.spool.ack(seq);
@@ -82,26 +84,6 @@ export class FileDeadLetterStore implements DeadLetterStore {
         }
       }
     }
-  }
-
-  list(query: DeadLetterQuery): DeadLetterPage {
-    return this.index.list(query);
-  }
-
-  get(id: string): DeadLetterRecord | undefined {
-    return this.index.get(id);
-  }
-
-  count(filter: DeadLetterFilter): number {
-    return this.index.count(filter);
-  }
-
-  remove(ids: readonly string[]): number {
-    return this.index.remove(ids);
-  }
-
-  purge(filter: DeadLetterFilter): number {
-    return this.index.purge(filter);
   }
 
   /** Waits until what was added and removed so far is fsynced. */
