@@ -30,7 +30,7 @@ const USER_ERRORS = new Set([
   'RangeError',
 ]);
 /** Classes whose message is built in their own constructor (read from its `super(…)` call). */
-const SELF_WORDED = ['DeferredContextError', 'DeferredResponseNotFoundError', 'SpoolLockedError', 'SpoolFullError'];
+const SELF_WORDED = ['DeferredContextError', 'DeferredResponseNotFoundError', 'SpoolLockedError', 'SpoolFullError', 'RedriveInProgressError', 'DeadLetterStoreMissingError'];
 /** Files that build a warning as `{ key, message }` for their caller to log. */
 const LOGGED_MESSAGE_FILES = ['pipeline/sink-admission.ts'];
 /** Calls that log a message for the user: `logger.warn(msg)`, `warnings.warn(key, msg)`, `context.warn(msg)`, … */

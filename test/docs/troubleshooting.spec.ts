@@ -24,6 +24,7 @@ const INTERNAL: ReadonlyArray<readonly [string, string]> = [
   ['its record builders (RmqRecordBuilder, …) were not found', 'wrapped in "@nestjs/microservices could not be loaded"'],
   [`Spool ${HOLE} is closed`, 'a spool used after its sink shut down; the dispatcher never does'],
   [`Spool segment ${HOLE} is sealed`, 'an internal invariant of the spool'],
+  [`the dead-letter store in ${HOLE} is not open`, 'the file store used before open(); the dispatcher opens it when it is built'],
   [`its worker thread did not start within`, 'wrapped in "the worker thread of sink … could not start"'],
   [`its worker thread exited with code`, 'the same'],
   [`it is true but @opentelemetry/api cannot be loaded`, 'wrapped in the "correlation.openTelemetry" bootstrap error'],

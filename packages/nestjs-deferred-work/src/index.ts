@@ -8,6 +8,7 @@ export { DeferredWorkModule } from './nest/deferred-work.module';
 export { DEFERRED_WORK_MODULE_OPTIONS, RESOLVED_DEFERRED_WORK_OPTIONS } from './nest/deferred-work.module-definition';
 export { DeferredWorkInterceptor } from './nest/deferred-work.interceptor';
 export { DeferredWork } from './nest/deferred-work.service';
+export { deadLettersController, type DeadLettersControllerOptions } from './nest/dead-letters/dead-letters.controller';
 export { AfterResponse, AFTER_RESPONSE_METADATA, type AfterResponseOptions } from './nest/after-response.decorator';
 export { Deferred } from './nest/deferred.decorator';
 export { InjectDeferredClient, InjectDeferredMetric, InjectDeferredPinoLogger, InjectDeferredQueue } from './nest/handles/inject-handles';
@@ -24,12 +25,15 @@ export type {
 } from './nest/handles/deferred-metric.handle';
 export type { DeferredHandleNames } from './nest/handles/handle.providers';
 export { deferredClientToken, deferredMetricToken, deferredPinoLoggerToken, deferredQueueToken } from './nest/handles/handle-tokens';
-export {
-  DeferredWorkHealthIndicator,
-  type DeferredWorkHealthOptions,
-  type DeferredWorkHealthResult,
-  type SinkHealth,
-} from './nest/health/deferred-work.health-indicator';
+export { DeferredWorkHealthIndicator } from './nest/health/deferred-work.health-indicator';
+export type {
+  DeferredWorkHealthOptions,
+  DeferredWorkHealthResult,
+  DeferredWorkLivenessOptions,
+  DeferredWorkLivenessResult,
+  DeferredWorkReadinessOptions,
+  SinkHealth,
+} from './nest/health/health-options';
 export type { DeferredScope } from './capture/deferred-scope.interface';
 export type { RequestOutcome } from './capture/request-collector';
 export type {
@@ -67,6 +71,21 @@ export type {
 } from './core/sink.interface';
 export { MemorySink, type MemorySinkOptions } from './sinks/memory/memory.sink';
 export type { DeadLetter, DeadLetterHandler, DeadLetterReason } from './core/dead-letter.interface';
+export type {
+  DeadLetterFilter,
+  DeadLetterPage,
+  DeadLetterQuery,
+  DeadLetterRecord,
+  DeadLetterStore,
+  RedriveOptions,
+  RedriveResult,
+  RedriveSelector,
+} from './core/dead-letter-store.interface';
+export type { DeadLetterError } from './core/dead-letter.interface';
+export type { DeadLetterOptions } from './nest/options/dead-letter-options.interface';
+export { MemoryDeadLetterStore } from './pipeline/dead-letters/memory-dead-letter.store';
+export { RedriveInProgressError } from './core/errors/redrive-in-progress.error';
+export { DeadLetterStoreMissingError } from './core/errors/dead-letter-store-missing.error';
 export type { CallbackRunnerStats, DeferredStats, RouteTimingStats, SinkSpoolStats, SinkStats } from './core/stats.interface';
 export type { CorrelationOptions } from './core/correlation-options.interface';
 export type { CallbackRunnerOptions } from './pipeline/callbacks/callback-runner.options';

@@ -10,6 +10,13 @@ import type { DeferredItem } from './items/deferred-item.interface';
  */
 export type DeadLetterReason = 'attempts-exhausted' | 'not-retryable' | 'shutdown' | 'closed' | 'timeout';
 
+/** One error of a dead letter's history: its message, the server's code when the sink gave one, and when (epoch ms). */
+export interface DeadLetterError {
+  message: string;
+  code?: string;
+  at: number;
+}
+
 /** An item the dispatcher could not deliver. */
 export interface DeadLetter {
   item: DeferredItem;
@@ -20,6 +27,8 @@ export interface DeadLetter {
   error?: string;
   /** The server's code for the last error (SQLSTATE, errno, Redis reply prefix, AWS code), when the sink gave one. */
   code?: string;
+  /** The first error the item met, when it failed more than once (the last one is `error` and `code`). */
+  firstError?: DeadLetterError;
   /** Tries made. */
   attempts: number;
   /** Epoch ms when it was dead-lettered. */

@@ -38,6 +38,19 @@ export interface SinkStats extends ItemCounts {
   /** When an item was last dropped, and last dead-lettered (epoch ms). */
   lastDropAt?: number;
   lastDeadLetterAt?: number;
+  /**
+   * Dead letters handed back to this sink by `DeferredWork.redriveDeadLetters()`: each is counted in
+   * `accepted` again, then settles like any item (delivered, pending, dropped or dead-lettered again).
+   */
+  redriven?: number;
+  /** Since when every write of this sink failed (epoch ms); absent once a write went through completely. */
+  failingSince?: number;
+  /** When the write (for callbacks: the oldest run) in flight started (epoch ms); absent when none is. */
+  writeInFlightSince?: number;
+  /** When a write (for callbacks: a run) last started or ended (epoch ms). */
+  lastProgressAt?: number;
+  /** Age of the oldest item held in memory (queued, in flight or waiting for a retry), in ms; 0 when none. */
+  oldestPendingAgeMs?: number;
   /** For a sink running in a worker thread (`OffloadedSink`): the worker's restarts and busy time. */
   host?: SinkHostStats;
   /** For a sink with a disk spool (the `spool` option): what is on disk. */

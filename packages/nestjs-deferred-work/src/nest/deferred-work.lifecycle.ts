@@ -91,6 +91,7 @@ export class DeferredWorkLifecycle implements OnModuleInit, OnApplicationShutdow
     await this.attachSinks();
     this.checkClientHandles();
     this.releaseHandles = [provideScopeSource(() => this.work.current()), provideHandles(this.handles)];
+    await this.dispatcher.deadLetterDesk.ready();
     this.dispatcher.start();
   }
 

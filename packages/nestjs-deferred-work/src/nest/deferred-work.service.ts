@@ -5,6 +5,17 @@ import { DirectScope } from '../capture/direct-scope';
 import { scopeOfRequest } from '../capture/request-scopes';
 import { RequestTracker } from '../capture/request-tracker';
 import type { DeadLetter } from '../core/dead-letter.interface';
+import type {
+  DeadLetterFilter,
+  DeadLetterPage,
+  DeadLetterQuery,
+  DeadLetterRecord,
+  DeadLetterStore,
+  RedriveOptions,
+  RedriveResult,
+  RedriveSelector,
+} from '../core/dead-letter-store.interface';
+import { DeadLetterStoreMissingError } from '../core/errors/dead-letter-store-missing.error';
 import type { DeferredItemOptions, DeferredJobOptions, DeferredLogLevel, DeferredLogOptions, DeferredMetricOptions } from '../core/items/deferred-item.interface';
 import type { DeferredStats } from '../core/stats.interface';
 import { timeoutOr } from '../core/timers';
@@ -62,9 +73,53 @@ export class DeferredWork implements DeferredScope {
     return { ...this.dispatcher.stats(), requests: this.requests.requests(), routes: this.requests.routes() };
   }
 
-  /** Recent dead letters (at most `deadLetterCapacity`), oldest first. */
+  /** Recent dead letters of this process (at most `deadLetterCapacity`), oldest first; the store (`listDeadLetters`) keeps more. */
   deadLetters(): readonly DeadLetter[] {
     return this.dispatcher.deadLetters();
+  }
+
+  /** Dead letters in the store (`deadLetter.store`), oldest first, paged: pass the page's `next` as `after`. */
+  async listDeadLetters(query: DeadLetterQuery = {}): Promise<DeadLetterPage> {
+    return this.deadLetterStore().list(query);
+  }
+
+  /** One dead letter by its id (`<item id>:<sink>`), or `undefined`. */
+  async getDeadLetter(id: string): Promise<DeadLetterRecord | undefined> {
+    return this.deadLetterStore().get(id);
+  }
+
+  /** How many dead letters the store holds that match the filter (all with `{}`). */
+  async countDeadLetters(filter: DeadLetterFilter = {}): Promise<number> {
+    return this.deadLetterStore().count(filter);
+  }
+
+  /**
+   * Hands dead letters back to their sink — the same item, with the same id — at most `perSecond` a
+   * second (default `deadLetter.redrivePerSecond`, 100), removing each from the store as it goes. Each
+   * is accepted again by its sink (counted in `accepted` and in `redriven`) and settles like any item:
+   * delivered, or dead-lettered again (a new record keeping its first error, `redrives` + 1). With
+   * `dryRun`, only says what would be redriven. One redrive at a time: another call while one runs
+   * throws `RedriveInProgressError`. Callbacks cannot be redriven.
+   */
+  async redriveDeadLetters(selector: RedriveSelector, options?: RedriveOptions): Promise<RedriveResult> {
+    this.deadLetterStore();
+    return this.dispatcher.deadLetterDesk.redrive!.run(selector, options);
+  }
+
+  /** Removes dead letters by id, without redriving them; returns how many were there. */
+  async discardDeadLetters(ids: readonly string[]): Promise<number> {
+    return this.deadLetterStore().remove(ids);
+  }
+
+  /** Removes every dead letter matching the filter (`{}`: all); returns how many. */
+  async purgeDeadLetters(filter: DeadLetterFilter = {}): Promise<number> {
+    return this.deadLetterStore().purge(filter);
+  }
+
+  private deadLetterStore(): DeadLetterStore {
+    const store = this.dispatcher.deadLetterDesk.kept;
+    if (!store) throw new DeadLetterStoreMissingError();
+    return store;
   }
 
   /**

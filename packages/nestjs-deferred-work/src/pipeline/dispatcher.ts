@@ -3,7 +3,7 @@ import type { DeferredItem, SinkKind } from '../core/items/deferred-item.interfa
 import { timeoutOr } from '../core/timers';
 import type { ResolvedDeferredWorkOptions } from './resolved-options.interface';
 import type { DeadLetter } from '../core/dead-letter.interface';
-import { DeadLetters } from './dead-letters';
+import { DeadLetterDesk } from './dead-letters/dead-letter-desk';
 import { validateItem } from '../core/items/item-validator';
 import { newItemId } from '../core/items/item-id';
 import { RateLimitedLogger } from './warnings/rate-limited-logger';
@@ -28,7 +28,7 @@ export class Dispatcher {
   private readonly runner: CallbackRunner;
   private readonly warnings: RateLimitedLogger;
   private readonly sinkWarnings: SinkWarnings;
-  private readonly deadLetterDesk: DeadLetters;
+  readonly deadLetterDesk: DeadLetterDesk;
   private rejected = 0;
   private closed = 0;
   private skipped = 0;
@@ -67,7 +67,12 @@ export class Dispatcher {
       throw error;
     }
     this.runner = new CallbackRunner(options.callbacks, hooks);
-    this.deadLetterDesk = new DeadLetters(options, this.warnings, this.processors);
+    try {
+      this.deadLetterDesk = new DeadLetterDesk(options, this.warnings, this.processors);
+    } catch (error) {
+      void this.releaseSpools();
+      throw error;
+    }
   }
 
   /** Starts delivering what the sinks' spools hold from a previous process (at bootstrap, once the sinks are attached). */
@@ -78,6 +83,7 @@ export class Dispatcher {
   /** Closes every spool (fsync, release the lock): after shutdown, or when the bootstrap failed. */
   async releaseSpools(): Promise<void> {
     await Promise.allSettled([...this.processors.values()].map((processor) => processor.spool?.close()));
+    await this.deadLetterDesk?.close();
   }
 
   /** Validates, routes and enqueues one item. Never throws: a bad item is counted and logged. */
@@ -252,6 +258,7 @@ export class Dispatcher {
         if (closed.spooled > 0) spooled[name] = closed.spooled;
       }),
     );
+    await this.deadLetterDesk.close();
     return reportShutdown(this.logger, this.options.shutdownTimeoutMs, undelivered, spooled, Boolean(this.options.spools?.size));
   }
 }

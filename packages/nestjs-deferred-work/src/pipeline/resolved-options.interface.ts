@@ -1,5 +1,6 @@
 import type { ResolvedCorrelation } from '../core/correlation-options.interface';
 import type { DeadLetterHandler } from '../core/dead-letter.interface';
+import type { DeadLetterStore } from '../core/dead-letter-store.interface';
 import type { DeferredKind, RunWhen, SinkKind, SinkTarget } from '../core/items/deferred-item.interface';
 import type { DeferredSink, SinkProcessorOptions } from '../core/sink.interface';
 import type { CallbackRunnerOptions } from './callbacks/callback-runner.options';
@@ -19,8 +20,13 @@ export interface ResolvedDeferredWorkOptions {
   timing: boolean;
   shutdownTimeoutMs: number;
   maxItemBytes: number;
+  /** Where dead letters are forwarded: a handler, or a sink's name. */
   deadLetter?: DeadLetterHandler | string;
   deadLetterCapacity: number;
+  /** Where dead letters are kept for listing and redrive (`undefined`: nowhere but the ring). */
+  deadLetterStore?: DeadLetterStore;
+  /** Default rate of a redrive, items per second. */
+  redrivePerSecond: number;
   /** `undefined` when `correlation: false`. */
   correlation?: ResolvedCorrelation;
 }

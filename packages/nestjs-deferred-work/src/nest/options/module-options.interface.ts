@@ -1,5 +1,6 @@
 import type { CorrelationOptions } from '../../core/correlation-options.interface';
 import type { DeadLetterHandler } from '../../core/dead-letter.interface';
+import type { DeadLetterOptions } from './dead-letter-options.interface';
 import type { DeferredKind, RunWhen, SinkKind, SinkTarget } from '../../core/items/deferred-item.interface';
 import type { CallbackRunnerOptions } from '../../pipeline/callbacks/callback-runner.options';
 import type { DeferredSink, SinkProcessorOptions } from '../../core/sink.interface';
@@ -103,13 +104,15 @@ export interface DeferredWorkModuleOptions extends Partial<SinkProcessorOptions>
   /** Largest serialised size of one item's payload (job data, log fields, metric tags), in bytes. Default `1048576` (1 MiB, 2^20). */
   maxItemBytes?: number;
   /**
-   * Where dead letters go: a function, or the name of a sink that receives their items through its own
-   * queue (with its retries; its own dead letters are not forwarded again).
-   * Default: none; they are kept in an in-memory ring (see `deadLetterCapacity`) and one warning
-   * per 30 s is logged.
+   * Where dead letters go. The object form says where they are kept (to list, redrive and purge them
+   * through `DeferredWork`) and where they are forwarded; see `DeadLetterOptions` and docs/dead-letters.md.
+   * The short forms forward them: a function, or the name of a sink that receives their items through
+   * its own queue (with its retries; its own dead letters are not forwarded again). Default: kept in a
+   * file store under `<spool.dir>/.dead-letters` when the module-wide `spool` is set, in memory
+   * otherwise; forwarded nowhere; one warning per 30 s is logged.
    */
-  deadLetter?: DeadLetterHandler | string;
-  /** How many recent dead letters `DeferredWork.deadLetters()` keeps. Default `100`. */
+  deadLetter?: DeadLetterHandler | string | DeadLetterOptions;
+  /** How many recent dead letters `DeferredWork.deadLetters()` keeps in memory (beside the store). Default `100`. */
   deadLetterCapacity?: number;
   /**
    * Which request and trace each item came from, carried on the item as `correlation` (`requestId`,

@@ -14,6 +14,7 @@ import type { DeferredWorkModuleOptions } from './module-options.interface';
 import { checkNumber, checkProcessorOptions, checkSinkName, checkSinkTakes, pickProcessorOptions, targetNames } from './option-checks';
 import { resolveCallbackOptions } from './resolve-callback-options';
 import { resolveSpools } from './resolve-spools';
+import { resolveDeadLetters } from './resolve-dead-letters';
 
 /**
  * Applies every default and validates the options. Throws `DeferredWorkConfigError`, naming the
@@ -114,16 +115,6 @@ export function resolveOptions(options: DeferredWorkModuleOptions = {}): Resolve
     processorOptions.set(name, resolved);
   }
 
-  const deadLetter = options.deadLetter;
-  if (typeof deadLetter === 'string') checkSinkName('deadLetter', deadLetter, sinks);
-  else if (deadLetter !== undefined && typeof deadLetter !== 'function') {
-    throw new DeferredWorkConfigError(
-      'deadLetter',
-      'expected a function or a sink name',
-      'Pass deadLetter: (letters) => { ... } or the name of a configured sink.',
-    );
-  }
-
   const maxItemBytes = options.maxItemBytes ?? MODULE_DEFAULTS.maxItemBytes;
   const spools = resolveSpools(options, sinks, processorOptions, maxItemBytes);
 
@@ -138,7 +129,7 @@ export function resolveOptions(options: DeferredWorkModuleOptions = {}): Resolve
     timing: options.timing ?? MODULE_DEFAULTS.timing,
     shutdownTimeoutMs: options.shutdownTimeoutMs ?? MODULE_DEFAULTS.shutdownTimeoutMs,
     maxItemBytes,
-    deadLetter,
+    ...resolveDeadLetters(options, sinks, maxItemBytes),
     deadLetterCapacity: options.deadLetterCapacity ?? MODULE_DEFAULTS.deadLetterCapacity,
     correlation: resolveCorrelation(options.correlation),
   };

@@ -167,6 +167,7 @@ export class CallbackRunner {
     task.attempts++;
     this.running++;
     this.counters.writes++;
+    this.counters.lastProgressAt = Date.now();
     // An AbortController costs ~5 µs per callback (most of the runner's cost): only a callback that
     // declares a parameter (`run((signal) => …)`) gets one. Timeouts and shutdown apply either way.
     const controller = task.item.fn.length > 0 ? new AbortController() : undefined;
@@ -212,6 +213,7 @@ export class CallbackRunner {
   private onSettled(task: CallbackTask, error: unknown): void {
     try {
       const ms = performance.now() - task.started;
+      this.counters.lastProgressAt = Date.now();
       this.counters.lastWriteMs = ms;
       this.slowest.record(ms);
       if (!this.live.delete(task)) {

@@ -1,3 +1,4 @@
+import type { DeadLetterError } from '../../core/dead-letter.interface';
 import type { DeferredItem } from '../../core/items/deferred-item.interface';
 
 /** An accepted item as a processor holds it. */
@@ -14,6 +15,8 @@ export interface Entry {
    * items, so a receiver sees the same batch, and the same Idempotency-Key, again).
    */
   marked?: number;
+  /** The first failure of its writes (kept on its dead letter). */
+  firstError?: DeadLetterError;
 }
 
 /** One entry of a write that did not go through. */

@@ -79,7 +79,25 @@ export abstract class ProcessorBase {
     const host = this.sink.hostStats?.();
     if (host) stats.host = host;
     if (this.spool) stats.spool = this.spool.stats();
+    const oldest = this.oldestHeldCreatedAt();
+    stats.oldestPendingAgeMs = oldest === undefined ? 0 : Math.max(0, Date.now() - oldest);
     return stats;
+  }
+
+  /** When the oldest item held in memory was deferred (epoch ms), if any is held. */
+  protected oldestHeldCreatedAt(): number | undefined {
+    return undefined;
+  }
+
+  /** Whether an item handed over now would be queued rather than dropped for want of room. */
+  get hasRoom(): boolean {
+    return this.spool !== undefined || this.pending < this.options.maxQueueSize;
+  }
+
+  /** Hands a dead letter's item back (a redrive): accepted again, counted in `redriven` too. Returns whether it was queued. */
+  redrive(item: DeferredItem): boolean {
+    this.counters.redriven++;
+    return this.enqueue(item);
   }
 
   /** Counts an item in; returns its entry, or `undefined` when shutdown has finished (then it is dead-lettered as `closed`). */
@@ -104,7 +122,7 @@ export abstract class ProcessorBase {
   ): Promise<{ retryAfterMs?: number }> {
     for (const entry of entries) entry.attempts++;
     this.spool?.markBatch(entries);
-    this.counters.writes++;
+    this.counters.writeStarted();
     const started = performance.now();
     let failures: Failure[];
     let retryAfterMs: number | undefined;
@@ -123,6 +141,8 @@ export abstract class ProcessorBase {
       retryAfterMs = failures[0]?.retryAfterMs;
     }
     this.counters.lastWriteMs = performance.now() - started;
+    this.counters.writeEnded();
+    if (failures.length > 0) noteFirstErrors(failures);
     // A write cut short by the shutdown deadline is not the sink's failure: keep its last real error.
     const summary = failures.length > 0 && !cutByShutdown ? failureSummary(failures, entries.length) : undefined;
     if (summary !== undefined) this.counters.failedWrite(summary, failures[0].code);
@@ -156,7 +176,9 @@ export abstract class ProcessorBase {
     if (summary !== undefined) {
       this.failing = true;
       this.hooks.writeFailed(this.sink.name, summary);
-    } else if (this.failing && complete) {
+    } else if (complete) {
+      this.counters.succeeded();
+      if (!this.failing) return;
       this.failing = false;
       this.hooks.recovered?.(this.sink.name);
     }
@@ -191,6 +213,7 @@ export abstract class ProcessorBase {
     return failures.map(({ entry, message, code }) => {
       const letter: DeadLetter = { item: entry.item, sink: this.sink.name, reason, error: message, attempts: entry.attempts, at };
       if (code !== undefined) letter.code = code;
+      if (entry.firstError && entry.attempts > 1) letter.firstError = entry.firstError;
       return letter;
     });
   }
@@ -244,4 +267,10 @@ export abstract class ProcessorBase {
 function watchDelivered(entries: readonly Entry[], failures: readonly Failure[]): void {
   const failed = failures.length === 0 ? undefined : new Set(failures.map((failure) => failure.entry));
   for (const entry of entries) if (!failed?.has(entry)) itemWatch.settled(entry.item, 'delivered');
+}
+
+/** Keeps each failed entry's first error (its dead letter shows the first and the last). */
+function noteFirstErrors(failures: readonly Failure[]): void {
+  const at = Date.now();
+  for (const { entry, message, code } of failures) entry.firstError ??= code === undefined ? { message, at } : { message, code, at };
 }

@@ -20,16 +20,39 @@ export class SinkCounters {
   lastWriteMs: number | undefined;
   lastDropAt: number | undefined;
   lastDeadLetterAt: number | undefined;
+  redriven = 0;
+  /** Since when every write failed (epoch ms), until one goes through completely. */
+  failingSince: number | undefined;
+  /** When the write in flight started (epoch ms), if one is. */
+  writeStartedAt: number | undefined;
+  /** When a write last started or ended (epoch ms). */
+  lastProgressAt: number | undefined;
 
   drop(): void {
     this.dropped++;
     this.lastDropAt = Date.now();
   }
 
+  writeStarted(): void {
+    this.writes++;
+    this.writeStartedAt = this.lastProgressAt = Date.now();
+  }
+
+  writeEnded(): void {
+    this.writeStartedAt = undefined;
+    this.lastProgressAt = Date.now();
+  }
+
+  /** A write went through completely: the sink is not failing any more. */
+  succeeded(): void {
+    this.failingSince = undefined;
+  }
+
   failedWrite(summary: string, code?: string): void {
     this.failedWrites++;
     this.lastError = summary;
     this.lastErrorAt = Date.now();
+    this.failingSince ??= this.lastErrorAt;
     this.lastErrorCode = code;
   }
 
@@ -60,6 +83,10 @@ export class SinkCounters {
       lastWriteMs: this.lastWriteMs,
       lastDropAt: this.lastDropAt,
       lastDeadLetterAt: this.lastDeadLetterAt,
+      redriven: this.redriven,
+      failingSince: this.failingSince,
+      writeInFlightSince: this.writeStartedAt,
+      lastProgressAt: this.lastProgressAt,
     };
   }
 }

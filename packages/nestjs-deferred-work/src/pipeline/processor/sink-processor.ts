@@ -89,6 +89,12 @@ export class SinkProcessor extends ProcessorBase {
     this.schedule();
   }
 
+  protected override oldestHeldCreatedAt(): number | undefined {
+    let oldest = this.queue.length > 0 ? this.queue[0].item.createdAt : undefined;
+    for (const entry of this.flight) if (oldest === undefined || entry.item.createdAt < oldest) oldest = entry.item.createdAt;
+    return oldest;
+  }
+
   protected get queueDepth(): number {
     return this.queue.length;
   }

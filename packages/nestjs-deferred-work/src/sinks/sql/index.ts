@@ -11,3 +11,4 @@ export { DeferredOutboxModule } from './outbox/deferred-outbox.module';
 export { DEFERRED_OUTBOX_DEFAULTS, type DeferredOutboxOptions } from './outbox/outbox.options';
 export { OutboxTransactionError } from './outbox/outbox-tx';
 export type { OutboxRelayStats } from './outbox/outbox-relay';
+export { SqlDeadLetterStore, type SqlDeadLetterStoreOptions } from './sql-dead-letter.store';

@@ -1,0 +1,151 @@
+import { matchesDeadLetterFilter } from '../../core/dead-letter-filter';
+import type { DeadLetterFilter, DeadLetterPage, DeadLetterQuery, DeadLetterRecord, DeadLetterStore } from '../../core/dead-letter-store.interface';
+import { checkOptionsObject, checkWholeNumber, optionError } from '../kit/option-checks';
+import { sqlDriverOf, type SqlConnection, type SqlDriver } from './sql-clients';
+import { withConnection } from './sql-connections';
+import type { SqlDialect } from './sql-sink.options';
+import { quoteTable } from './sql-tables';
+
+/** Options of {@link SqlDeadLetterStore}. */
+export interface SqlDeadLetterStoreOptions {
+  /** The app's client: a `pg` Pool, a `mysql2` pool, a TypeORM `DataSource` or a Knex instance. */
+  client: unknown;
+  /** The table, created at bootstrap if missing. Default `'deferred_dead_letters'`. */
+  table?: string;
+  /** Records kept at most; the oldest go first. Default `10000`. */
+  maxCount?: number;
+  /** Age after which records are deleted, in ms. Default `604800000` (7 days). */
+  maxAgeMs?: number;
+}
+
+const LABEL = 'SqlDeadLetterStore';
+
+/**
+ * Dead letters in a table of the app's PostgreSQL or MySQL / MariaDB, through its own client (a
+ * connection of its pool per call): one row per record (`id` unique, `sink`, `reason`, `at` for the
+ * filters, `record` its JSON; `seq` orders and pages). They outlive the process and are shared by the
+ * replicas. Bounded by count and age, applied after every add.
+ */
+export class SqlDeadLetterStore implements DeadLetterStore {
+  readonly description: string;
+  private readonly driver: SqlDriver;
+  private readonly table: string;
+  private readonly maxCount: number;
+  private readonly maxAgeMs: number;
+
+  constructor(options: SqlDeadLetterStoreOptions) {
+    checkOptionsObject(LABEL, options, "new SqlDeadLetterStore({ client: pool, table: 'deferred_dead_letters' })");
+    const driver = sqlDriverOf(options.client);
+    if (!driver) throw optionError(LABEL, 'client', "must be the app's pg Pool, mysql2 pool, TypeORM DataSource or Knex instance", 'Pass the client your app queries with.', options.client);
+    this.driver = driver;
+    const table = options.table ?? 'deferred_dead_letters';
+    this.table = quoteTable(driver.dialect, table);
+    this.maxCount = checkWholeNumber(LABEL, 'maxCount', options.maxCount, { min: 1, fallback: 10_000 });
+    this.maxAgeMs = checkWholeNumber(LABEL, 'maxAgeMs', options.maxAgeMs, { min: 1, fallback: 7 * 24 * 3600 * 1000, unit: 'ms' });
+    this.description = `sql (${table})`;
+  }
+
+  private get dialect(): SqlDialect {
+    return this.driver.dialect;
+  }
+
+  /** Creates the table (and its indexes) if missing. */
+  async open(): Promise<void> {
+    await this.with((c) => c.query({ text: createTable(this.dialect, this.table), values: [] }));
+  }
+
+  async add(records: DeadLetterRecord[]): Promise<void> {
+    await this.with(async (c) => {
+      for (const record of records) {
+        const p = this.params();
+        await c.query({ text: `DELETE FROM ${this.table} WHERE id = ${p.add(record.id)}`, values: p.values });
+        const q = this.params();
+        const columns = [q.add(record.id), q.add(record.sink), q.add(record.reason), q.add(record.at), q.add(JSON.stringify(record))].join(', ');
+        await c.query({ text: `INSERT INTO ${this.table} (id, sink, reason, at, record) VALUES (${columns})`, values: q.values });
+      }
+      const age = this.params();
+      await c.query({ text: `DELETE FROM ${this.table} WHERE at < ${age.add(Date.now() - this.maxAgeMs)}`, values: age.values });
+      const count = this.params();
+      // The derived table lets MySQL read the table it deletes from.
+      const cut = `SELECT seq FROM (SELECT seq FROM ${this.table} ORDER BY seq DESC LIMIT 1 OFFSET ${count.add(this.maxCount)}) oldest`;
+      await c.query({ text: `DELETE FROM ${this.table} WHERE seq <= (${cut})`, values: count.values });
+    });
+  }
+
+  async list(query: DeadLetterQuery): Promise<DeadLetterPage> {
+    const limit = Math.min(Math.max(1, Math.floor(query.limit ?? 100)), 1000);
+    const p = this.params();
+    const where = this.where(query, p, query.after === undefined ? undefined : Number(query.after));
+    const rows = await this.with((c) =>
+      c.query({ text: `SELECT seq, record FROM ${this.table}${where} ORDER BY seq LIMIT ${p.add(limit)}`, values: p.values }),
+    );
+    const records = rows.map((row) => JSON.parse(String(row.record)) as DeadLetterRecord).filter((r) => matchesDeadLetterFilter(r, query));
+    return rows.length === limit ? { records, next: String(rows[rows.length - 1].seq) } : { records };
+  }
+
+  async get(id: string): Promise<DeadLetterRecord | undefined> {
+    const p = this.params();
+    const rows = await this.with((c) => c.query({ text: `SELECT record FROM ${this.table} WHERE id = ${p.add(id)}`, values: p.values }));
+    return rows.length === 0 ? undefined : (JSON.parse(String(rows[0].record)) as DeadLetterRecord);
+  }
+
+  async count(filter: DeadLetterFilter): Promise<number> {
+    const p = this.params();
+    const rows = await this.with((c) => c.query({ text: `SELECT COUNT(*) AS n FROM ${this.table}${this.where(filter, p)}`, values: p.values }));
+    return Number(rows[0]?.n ?? 0);
+  }
+
+  async remove(ids: readonly string[]): Promise<number> {
+    if (ids.length === 0) return 0;
+    return this.deleteWhere((p) => ` WHERE id IN (${ids.map((id) => p.add(id)).join(', ')})`);
+  }
+
+  async purge(filter: DeadLetterFilter): Promise<number> {
+    return this.deleteWhere((p) => this.where(filter, p));
+  }
+
+  /** Counts, then deletes, the rows of a condition (the clients report no affected rows). */
+  private async deleteWhere(condition: (p: Params) => string): Promise<number> {
+    return this.with(async (c) => {
+      const p = this.params();
+      const where = condition(p);
+      const rows = await c.query({ text: `SELECT COUNT(*) AS n FROM ${this.table}${where}`, values: p.values });
+      await c.query({ text: `DELETE FROM ${this.table}${where}`, values: p.values });
+      return Number(rows[0]?.n ?? 0);
+    });
+  }
+
+  private where(filter: DeadLetterFilter, p: Params, afterSeq?: number): string {
+    const parts: string[] = [];
+    if (afterSeq !== undefined && Number.isFinite(afterSeq)) parts.push(`seq > ${p.add(afterSeq)}`);
+    if (filter.sink !== undefined) parts.push(`sink = ${p.add(filter.sink)}`);
+    if (filter.reason !== undefined) parts.push(`reason = ${p.add(filter.reason)}`);
+    if (filter.from !== undefined) parts.push(`at >= ${p.add(filter.from)}`);
+    if (filter.to !== undefined) parts.push(`at < ${p.add(filter.to)}`);
+    return parts.length === 0 ? '' : ` WHERE ${parts.join(' AND ')}`;
+  }
+
+  private params(): Params {
+    return new Params(this.dialect);
+  }
+
+  private with<T>(fn: (connection: SqlConnection) => Promise<T>): Promise<T> {
+    return withConnection(this.driver, fn);
+  }
+}
+
+/** A statement's values and their placeholders (`$1` on PostgreSQL, `?` on MySQL). */
+class Params {
+  readonly values: unknown[] = [];
+  constructor(private readonly dialect: SqlDialect) {}
+  add(value: unknown): string {
+    this.values.push(value);
+    return this.dialect === 'postgres' ? `$${this.values.length}` : '?';
+  }
+}
+
+function createTable(dialect: SqlDialect, table: string): string {
+  return dialect === 'postgres'
+    ? `CREATE TABLE IF NOT EXISTS ${table} (seq BIGSERIAL PRIMARY KEY, id VARCHAR(255) NOT NULL UNIQUE, sink VARCHAR(255) NOT NULL, reason VARCHAR(32) NOT NULL, at BIGINT NOT NULL, record TEXT NOT NULL)`
+    : `CREATE TABLE IF NOT EXISTS ${table} (seq BIGINT AUTO_INCREMENT PRIMARY KEY, id VARCHAR(255) NOT NULL, sink VARCHAR(255) NOT NULL, reason VARCHAR(32) NOT NULL, at BIGINT NOT NULL, record LONGTEXT NOT NULL, UNIQUE KEY dead_letter_id (id))`;
+}

@@ -1,0 +1,104 @@
+import { createPool as createMysqlPool } from 'mysql2';
+import pg from 'pg';
+import type { DeadLetterRecord } from 'nestjs-deferred-work';
+import { SqlDeadLetterStore } from 'nestjs-deferred-work/sql';
+import { deadLettersOutliveTheApp } from '../support/dead-letters-outlive';
+import { MYSQL_URL, requireMariaDb } from '../support/mariadb';
+import { failOnUnhandledRejection, platforms } from '../support/platforms';
+import { PG_URL, requirePostgres } from '../support/postgres';
+
+/**
+ * SqlDeadLetterStore against the machine's PostgreSQL and MariaDB, through the app's pg Pool and mysql2
+ * pool: the table created at open, paging, filters, bounds by count and age, remove and purge; and in an
+ * app, dead letters that outlive it, redriven by the next app exactly once to the recovered receiver.
+ */
+
+failOnUnhandledRejection();
+
+interface Db {
+  client: unknown;
+  exec(sql: string): Promise<unknown>;
+  end(): Promise<void>;
+}
+
+const databases: Record<string, { require(): Promise<void>; open(): Db }> = {
+  postgres: {
+    require: requirePostgres,
+    open() {
+      const pool = new pg.Pool({ connectionString: PG_URL, max: 4 });
+      return { client: pool, exec: (sql) => pool.query(sql), end: () => pool.end() };
+    },
+  },
+  mariadb: {
+    require: requireMariaDb,
+    open() {
+      const pool = createMysqlPool({ uri: MYSQL_URL, connectionLimit: 4 });
+      return { client: pool, exec: (sql) => pool.promise().query(sql), end: () => pool.promise().end() };
+    },
+  },
+};
+
+const table = (n: number) => `dlq_test_${process.pid}_${n}`;
+let tables = 0;
+
+function record(i: number, at = Date.now()): DeadLetterRecord {
+  const sink = i % 2 === 0 ? 'even' : 'odd';
+  return {
+    item: { kind: 'job', id: `dw-${i}`, queue: 'q', name: 'j', data: { i }, createdAt: at, when: 'success' } as never,
+    sink, reason: 'attempts-exhausted', error: 'refused', attempts: 2, at, id: `dw-${i}:${sink}`, firstAt: at, redrives: 0,
+  };
+}
+
+describe.each(Object.keys(databases))('SqlDeadLetterStore on %s', (name) => {
+  const spec = databases[name]!;
+  let db: Db;
+  const made: string[] = [];
+  beforeAll(async () => {
+    await spec.require();
+    db = spec.open();
+  });
+  afterAll(async () => {
+    for (const t of made) await db.exec(`DROP TABLE IF EXISTS ${t}`);
+    await db.end();
+  });
+  const store = async (options: { maxCount?: number; maxAgeMs?: number } = {}) => {
+    const t = table(++tables);
+    made.push(t);
+    const s = new SqlDeadLetterStore({ client: db.client, table: t, ...options });
+    await s.open();
+    return s;
+  };
+
+  it('creates its table, pages oldest first, filters, gets, counts, removes and purges; a record with the same id replaces the older one', async () => {
+    const s = await store();
+    await s.add(Array.from({ length: 7 }, (_, i) => record(i)));
+    await s.add([{ ...record(2), redrives: 1 }]);
+    const first = await s.list({ limit: 3 });
+    const second = await s.list({ limit: 3, after: first.next });
+    const third = await s.list({ limit: 3, after: second.next });
+    expect([...first.records, ...second.records, ...third.records].map((r) => r.item.id)).toEqual(['dw-0', 'dw-1', 'dw-3', 'dw-4', 'dw-5', 'dw-6', 'dw-2']);
+    expect(third.next).toBeUndefined();
+    expect(await s.count({})).toBe(7);
+    expect(await s.count({ sink: 'odd', reason: 'attempts-exhausted' })).toBe(3);
+    expect(await s.get('dw-2:even')).toMatchObject({ redrives: 1, item: { data: { i: 2 } } });
+    expect(await s.get('dw-99:odd')).toBeUndefined();
+    expect(await s.remove(['dw-3:odd', 'dw-99:odd'])).toBe(1);
+    expect(await s.purge({ sink: 'even' })).toBe(4);
+    expect((await s.list({})).records.map((r) => r.id)).toEqual(['dw-1:odd', 'dw-5:odd']);
+  });
+
+  it('holds maxCount and maxAgeMs, the oldest going first', async () => {
+    const byCount = await store({ maxCount: 3 });
+    await byCount.add(Array.from({ length: 5 }, (_, i) => record(i)));
+    expect((await byCount.list({})).records.map((r) => r.item.id)).toEqual(['dw-2', 'dw-3', 'dw-4']);
+    const byAge = await store({ maxAgeMs: 60_000 });
+    await byAge.add([record(1, Date.now() - 120_000), record(2)]);
+    expect((await byAge.list({})).records.map((r) => r.item.id)).toEqual(['dw-2']);
+  });
+
+  it.each(platforms)('keeps dead letters beyond the app on $name; the next app redrives each exactly once', async (platform) => {
+    const t = table(++tables);
+    made.push(t);
+    await deadLettersOutliveTheApp(platform, () => new SqlDeadLetterStore({ client: db.client, table: t }));
+  });
+});
