@@ -8,6 +8,8 @@ export interface Entry {
   seq: number;
   /** Its record's seq in the sink's spool, when the sink has one (acked once the entry settles). */
   spoolSeq?: number;
+  /** When it was accepted (`performance.now()`), only while a write observer is set: for the delivery lag. */
+  acceptedAt?: number;
 }
 
 /** One entry of a write that did not go through. */

@@ -8,12 +8,13 @@ import { sleepUnlessAborted } from '../sleep';
 import type { Entry, Failure } from './entry';
 import { guardedWrite } from './guarded-write';
 import { HardStop } from './hard-stop';
-import { SinkCounters } from './sink-counters';
+import { type KindCounts, kindCountsOf, SinkCounters } from './sink-counters';
 import type { SinkSpool } from './sink-spool';
 import { failureOf, failureSummary, outcomeOf, retryAfterOf } from './write-result';
+import type { WriteObserverSource } from './write-observer';
 
-/** What a processor reports to its dispatcher. */
-export interface ProcessorHooks {
+/** What a processor reports to its dispatcher (and, through `observer`, to the library's own metrics). */
+export interface ProcessorHooks extends Partial<WriteObserverSource> {
   deadLetter(letters: DeadLetter[]): void;
   writeFailed(sink: string, message: string): void;
   /** A write went through completely after one or more failed (called once per episode). */
@@ -82,10 +83,17 @@ export abstract class ProcessorBase {
     return stats;
   }
 
+  /** This sink's counts by item kind, for the kinds it has seen. */
+  kindCounts(): Record<string, KindCounts> {
+    return kindCountsOf(this.counters);
+  }
+
   /** Counts an item in; returns its entry, or `undefined` when shutdown has finished (then it is dead-lettered as `closed`). */
   protected accept(item: DeferredItem): Entry | undefined {
     this.counters.accepted++;
+    this.counters.kind(item.kind).accepted++;
     const entry: Entry = { item, attempts: 0, seq: ++this.seq };
+    if (this.hooks.observer) entry.acceptedAt = performance.now();
     if (!this.closedForGood) return entry;
     const message = `deferred after ${this.closedBecause ?? 'the application shut down'}`;
     this.hooks.deadLetter(this.bury([{ entry, retryable: false, message }], 'closed'));
@@ -121,7 +129,8 @@ export abstract class ProcessorBase {
       failures = entries.map((entry) => failureOf(entry, { error }));
       retryAfterMs = failures[0]?.retryAfterMs;
     }
-    this.counters.lastWriteMs = performance.now() - started;
+    const ended = performance.now();
+    this.counters.lastWriteMs = ended - started;
     // A write cut short by the shutdown deadline is not the sink's failure: keep its last real error.
     const summary = failures.length > 0 && !cutByShutdown ? failureSummary(failures, entries.length) : undefined;
     if (summary !== undefined) this.counters.failedWrite(summary, failures[0].code);
@@ -139,6 +148,7 @@ export abstract class ProcessorBase {
       else retry.push(failure.entry);
     }
     this.counters.delivered += entries.length - failures.length;
+    this.countDeliveredByKind(entries, failures, ended);
     if (this.spool) this.ackDelivered(entries, failures);
     if (itemWatch.watching > 0) watchDelivered(entries, failures);
     // To the back of the spool (still pending, on disk); what the spool cannot take is retried here.
@@ -149,6 +159,18 @@ export abstract class ProcessorBase {
     if (letters.length > 0) this.hooks.deadLetter(letters);
     this.notifyProgress();
     return { retryAfterMs };
+  }
+
+  /** The delivered entries by kind, and what the write observer (if any) is told of this write. */
+  private countDeliveredByKind(entries: Entry[], failures: Failure[], ended: number): void {
+    const failed = failures.length === 0 ? undefined : new Set(failures.map((failure) => failure.entry));
+    const observer = this.hooks.observer;
+    for (const entry of entries) {
+      if (failed?.has(entry)) continue;
+      this.counters.kind(entry.item.kind).delivered++;
+      if (observer && entry.acceptedAt !== undefined) observer.delivered(this.sink.name, entry.item.kind, ended - entry.acceptedAt);
+    }
+    observer?.wrote(this.sink.name, this.counters.lastWriteMs!, entries.length, failures.length, failures[0]?.code);
   }
 
   private reportWrite(summary: string | undefined, complete: boolean): void {
@@ -186,6 +208,7 @@ export abstract class ProcessorBase {
       this.spool.ack(entries);
     }
     const at = this.counters.buried(failures.length);
+    for (const failure of failures) this.counters.kind(failure.entry.item.kind).deadLettered++;
     if (itemWatch.watching > 0) for (const failure of failures) itemWatch.settled(failure.entry.item, 'dead-lettered');
     return failures.map(({ entry, message, code }) => {
       const letter: DeadLetter = { item: entry.item, sink: this.sink.name, reason, error: message, attempts: entry.attempts, at };
