@@ -10,6 +10,7 @@ export default defineConfig({
     'microservices/index': 'src/sinks/microservices/index.ts',
     'sql/index': 'src/sinks/sql/index.ts',
     'redis-streams/index': 'src/sinks/redis-streams/index.ts',
+    'metrics/index': 'src/metrics/index.ts',
     'testing/index': 'src/testing/index.ts',
     // the sink host: the entry of OffloadedSink's worker thread (loaded by path, not imported)
     'worker/sink-host.worker': 'src/worker/sink-host.worker.ts',

@@ -185,7 +185,7 @@ export class Dispatcher {
           ? all[0]
           : {
               wrote: (...args) => all.forEach((o) => o.wrote(...args)),
-              delivered: (...args) => all.forEach((o) => o.delivered(...args)),
+              delivered: all.some((o) => o.delivered) ? (...args) => all.forEach((o) => o.delivered?.(...args)) : undefined,
             };
   }
 

@@ -93,7 +93,7 @@ export abstract class ProcessorBase {
     this.counters.accepted++;
     this.counters.kind(item.kind).accepted++;
     const entry: Entry = { item, attempts: 0, seq: ++this.seq };
-    if (this.hooks.observer) entry.acceptedAt = performance.now();
+    if (this.hooks.observer?.delivered) entry.acceptedAt = performance.now();
     if (!this.closedForGood) return entry;
     const message = `deferred after ${this.closedBecause ?? 'the application shut down'}`;
     this.hooks.deadLetter(this.bury([{ entry, retryable: false, message }], 'closed'));
@@ -168,7 +168,7 @@ export abstract class ProcessorBase {
     for (const entry of entries) {
       if (failed?.has(entry)) continue;
       this.counters.kind(entry.item.kind).delivered++;
-      if (observer && entry.acceptedAt !== undefined) observer.delivered(this.sink.name, entry.item.kind, ended - entry.acceptedAt);
+      if (entry.acceptedAt !== undefined) observer?.delivered?.(this.sink.name, entry.item.kind, ended - entry.acceptedAt);
     }
     observer?.wrote(this.sink.name, this.counters.lastWriteMs!, entries.length, failures.length, failures[0]?.code);
   }

@@ -8,8 +8,11 @@ export interface WriteObserver {
    * server's code of the first failure, when the sink gave one).
    */
   wrote(sink: string, ms: number, size: number, failed: number, code: string | undefined): void;
-  /** An item of `kind` accepted `ms` ago was delivered to `sink` (items accepted while no observer was set are not told). */
-  delivered(sink: string, kind: string, ms: number): void;
+  /**
+   * An item of `kind` accepted `ms` ago was delivered to `sink`. Only with this method set does each
+   * accepted item get its acceptance time (items accepted before are not told).
+   */
+  delivered?(sink: string, kind: string, ms: number): void;
 }
 
 /** Where processors find the observer (the dispatcher's), read once per write. */
