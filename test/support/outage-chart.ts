@@ -1,7 +1,9 @@
 /**
  * A hand-written SVG line chart of a few metrics over time (one panel per metric, shared time axis,
- * shaded outage), drawn from Prometheus range queries of a test run. No dependencies.
+ * shaded outage), drawn from Prometheus range queries of a test run. No dependencies; the escaping and
+ * the axis maximum are the benchmark chart's.
  */
+import { escapeXml, niceMax } from '../../examples/benchmark-app/src/bench/svg';
 
 export interface ChartPanel {
   title: string;
@@ -9,15 +11,6 @@ export interface ChartPanel {
   /** `[seconds since the start, value]` points. */
   points: Array<[number, number]>;
   color: string;
-}
-
-const escapeXml = (text: string) => text.replace(/[<>&"']/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', '"': '&quot;', "'": '&apos;' })[c]!);
-
-function niceMax(max: number): number {
-  if (!Number.isFinite(max) || max <= 0) return 1;
-  const power = 10 ** Math.floor(Math.log10(max));
-  for (const step of [1, 2, 2.5, 5, 10]) if (step * power >= max) return step * power;
-  return 10 * power;
 }
 
 const fmt = (v: number) => (v >= 100 ? Math.round(v).toLocaleString('en-US') : v >= 10 ? v.toFixed(0) : v === 0 ? '0' : v.toFixed(v >= 1 ? 1 : 2));

@@ -31,39 +31,56 @@ export function resolveMetricsOptions(options: DeferredWorkMetricsOptions | unde
     return value;
   };
   const resolved: ResolvedMetricsOptions = { deliveryLag: flag('deliveryLag'), routeTimings: flag('routeTimings') };
-  const section = <T extends object>(name: 'prometheus' | 'opentelemetry'): Partial<T> | undefined => {
-    const value = options[name];
-    if (value === undefined || value === false) return undefined;
-    if (value === true) return {};
-    if (value === null || typeof value !== 'object') throw invalid(name, value, `Use true for the defaults, or an object (see DeferredWorkMetricsOptions).`);
-    return value as Partial<T>;
-  };
-  const prometheus = section<{ registry: Registry; prefix: string }>('prometheus');
-  if (prometheus) {
-    const { registry, prefix = METRICS_DEFAULTS.prometheusPrefix } = prometheus;
-    if (registry !== undefined && (registry === null || typeof (registry as Registry).getSingleMetric !== 'function')) {
-      throw invalid('prometheus.registry', registry, "Pass a prom-client Registry (new Registry(), or prom-client's register), or leave it out for the default registry.");
-    }
-    if (typeof prefix !== 'string' || !PROMETHEUS_PREFIX.test(prefix)) {
-      throw invalid('prometheus.prefix', prefix, "Use '' or letters, digits, _ and :, not starting with a digit, e.g. 'myapp_deferred_'.");
-    }
-    resolved.prometheus = { registry, prefix };
-  }
-  const opentelemetry = section<{ meter: Meter; prefix: string }>('opentelemetry');
-  if (opentelemetry) {
-    const { meter, prefix = METRICS_DEFAULTS.openTelemetryPrefix } = opentelemetry;
-    if (meter !== undefined && (meter === null || typeof (meter as Meter).createObservableCounter !== 'function')) {
-      throw invalid('opentelemetry.meter', meter, "Pass an OpenTelemetry Meter (metrics.getMeter('my-app') of @opentelemetry/api), or leave it out for the global meter provider's.");
-    }
-    if (typeof prefix !== 'string' || !OTEL_PREFIX.test(prefix)) {
-      throw invalid('opentelemetry.prefix', prefix, "Use '' or a name start: a letter, then letters, digits, _ . - or /, e.g. 'myapp.deferred.'.");
-    }
-    resolved.opentelemetry = { meter, prefix };
-  }
+  const prometheus = exporterOptions(options, 'prometheus', {
+    target: 'registry',
+    method: 'getSingleMetric',
+    targetFix: "Pass a prom-client Registry (new Registry(), or prom-client's register), or leave it out for the default registry.",
+    prefix: PROMETHEUS_PREFIX,
+    defaultPrefix: METRICS_DEFAULTS.prometheusPrefix,
+    prefixFix: "Use '' or letters, digits, _ and :, not starting with a digit, e.g. 'myapp_deferred_'.",
+  });
+  if (prometheus) resolved.prometheus = { registry: prometheus.target as Registry | undefined, prefix: prometheus.prefix };
+  const opentelemetry = exporterOptions(options, 'opentelemetry', {
+    target: 'meter',
+    method: 'createObservableCounter',
+    targetFix: "Pass an OpenTelemetry Meter (metrics.getMeter('my-app') of @opentelemetry/api), or leave it out for the global meter provider's.",
+    prefix: OTEL_PREFIX,
+    defaultPrefix: METRICS_DEFAULTS.openTelemetryPrefix,
+    prefixFix: "Use '' or a name start: a letter, then letters, digits, _ . - or /, e.g. 'myapp.deferred.'.",
+  });
+  if (opentelemetry) resolved.opentelemetry = { meter: opentelemetry.target as Meter | undefined, prefix: opentelemetry.prefix };
   if (!resolved.prometheus && !resolved.opentelemetry) {
     throw new TypeError(
       'DeferredWorkMetricsModule: no exporter chosen. Set "prometheus" (true, or { registry?, prefix? }) and/or "opentelemetry" (true, or { meter?, prefix? }).',
     );
   }
   return resolved;
+}
+
+/** How one exporter's options are checked: its target object (registry, meter) and its prefix. */
+interface ExporterSpec {
+  target: 'registry' | 'meter';
+  /** A method the target must have. */
+  method: string;
+  targetFix: string;
+  prefix: RegExp;
+  defaultPrefix: string;
+  prefixFix: string;
+}
+
+/** One exporter's options (`true`: the defaults; `false` or absent: off), checked. */
+function exporterOptions(options: DeferredWorkMetricsOptions, name: 'prometheus' | 'opentelemetry', spec: ExporterSpec): { target: unknown; prefix: string } | undefined {
+  const value = options[name];
+  if (value === undefined || value === false) return undefined;
+  if (value !== true && (value === null || typeof value !== 'object')) {
+    throw invalid(name, value, 'Use true for the defaults, or an object (see DeferredWorkMetricsOptions).');
+  }
+  const given = (value === true ? {} : value) as Record<string, unknown>;
+  const target = given[spec.target];
+  if (target !== undefined && (target === null || typeof (target as Record<string, unknown>)[spec.method] !== 'function')) {
+    throw invalid(`${name}.${spec.target}`, target, spec.targetFix);
+  }
+  const prefix = given.prefix ?? spec.defaultPrefix;
+  if (typeof prefix !== 'string' || !spec.prefix.test(prefix)) throw invalid(`${name}.prefix`, prefix, spec.prefixFix);
+  return { target, prefix };
 }

@@ -95,48 +95,24 @@ export const OBSERVED_METRICS: readonly ObservedMetric[] = [
 
 const SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
-/** The histograms recorded as writes happen. */
-export const WRITE_DURATION: RecordedMetric = {
-  name: 'write_duration',
+/** A histogram of the catalog. */
+const histogram = (name: string, unit: SelfMetricUnit, labels: readonly string[], buckets: readonly number[], help: string): RecordedMetric => ({
+  name,
   type: 'histogram',
-  unit: 's',
-  labels: ['sink', 'outcome'],
-  help: 'Duration of one write (batch) to a sink; outcome "success", or "failure" when some of it failed.',
-  buckets: SECONDS,
-};
-export const WRITE_BATCH_SIZE: RecordedMetric = {
-  name: 'write_batch_size',
-  type: 'histogram',
-  unit: '{item}',
-  labels: SINK,
-  help: 'Items per write (batch) to a sink.',
-  buckets: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000],
-};
-export const DELIVERY_LAG: RecordedMetric = {
-  name: 'delivery_lag',
-  type: 'histogram',
-  unit: 's',
-  labels: SINK_KIND,
-  help: 'Time from an item\'s acceptance to its delivery (opt-in: deliveryLag).',
-  buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
-};
+  unit,
+  labels,
+  buckets,
+  help,
+});
+
+/** The histograms recorded as writes happen (and, opt-in, as measured responses finish). */
+export const WRITE_DURATION = histogram('write_duration', 's', ['sink', 'outcome'], SECONDS, 'Duration of one write (batch) to a sink; outcome "success", or "failure" when some of it failed.');
+export const WRITE_BATCH_SIZE = histogram('write_batch_size', '{item}', SINK, [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000], 'Items per write (batch) to a sink.');
+export const DELIVERY_LAG = histogram('delivery_lag', 's', SINK_KIND, [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300], "Time from an item's acceptance to its delivery (opt-in: deliveryLag).");
+const ROUTE = ['method', 'route'] as const;
 const ROUTE_SECONDS = [0.0005, ...SECONDS.slice(0, 10)];
-export const ROUTE_HANDLER: RecordedMetric = {
-  name: 'route_handler_duration',
-  type: 'histogram',
-  unit: 's',
-  labels: ['method', 'route'],
-  help: 'Time from the request reaching the interceptor until the handler returned, per route template (opt-in: routeTimings, with timing on).',
-  buckets: ROUTE_SECONDS,
-};
-export const ROUTE_SEND: RecordedMetric = {
-  name: 'route_send_duration',
-  type: 'histogram',
-  unit: 's',
-  labels: ['method', 'route'],
-  help: 'Time from the handler\'s return until the response finished, per route template (opt-in: routeTimings, with timing on).',
-  buckets: ROUTE_SECONDS,
-};
+export const ROUTE_HANDLER = histogram('route_handler_duration', 's', ROUTE, ROUTE_SECONDS, 'Time from the request reaching the interceptor until the handler returned, per route template (opt-in: routeTimings, with timing on).');
+export const ROUTE_SEND = histogram('route_send_duration', 's', ROUTE, ROUTE_SECONDS, "Time from the handler's return until the response finished, per route template (opt-in: routeTimings, with timing on).");
 
 /** Prometheus' name of a metric: prefix, name, unit suffix, and `_total` for a counter. */
 export function prometheusName(prefix: string, metric: SelfMetricBase & { type: string }): string {
