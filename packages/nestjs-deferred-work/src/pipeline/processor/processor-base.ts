@@ -148,7 +148,8 @@ export abstract class ProcessorBase {
       else retry.push(failure.entry);
     }
     this.counters.delivered += entries.length - failures.length;
-    this.countDeliveredByKind(entries, failures, ended);
+    const failed = failures.length === 0 ? undefined : new Set(failures.map((failure) => failure.entry));
+    for (const entry of entries) if (!failed?.has(entry)) this.counters.kind(entry.item.kind).delivered++;
     if (this.spool) this.ackDelivered(entries, failures);
     if (itemWatch.watching > 0) watchDelivered(entries, failures);
     // To the back of the spool (still pending, on disk); what the spool cannot take is retried here.
@@ -158,19 +159,27 @@ export abstract class ProcessorBase {
     this.reportWrite(summary, failures.length === 0);
     if (letters.length > 0) this.hooks.deadLetter(letters);
     this.notifyProgress();
+    this.tellObserver(entries, failed, failures, ended);
     return { retryAfterMs };
   }
 
-  /** The delivered entries by kind, and what the write observer (if any) is told of this write. */
-  private countDeliveredByKind(entries: Entry[], failures: Failure[], ended: number): void {
-    const failed = failures.length === 0 ? undefined : new Set(failures.map((failure) => failure.entry));
+  /**
+   * Tells the write observer (if any) of a write and of its delivered entries' lag, once the write is
+   * accounted for; an observer that throws is ignored (metrics never break delivery).
+   */
+  private tellObserver(entries: Entry[], failed: Set<Entry> | undefined, failures: Failure[], ended: number): void {
     const observer = this.hooks.observer;
-    for (const entry of entries) {
-      if (failed?.has(entry)) continue;
-      this.counters.kind(entry.item.kind).delivered++;
-      if (entry.acceptedAt !== undefined) observer?.delivered?.(this.sink.name, entry.item.kind, ended - entry.acceptedAt);
+    if (!observer) return;
+    try {
+      observer.wrote(this.sink.name, this.counters.lastWriteMs!, entries.length, failures.length, failures[0]?.code);
+      if (observer.delivered) {
+        for (const entry of entries) {
+          if (entry.acceptedAt !== undefined && !failed?.has(entry)) observer.delivered(this.sink.name, entry.item.kind, ended - entry.acceptedAt);
+        }
+      }
+    } catch {
+      // A metrics library refusing a value: the write stays accounted for; nothing else to do here.
     }
-    observer?.wrote(this.sink.name, this.counters.lastWriteMs!, entries.length, failures.length, failures[0]?.code);
   }
 
   private reportWrite(summary: string | undefined, complete: boolean): void {
