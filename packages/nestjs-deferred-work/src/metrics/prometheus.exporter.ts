@@ -73,6 +73,15 @@ export async function prometheusExporter(
   const handler = flags.routeTimings ? histogram(ROUTE_HANDLER) : undefined;
   const send = flags.routeTimings ? histogram(ROUTE_SEND) : undefined;
 
+  // The delivery lag is observed once per delivered item: its children are kept, not looked up by labels each time.
+  const lagChildren = new Map<string, ReturnType<Histogram<string>['labels']>>();
+  const lagOf = (sink: string, kind: string) => {
+    const key = `${sink}\0${kind}`;
+    let child = lagChildren.get(key);
+    if (!child && lag) lagChildren.set(key, (child = lag.labels({ sink, kind })));
+    return child;
+  };
+
   return {
     wrote(sink, ms, items, failed, code) {
       duration.observe({ sink, outcome: writeOutcome(failed) }, ms / 1000);
@@ -80,7 +89,7 @@ export async function prometheusExporter(
       if (failed > 0) errors.inc({ sink, error_type: code ?? 'unknown' });
     },
     delivered(sink, kind, ms) {
-      lag?.observe({ sink, kind }, ms / 1000);
+      lagOf(sink, kind)?.observe(ms / 1000);
     },
     routeTiming(method, route, handlerMs, sendMs) {
       handler?.observe({ method, route }, handlerMs / 1000);
