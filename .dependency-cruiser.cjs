@@ -74,6 +74,21 @@ module.exports = {
       to: { path: `${SRC}/nest/` },
     },
     {
+      name: 'metrics-reads-the-library',
+      comment:
+        "The library's own metrics read its state (the service, the dispatcher's counts, the request tracker's timings); they know no sink, spool or worker.",
+      severity: 'error',
+      from: { path: `${SRC}/metrics/`, pathNot: notSpec },
+      to: { path: `${SRC}/(sinks|spool|worker|testing)/` },
+    },
+    {
+      name: 'nothing-imports-the-metrics',
+      comment: 'The metrics are their own subpath (nestjs-deferred-work/metrics), loaded only by apps that import it.',
+      severity: 'error',
+      from: { path: `${SRC}/`, pathNot: [`${SRC}/metrics/`, notSpec] },
+      to: { path: `${SRC}/metrics/` },
+    },
+    {
       name: 'no-circular',
       severity: 'error',
       from: { path: `${SRC}/` },

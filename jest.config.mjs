@@ -10,6 +10,7 @@ export default {
     '^(\\.{1,2}/.*)\\.js$': '$1',
     '^nestjs-deferred-work$': '<rootDir>/packages/nestjs-deferred-work/src/index.ts',
     '^nestjs-deferred-work/testing$': '<rootDir>/packages/nestjs-deferred-work/src/testing/index.ts',
+    '^nestjs-deferred-work/metrics$': '<rootDir>/packages/nestjs-deferred-work/src/metrics/index.ts',
     '^nestjs-deferred-work/(.*)$': '<rootDir>/packages/nestjs-deferred-work/src/sinks/$1/index.ts',
   },
   transform: {

@@ -9,6 +9,11 @@
  * Linux `perf` (see `perf-summary.ts`) and a second table splits each route's request-thread CPU by
  * whose code spent it (mean µs/request over the rounds), next to the baseline's — which of the
  * differences are the library's own frames, and which are shared code that ran slower.
+ *
+ * With `--metrics`, it compares instead each route with the library's own metrics off and on
+ * (`DeferredWorkMetricsModule`, prom-client, scraped every second during the "on" runs): two servers,
+ * the off and on measurements of a route adjacent in each round (their order alternating), and the
+ * table gives on − off per route.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import * as path from 'node:path';
@@ -21,7 +26,7 @@ import { recordThread, runPerf } from './perf-record.js';
 import { PerfMap, parsePerfScript, summarisePerf } from './perf-summary.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const ROUTES = ['plain', 'param', 'scope', 'run-noop', 'run-timer', 'emit-timer', 'immediate-timer', 'close-timer'];
+const ROUTES = ['plain', 'param', 'scope', 'run-noop', 'run-timer', 'job', 'emit-timer', 'immediate-timer', 'close-timer'];
 
 const USAGE = `Usage: node dist/bench/decompose.js [options]
   --adapter fastify|express  (default fastify)
@@ -31,7 +36,9 @@ const USAGE = `Usage: node dist/bench/decompose.js [options]
   --duration 3               seconds per route per round
   --connections 10
   --rate 0                   total req/s offered (0: as fast as the server answers)
-  --perf                     also split each route's CPU by whose code spent it (Linux perf; Debian's linux-perf)`;
+  --perf                     also split each route's CPU by whose code spent it (Linux perf; Debian's linux-perf)
+  --metrics                  compare each route with the library's own metrics off and on (two servers;
+                             "on" scraped every second) instead of against the first route`;
 
 interface Sample {
   cpuUs: number;
@@ -40,9 +47,9 @@ interface Sample {
   owners?: Record<string, number>;
 }
 
-function startServer(adapter: string, perf: boolean): Promise<{ base: string; child: ChildProcess }> {
+function startServer(adapter: string, perf: boolean, metrics = false): Promise<{ base: string; child: ChildProcess }> {
   const flags = perf ? ['--perf-basic-prof-only-functions'] : [];
-  const child = spawn(process.execPath, [...flags, path.join(here, '..', 'server', 'decompose.app.js'), adapter], {
+  const child = spawn(process.execPath, [...flags, path.join(here, '..', 'server', 'decompose.app.js'), adapter, ...(metrics ? ['metrics'] : [])], {
     stdio: ['ignore', 'pipe', 'inherit'],
     env: { ...process.env, NODE_ENV: 'production' },
   });
@@ -73,6 +80,7 @@ async function main(): Promise<void> {
       connections: { type: 'string', default: '10' },
       rate: { type: 'string', default: '0' },
       perf: { type: 'boolean', default: false },
+      metrics: { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
     },
   });
@@ -82,6 +90,7 @@ async function main(): Promise<void> {
   if (unknown.length > 0 || routes.length < 2) throw new Error(`--routes takes two or more of ${ROUTES.join(', ')}\n\n${USAGE}`);
   if (values.adapter !== 'fastify' && values.adapter !== 'express') throw new Error(`--adapter must be fastify or express\n\n${USAGE}`);
   const [rounds, duration, connections, rate] = [values.rounds, values.duration, values.connections, values.rate].map(Number);
+  if (values.metrics) return compareMetrics(values.adapter, routes, { rounds, duration, connections, rate });
   const { base, child } = await startServer(values.adapter, values.perf);
   const perfFile = path.join(tmpdir(), `decompose-${process.pid}.perf.data`);
   /** The request thread's CPU of one measurement by owner, scaled to `cpuUs` per request. */
@@ -134,6 +143,58 @@ async function main(): Promise<void> {
     child.kill();
     await rm(perfFile, { force: true });
     await rm(`/tmp/perf-${child.pid}.map`, { force: true });
+  }
+}
+
+/**
+ * `--metrics`: each route on a server without and one with the library's own metrics, the two
+ * measurements adjacent in each round (order alternating by round); "on" is scraped every second.
+ */
+async function compareMetrics(adapter: string, routes: string[], o: { rounds: number; duration: number; connections: number; rate: number }): Promise<void> {
+  const off = await startServer(adapter, false);
+  const on = await startServer(adapter, false, true);
+  const measure = async (base: string, route: string, scrape: boolean): Promise<Sample> => {
+    const before = await mainCpuUs(base);
+    const scraper = scrape ? setInterval(() => void fetch(`${base}/metrics`).then((r) => r.text()), 1000) : undefined;
+    let result: autocannon.Result;
+    try {
+      result = await autocannon({ url: `${base}/${route}`, connections: o.connections, duration: o.duration, pipelining: 1, ...(o.rate > 0 ? { overallRate: o.rate } : {}) });
+      await new Promise((r) => setTimeout(r, 50));
+    } finally {
+      clearInterval(scraper);
+    }
+    const after = await mainCpuUs(base);
+    if (result.errors > 0 || result.non2xx > 0) throw new Error(`${route}: ${result.errors} errors, ${result.non2xx} non-2xx responses`);
+    return { cpuUs: (after - before) / result.requests.total, reqPerSec: result.requests.total / result.duration };
+  };
+  try {
+    for (const route of routes) for (const server of [off, on]) await autocannon({ url: `${server.base}/${route}`, connections: o.connections, duration: 2 });
+    const samples = new Map(routes.map((r) => [r, { off: [] as Sample[], on: [] as Sample[] }]));
+    for (let round = 0; round < o.rounds; round++) {
+      for (const route of routes) {
+        const s = samples.get(route)!;
+        const order = round % 2 === 0 ? (['off', 'on'] as const) : (['on', 'off'] as const);
+        for (const which of order) s[which].push(await measure(which === 'on' ? on.base : off.base, route, which === 'on'));
+      }
+      process.stderr.write(`round ${round + 1}/${o.rounds}\n`);
+    }
+    const rate_ = o.rate > 0 ? `, ${o.rate} req/s offered` : ', as fast as the server answers';
+    console.log(`\n${adapter}: ${o.rounds} rounds × ${o.duration} s per route and server, ${o.connections} connections${rate_}; metrics on − off within each round`);
+    console.log('| route | CPU µs/req off (median) | on (median) | on − off µs: median | q1 | q3 | req/s on ÷ off: median | q1 | q3 |');
+    console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+    const f = (n: number, d = 1) => n.toFixed(d);
+    for (const route of routes) {
+      const s = samples.get(route)!;
+      const diff = s.on.map((x, i) => x.cpuUs - s.off[i].cpuUs);
+      const ratio = s.on.map((x, i) => x.reqPerSec / s.off[i].reqPerSec);
+      const median = (xs: Sample[]) => quantile(xs.map((x) => x.cpuUs), 0.5);
+      console.log(
+        `| ${route} | ${f(median(s.off))} | ${f(median(s.on))} | ${f(quantile(diff, 0.5))} | ${f(quantile(diff, 0.25))} | ${f(quantile(diff, 0.75))} | ${f(quantile(ratio, 0.5), 2)} | ${f(quantile(ratio, 0.25), 2)} | ${f(quantile(ratio, 0.75), 2)} |`,
+      );
+    }
+  } finally {
+    off.child.kill();
+    on.child.kill();
   }
 }
 

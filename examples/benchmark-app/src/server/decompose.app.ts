@@ -5,7 +5,9 @@
  * that waits 5 ms on a timer (the `sim5` scenario) — next to the same 5 ms effect started by
  * `@nestjs/event-emitter`, by a bare `setImmediate` and by a hand-written `close` listener.
  * Listens on 127.0.0.1 (random port), prints `{"port":…}` on stdout; `GET /__cpu` answers the main
- * thread's CPU time (µs, Linux schedstat) and the effects completed.
+ * thread's CPU time (µs, Linux schedstat) and the effects completed. With a second argument `metrics`,
+ * the library's own metrics are on (`DeferredWorkMetricsModule` in a prom-client registry, with the
+ * delivery lag), served on `GET /metrics`.
  */
 import 'reflect-metadata';
 import { readFileSync } from 'node:fs';
@@ -16,8 +18,12 @@ import { EventEmitter2, EventEmitterModule, OnEvent } from '@nestjs/event-emitte
 import { ExpressAdapter } from '@nestjs/platform-express';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { AfterResponse, Deferred, type DeferredScope, DeferredWorkModule } from 'nestjs-deferred-work';
+import { DeferredWorkMetricsModule } from 'nestjs-deferred-work/metrics';
+import { Registry } from 'prom-client';
 
 const OK = { ok: true } as const;
+const registry = new Registry();
+const withMetrics = process.argv[3] === 'metrics';
 let done = 0;
 const effect = async (): Promise<void> => {
   await sleep(5);
@@ -70,6 +76,14 @@ class DecomposeController {
     return OK;
   }
 
+  /** One job to the memory sink: through a sink's queue and its batched writes (what the metrics' write observer sees). */
+  @Get('job')
+  @AfterResponse()
+  job(@Deferred() work: DeferredScope) {
+    work.job('decompose', 'effect', OK);
+    return OK;
+  }
+
   @Get('emit-timer')
   emitTimer() {
     this.emitter.emit('decompose.effect', OK);
@@ -90,13 +104,26 @@ class DecomposeController {
     return OK;
   }
 
+  @Get('metrics')
+  metrics() {
+    return registry.metrics();
+  }
+
   @Get('__cpu')
   cpu() {
     return { mainCpuUs: Number(readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ', 1)[0]) / 1e3, done };
   }
 }
 
-@Module({ imports: [EventEmitterModule.forRoot(), DeferredWorkModule.forRoot({})], controllers: [DecomposeController], providers: [EffectListener] })
+@Module({
+  imports: [
+    EventEmitterModule.forRoot(),
+    DeferredWorkModule.forRoot({}),
+    ...(withMetrics ? [DeferredWorkMetricsModule.forRoot({ prometheus: { registry }, deliveryLag: true })] : []),
+  ],
+  controllers: [DecomposeController],
+  providers: [EffectListener],
+})
 class DecomposeModule {}
 
 async function main(): Promise<void> {

@@ -13,6 +13,8 @@ export class RequestTracker {
   private open = 0;
   private readonly timings = new RouteTimings();
   private openWaiters: Array<() => void> = [];
+  /** Told of each measured request (the library's own metrics, opt-in); none by default. */
+  private timingObservers: Array<(route: string, handlerMs: number, sendMs: number) => void> = [];
 
   /** A decorated request whose response has not ended yet. */
   opened(): void {
@@ -33,6 +35,15 @@ export class RequestTracker {
   /** Adds one measured request to its route's sums. */
   recordTiming(route: string, handlerMs: number, sendMs: number): void {
     this.timings.record(route, handlerMs, sendMs);
+    for (const observer of this.timingObservers) observer(route, handlerMs, sendMs);
+  }
+
+  /** Tells `observer` of each measured request from now on (`route` is `"METHOD /template"`); returns how to stop. */
+  observeTimings(observer: (route: string, handlerMs: number, sendMs: number) => void): () => void {
+    this.timingObservers = [...this.timingObservers, observer];
+    return () => {
+      this.timingObservers = this.timingObservers.filter((o) => o !== observer);
+    };
   }
 
   /** Resolves `true` once no decorated request is open, `false` after `timeoutMs`. */

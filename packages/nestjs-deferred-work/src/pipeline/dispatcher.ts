@@ -17,6 +17,8 @@ import { CALLBACK_RUNNER_NAME, CallbackRunner } from './callbacks/callback-runne
 import { closeSink, reportShutdown, type ShutdownReport } from './shutdown-report';
 import { checkSinkTakes, refusalWarning } from './sink-admission';
 import type { DispatcherStats, SinkStats } from '../core/stats.interface';
+import type { KindCounts } from './processor/sink-counters';
+import type { WriteObserver } from './processor/write-observer';
 
 /**
  * @internal
@@ -36,6 +38,9 @@ export class Dispatcher {
   private settling: Promise<void> | undefined;
   /** Each sink's shutdown, once started (by the application's shutdown, or by the app closing its client). */
   private readonly sinkShutdowns = new Map<string, Promise<number>>();
+  /** Told of every write while set (the library's own metrics); none by default, so nothing is measured. */
+  private writeObservers: WriteObserver[] = [];
+  private writeObserver: WriteObserver | undefined;
 
   /**
    * @param inline Testing only (see `nestjs-deferred-work/testing`): every item is written at once, in
@@ -48,7 +53,11 @@ export class Dispatcher {
   ) {
     this.warnings = new RateLimitedLogger(logger);
     this.sinkWarnings = new SinkWarnings(logger, this.warnings);
+    const observers = this;
     const hooks = {
+      get observer() {
+        return observers.writeObserver;
+      },
       deadLetter: (letters: DeadLetter[]) => this.deadLetterDesk.add(letters),
       writeFailed: (sinkName: string, message: string) => this.sinkWarnings.failed(sinkName, message),
       recovered: (sinkName: string) => this.sinkWarnings.recovered(sinkName),
@@ -154,6 +163,36 @@ export class Dispatcher {
       callbacks: this.runner.runnerStats(),
       sinks,
     };
+  }
+
+  /** Each sink's counts by item kind (the callback runner's as `callbacks`, kind `callback`). */
+  kindCounts(): Record<string, Record<string, KindCounts>> {
+    const out: Record<string, Record<string, KindCounts>> = {};
+    for (const [name, processor] of [...this.processors, [CALLBACK_RUNNER_NAME, this.runner] as const]) out[name] = processor.kindCounts();
+    return out;
+  }
+
+  /** Tells `observer` of every write from now on (duration, size, failures) and of each item's delivery lag; returns how to stop. */
+  observeWrites(observer: WriteObserver): () => void {
+    this.writeObservers = [...this.writeObservers, observer];
+    this.updateWriteObserver();
+    return () => {
+      this.writeObservers = this.writeObservers.filter((o) => o !== observer);
+      this.updateWriteObserver();
+    };
+  }
+
+  private updateWriteObserver(): void {
+    const all = this.writeObservers;
+    this.writeObserver =
+      all.length === 0
+        ? undefined
+        : all.length === 1
+          ? all[0]
+          : {
+              wrote: (...args) => all.forEach((o) => o.wrote(...args)),
+              delivered: all.some((o) => o.delivered) ? (...args) => all.forEach((o) => o.delivered?.(...args)) : undefined,
+            };
   }
 
   /** Items pending in the runner and every sink that a drain can deliver now. */

@@ -7,7 +7,7 @@ import type { CallbackRunnerOptions } from './callback-runner.options';
 import type { DeadLetter, DeadLetterReason } from '../../core/dead-letter.interface';
 import { errorMessage } from '../../core/error-message';
 import type { ProcessorHooks } from '../processor/processor-base';
-import { SinkCounters } from '../processor/sink-counters';
+import { type KindCounts, kindCountsOf, SinkCounters } from '../processor/sink-counters';
 import type { CallbackRunnerStats, SinkStats } from '../../core/stats.interface';
 import { SettleWaiters } from './settle-waiters';
 import { SlowestRuns } from './slowest-runs';
@@ -82,6 +82,7 @@ export class CallbackRunner {
    */
   enqueue(item: CallbackItem, inline = false): boolean {
     this.counters.accepted++;
+    this.counters.kind('callback').accepted++;
     const task: CallbackTask = { item, attempts: 0, seq: ++this.seq, started: 0 };
     if (this.closedForGood) {
       this.bury(task, 'closed', 'deferred after the application shut down');
@@ -94,7 +95,7 @@ export class CallbackRunner {
     // Room for `maxQueueSize` waiting callbacks beyond the free slots (the queue also holds callbacks
     // accepted in this turn, which start on the next).
     if (this.queue.length + this.retrying + this.busySlots >= this.options.maxQueueSize + this.options.concurrency) {
-      this.counters.drop();
+      this.counters.drop('callback');
       return false;
     }
     this.queue.push(task);
@@ -103,6 +104,11 @@ export class CallbackRunner {
       setImmediate(this.startQueued);
     }
     return true;
+  }
+
+  /** Its counts by kind: all `callback`. */
+  kindCounts(): Record<string, KindCounts> {
+    return kindCountsOf(this.counters);
   }
 
   stats(): SinkStats {
@@ -226,6 +232,7 @@ export class CallbackRunner {
       this.running--;
       if (error === undefined) {
         this.counters.delivered++;
+        this.counters.kind('callback').delivered++;
         this.waiters.settled(task.seq);
       } else {
         this.fail(task, error);
@@ -245,6 +252,7 @@ export class CallbackRunner {
       this.bury(task, this.hardStop.signal.aborted ? 'shutdown' : 'attempts-exhausted', message);
     } else {
       this.counters.retried++;
+      this.counters.kind('callback').retried++;
       this.retrying++;
       this.retryLater(task).catch((e: unknown) => this.internalError(e));
     }
@@ -272,6 +280,7 @@ export class CallbackRunner {
 
   private bury(task: CallbackTask, reason: DeadLetterReason, message: string): void {
     const at = this.counters.buried(1);
+    this.counters.kind('callback').deadLettered++;
     const letter: DeadLetter = { item: task.item, sink: this.name, reason, error: message, attempts: task.attempts, at };
     this.waiters.settled(task.seq);
     this.hooks.deadLetter([letter]);

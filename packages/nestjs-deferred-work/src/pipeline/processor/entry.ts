@@ -17,6 +17,8 @@ export interface Entry {
   marked?: number;
   /** The first failure of its writes (kept on its dead letter). */
   firstError?: DeadLetterError;
+  /** When it was accepted (`performance.now()`), only while a write observer is set: for the delivery lag. */
+  acceptedAt?: number;
 }
 
 /** One entry of a write that did not go through. */

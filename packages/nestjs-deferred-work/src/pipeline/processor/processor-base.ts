@@ -8,12 +8,13 @@ import { sleepUnlessAborted } from '../sleep';
 import type { Entry, Failure } from './entry';
 import { guardedWrite } from './guarded-write';
 import { HardStop } from './hard-stop';
-import { SinkCounters } from './sink-counters';
+import { type KindCounts, kindCountsOf, SinkCounters } from './sink-counters';
 import type { SinkSpool } from './sink-spool';
 import { failureOf, failureSummary, outcomeOf, retryAfterOf } from './write-result';
+import type { WriteObserverSource } from './write-observer';
 
-/** What a processor reports to its dispatcher. */
-export interface ProcessorHooks {
+/** What a processor reports to its dispatcher (and, through `observer`, to the library's own metrics). */
+export interface ProcessorHooks extends Partial<WriteObserverSource> {
   deadLetter(letters: DeadLetter[]): void;
   writeFailed(sink: string, message: string): void;
   /** A write went through completely after one or more failed (called once per episode). */
@@ -100,10 +101,17 @@ export abstract class ProcessorBase {
     return this.enqueue(item);
   }
 
+  /** This sink's counts by item kind, for the kinds it has seen. */
+  kindCounts(): Record<string, KindCounts> {
+    return kindCountsOf(this.counters);
+  }
+
   /** Counts an item in; returns its entry, or `undefined` when shutdown has finished (then it is dead-lettered as `closed`). */
   protected accept(item: DeferredItem): Entry | undefined {
     this.counters.accepted++;
+    this.counters.kind(item.kind).accepted++;
     const entry: Entry = { item, attempts: 0, seq: ++this.seq };
+    if (this.hooks.observer?.delivered) entry.acceptedAt = performance.now();
     if (!this.closedForGood) return entry;
     const message = `deferred after ${this.closedBecause ?? 'the application shut down'}`;
     this.hooks.deadLetter(this.bury([{ entry, retryable: false, message }], 'closed'));
@@ -140,7 +148,8 @@ export abstract class ProcessorBase {
       failures = entries.map((entry) => failureOf(entry, { error }));
       retryAfterMs = failures[0]?.retryAfterMs;
     }
-    this.counters.lastWriteMs = performance.now() - started;
+    const ended = performance.now();
+    this.counters.lastWriteMs = ended - started;
     this.counters.writeEnded();
     if (failures.length > 0) noteFirstErrors(failures);
     // A write cut short by the shutdown deadline is not the sink's failure: keep its last real error.
@@ -160,6 +169,8 @@ export abstract class ProcessorBase {
       else retry.push(failure.entry);
     }
     this.counters.delivered += entries.length - failures.length;
+    const failed = failures.length === 0 ? undefined : new Set(failures.map((failure) => failure.entry));
+    for (const entry of entries) if (!failed?.has(entry)) this.counters.kind(entry.item.kind).delivered++;
     if (this.spool) this.ackDelivered(entries, failures);
     if (itemWatch.watching > 0) watchDelivered(entries, failures);
     // To the back of the spool (still pending, on disk, its record left in place); an entry without a record is retried here.
@@ -169,7 +180,27 @@ export abstract class ProcessorBase {
     this.reportWrite(summary, failures.length === 0);
     if (letters.length > 0) this.hooks.deadLetter(letters);
     this.notifyProgress();
+    this.tellObserver(entries, failed, failures, ended);
     return { retryAfterMs };
+  }
+
+  /**
+   * Tells the write observer (if any) of a write and of its delivered entries' lag, once the write is
+   * accounted for; an observer that throws is ignored (metrics never break delivery).
+   */
+  private tellObserver(entries: Entry[], failed: Set<Entry> | undefined, failures: Failure[], ended: number): void {
+    const observer = this.hooks.observer;
+    if (!observer) return;
+    try {
+      observer.wrote(this.sink.name, this.counters.lastWriteMs!, entries.length, failures.length, failures[0]?.code);
+      if (observer.delivered) {
+        for (const entry of entries) {
+          if (entry.acceptedAt !== undefined && !failed?.has(entry)) observer.delivered(this.sink.name, entry.item.kind, ended - entry.acceptedAt);
+        }
+      }
+    } catch {
+      // A metrics library refusing a value: the write stays accounted for; nothing else to do here.
+    }
   }
 
   private reportWrite(summary: string | undefined, complete: boolean): void {
@@ -209,6 +240,7 @@ export abstract class ProcessorBase {
       this.spool.ack(entries);
     }
     const at = this.counters.buried(failures.length);
+    for (const failure of failures) this.counters.kind(failure.entry.item.kind).deadLettered++;
     if (itemWatch.watching > 0) for (const failure of failures) itemWatch.settled(failure.entry.item, 'dead-lettered');
     return failures.map(({ entry, message, code }) => {
       const letter: DeadLetter = { item: entry.item, sink: this.sink.name, reason, error: message, attempts: entry.attempts, at };

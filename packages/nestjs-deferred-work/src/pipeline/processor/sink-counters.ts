@@ -1,4 +1,7 @@
-import type { SinkStats } from '../../core/stats.interface';
+import type { ItemCounts, SinkStats } from '../../core/stats.interface';
+
+/** A sink's counters for one item kind (no `pending`: only the sink's total has it). */
+export type KindCounts = Omit<ItemCounts, 'pending'>;
 
 /**
  * The counters of one sink (or of the callback runner), and the snapshot `stats()` shows. The
@@ -27,8 +30,22 @@ export class SinkCounters {
   writeStartedAt: number | undefined;
   /** When a write last started or ended (epoch ms). */
   lastProgressAt: number | undefined;
+  /**
+   * The same counts by item kind, for the kinds seen. Their sums equal the totals, except for items a
+   * spool replays from a previous process (counted by kind once read back from disk) and spooled items
+   * that could not be read back.
+   */
+  readonly byKind = new Map<string, KindCounts>();
 
-  drop(): void {
+  /** The counts of one kind (created at its first item). */
+  kind(kind: string): KindCounts {
+    let counts = this.byKind.get(kind);
+    if (!counts) this.byKind.set(kind, (counts = { accepted: 0, delivered: 0, dropped: 0, deadLettered: 0, retried: 0 }));
+    return counts;
+  }
+
+  drop(kind: string): void {
+    this.kind(kind).dropped++;
     this.dropped++;
     this.lastDropAt = Date.now();
   }
@@ -89,4 +106,11 @@ export class SinkCounters {
       lastProgressAt: this.lastProgressAt,
     };
   }
+}
+
+/** A copy of the counts by kind, as plain objects. */
+export function kindCountsOf(counters: SinkCounters): Record<string, KindCounts> {
+  const out: Record<string, KindCounts> = {};
+  for (const [kind, counts] of counters.byKind) out[kind] = { ...counts };
+  return out;
 }

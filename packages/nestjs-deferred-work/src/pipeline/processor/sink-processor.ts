@@ -31,6 +31,8 @@ export class SinkProcessor extends ProcessorBase {
   /** After the disk refused a read of the backlog: how long the next try waits (ms; 0 when not paused). */
   private readPausedFor = 0;
   private lastReadPause = 0;
+  /** With a spool: the last seq replayed from a previous process (those items count by kind when read back). */
+  private replayedUpTo = 0;
 
   constructor(sink: DeferredSink, options: SinkProcessorOptions, hooks: ProcessorHooks, spool?: SinkSpool) {
     super(sink, options, hooks, spool);
@@ -38,6 +40,7 @@ export class SinkProcessor extends ProcessorBase {
       // What a previous process left is accepted again by this one, and waits on disk until start().
       this.counters.accepted += spool.replayed;
       this.seq = spool.lastReplaySeq;
+      this.replayedUpTo = spool.lastReplaySeq;
     }
     this.startExport = AsyncResource.bind(() => void this.exportLoop());
     this.onTimer = AsyncResource.bind(() => {
@@ -109,7 +112,7 @@ export class SinkProcessor extends ProcessorBase {
     if (!entry) return false;
     if (this.spool) return this.enqueueSpooled(entry);
     if (this.pending >= this.options.maxQueueSize) {
-      this.counters.drop();
+      this.counters.drop(item.kind);
       if (itemWatch.watching > 0) itemWatch.settled(item, 'dropped');
       return false;
     }
@@ -126,7 +129,7 @@ export class SinkProcessor extends ProcessorBase {
   private enqueueSpooled(entry: Entry): boolean {
     const spool = this.spool!;
     if (!spool.append(entry)) {
-      this.counters.drop();
+      this.counters.drop(entry.item.kind);
       if (itemWatch.watching > 0) itemWatch.settled(entry.item, 'dropped');
       return false;
     }
@@ -159,6 +162,8 @@ export class SinkProcessor extends ProcessorBase {
     }
     this.lastReadPause = 0;
     for (const record of paged.records) {
+      // A previous process's item, accepted again by this one at bootstrap: counted by kind now that its kind is known.
+      if (record.spoolSeq <= this.replayedUpTo) this.counters.kind(record.item.kind).accepted++;
       const entry: Entry = { item: record.item, attempts: 0, seq: record.spoolSeq, spoolSeq: record.spoolSeq };
       if (record.batch !== undefined) entry.marked = record.batch;
       this.queue.push(entry);
@@ -308,6 +313,7 @@ export class SinkProcessor extends ProcessorBase {
       const { retryAfterMs } = await this.writeEntries(entries, attempt, false, keep);
       if (this.flight.length === 0) break;
       this.counters.retried += this.flight.length;
+      for (const entry of this.flight) this.counters.kind(entry.item.kind).retried++;
       await this.sleep(retryDelayMs(attempt, this.options, retryAfterMs));
     }
   }

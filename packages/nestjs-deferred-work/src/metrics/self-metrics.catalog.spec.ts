@@ -1,0 +1,48 @@
+import type { DeferredStats, SinkStats } from '../core/stats.interface';
+import { OBSERVED_METRICS, prometheusName, WRITE_DURATION } from './self-metrics.catalog';
+import type { SelfMetricsSnapshot } from './self-metrics.snapshot';
+
+const sink = (over: Partial<SinkStats>): SinkStats => ({
+  accepted: 5, delivered: 3, pending: 2, dropped: 0, deadLettered: 0, retried: 1, queueDepth: 1, inFlight: 1, duplicates: 0, writes: 4, failedWrites: 1, ...over,
+});
+
+const snapshot: SelfMetricsSnapshot = {
+  stats: {
+    rejected: 2,
+    callbacks: { running: 1, queued: 2, retrying: 1, concurrency: 8, timedOut: 3, overdue: 0, finishedLate: 0, slowest: [] },
+    sinks: {
+      jobs: sink({
+        host: { thread: 'worker', running: true, restarts: 2, writesLostToRestarts: 1 } as SinkStats['host'],
+        spool: { dir: '/s', maxBytes: 1000, pending: 2, onDiskOnly: 0, bytes: 300, oldestAgeMs: 1500 } as SinkStats['spool'],
+      }),
+      callbacks: sink({ failedWrites: 4 }),
+    },
+  } as unknown as DeferredStats,
+  kinds: { jobs: { job: { accepted: 5, delivered: 3, dropped: 0, deadLettered: 0, retried: 1 } }, callbacks: {} },
+  capacity: { jobs: 100, callbacks: 50 },
+};
+
+const read = (name: string) => OBSERVED_METRICS.find((m) => m.name === name)!.read(snapshot);
+
+describe('the self-metrics catalog', () => {
+  it('reads each metric from one snapshot, with bounded labels', () => {
+    expect(read('sent_items')).toEqual([[{ sink: 'jobs', kind: 'job' }, 3]]);
+    expect(read('queue_size')).toEqual([[{ sink: 'jobs' }, 2], [{ sink: 'callbacks' }, 2]]);
+    expect(read('queue_capacity')).toEqual([[{ sink: 'jobs' }, 100], [{ sink: 'callbacks' }, 50]]);
+    expect(read('rejected_items')).toEqual([[{}, 2]]);
+    expect(read('callbacks_queued')).toEqual([[{}, 3]]);
+    expect(read('callbacks_timed_out')).toEqual([[{}, 3]]);
+    expect(read('callbacks_failed')).toEqual([[{}, 4]]);
+    // Only for the sinks that have a spool, or run in a worker thread.
+    expect(read('spool')).toEqual([[{ sink: 'jobs' }, 300]]);
+    expect(read('spool_oldest_age')).toEqual([[{ sink: 'jobs' }, 1.5]]);
+    expect(read('worker_restarts')).toEqual([[{ sink: 'jobs' }, 2]]);
+  });
+
+  it("names metrics by Prometheus' conventions", () => {
+    const names = OBSERVED_METRICS.map((m) => prometheusName('deferred_work_', m));
+    expect(names).toEqual(expect.arrayContaining(['deferred_work_sent_items_total', 'deferred_work_queue_size', 'deferred_work_spool_bytes', 'deferred_work_spool_oldest_age_seconds']));
+    expect(prometheusName('x_', WRITE_DURATION)).toBe('x_write_duration_seconds');
+    expect(new Set(names).size).toBe(names.length);
+  });
+});

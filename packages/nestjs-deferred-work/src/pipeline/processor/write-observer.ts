@@ -1,0 +1,21 @@
+/**
+ * What a processor tells an observer about each write, on the write path (never the request's):
+ * for the library's own metrics (`nestjs-deferred-work/metrics`). Nothing is measured while none is set.
+ */
+export interface WriteObserver {
+  /**
+   * One write of `size` items to `sink` took `ms`; `failed` of them did not go through (`code`: the
+   * server's code of the first failure, when the sink gave one).
+   */
+  wrote(sink: string, ms: number, size: number, failed: number, code: string | undefined): void;
+  /**
+   * An item of `kind` accepted `ms` ago was delivered to `sink`. Only with this method set does each
+   * accepted item get its acceptance time (items accepted before are not told).
+   */
+  delivered?(sink: string, kind: string, ms: number): void;
+}
+
+/** Where processors find the observer (the dispatcher's), read once per write. */
+export interface WriteObserverSource {
+  readonly observer: WriteObserver | undefined;
+}
