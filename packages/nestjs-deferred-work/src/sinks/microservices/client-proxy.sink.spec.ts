@@ -78,8 +78,13 @@ describe('ClientProxySink → ClientKafka → producer.send (no broker)', () => 
 
   it('one send per topic per batch, the data as the value and the stable id as a header', async () => {
     const records: ProducerRecord[] = [];
+    let failNext = false;
     const client = kafka(async (record) => {
       records.push(record);
+      if (failNext) {
+        failNext = false;
+        throw new Error('LEADER_NOT_AVAILABLE');
+      }
       return [{ topicName: record.topic, partition: 0, errorCode: 0 }];
     });
     const sink = new ClientProxySink({ client, name: 'events' });
@@ -97,12 +102,16 @@ describe('ClientProxySink → ClientKafka → producer.send (no broker)', () => 
       [JSON.stringify({ id: 2 }), { 'dw-message-id': 'order-2' }],
     ]);
     expect(String(records[1].messages[0].headers!['dw-message-id'])).toMatch(/^dw-[0-9a-f-]{36}$/);
-    // the derived id is kept across a retry of the same item
-    await write(sink, [batch[1]]);
-    expect(records[2].messages[0].headers).toEqual(records[1].messages[0].headers);
+    // the derived id is kept across a retry of the same item (its first send refused)
+    const retried = job('events', 'user.login', { u: 'r' });
+    failNext = true;
+    await expect(write(sink, [retried])).resolves.toEqual({ failed: [expect.objectContaining({ index: 0, retryable: true })] });
+    await expect(write(sink, [retried])).resolves.toBeUndefined();
+    expect(records[3].messages[0].headers).toEqual(records[2].messages[0].headers);
+    expect(records[3].messages[0].headers).not.toEqual(records[1].messages[0].headers);
     // a spooled item's stable id (kept on disk, the same after a replay) is the message id when it has no jobId
     await write(sink, [{ ...job('events', 'user.login', { u: 'b' }), id: 'dw-spooled-9' }]);
-    expect(records[3].messages[0].headers).toEqual({ 'dw-message-id': 'dw-spooled-9' });
+    expect(records[4].messages[0].headers).toEqual({ 'dw-message-id': 'dw-spooled-9' });
   });
 
   it('a send the producer rejects fails only the items of that topic, retryably', async () => {
@@ -115,6 +124,42 @@ describe('ClientProxySink → ClientKafka → producer.send (no broker)', () => 
     const result = await write(sink, [job('events', 'good', {}), job('events', 'bad', {}), job('events', 'good', {})]);
     expect(result).toEqual({ failed: [expect.objectContaining({ index: 1, retryable: true })] });
     expect(String((result as { failed: Array<{ error: Error }> }).failed[0].error.message)).toMatch(/NOT_LEADER_FOR_PARTITION/);
+  });
+
+  it('a send confirmed after its write timed out is not sent again by the retry: the retry counts it delivered', async () => {
+    const records: ProducerRecord[] = [];
+    let confirm: () => void = () => undefined;
+    const client = kafka((record) => {
+      records.push(record);
+      return new Promise((resolve) => (confirm = () => resolve([{ topicName: record.topic, partition: 0, errorCode: 0 }])));
+    });
+    const sink = new ClientProxySink({ client, name: 'events' });
+    await sink.attach(context());
+    const batch = [job('events', 'order.placed', { id: 1 })];
+    const timeout = new AbortController();
+    const first = sink.write(batch, { signal: timeout.signal, attempt: 1 });
+    await new Promise((r) => setImmediate(r));
+    timeout.abort(new Error('write timed out'));
+    await expect(first).rejects.toThrow('write timed out');
+    confirm(); // the broker's ack arrives between the timeout and the retry
+    await new Promise((r) => setImmediate(r));
+    await expect(sink.write(batch, { signal: new AbortController().signal, attempt: 2 })).resolves.toBeUndefined();
+    expect(records).toHaveLength(1);
+  });
+
+  it('a send the producer rejected is sent again by the retry', async () => {
+    const records: ProducerRecord[] = [];
+    const client = kafka(async (record) => {
+      records.push(record);
+      if (records.length === 1) throw new Error('REQUEST_TIMED_OUT');
+      return [{ topicName: record.topic, partition: 0, errorCode: 0 }];
+    });
+    const sink = new ClientProxySink({ client, name: 'events' });
+    await sink.attach(context());
+    const batch = [job('events', 'order.placed', { id: 1 })];
+    await expect(write(sink, batch)).resolves.toEqual({ failed: [expect.objectContaining({ index: 0, retryable: true })] });
+    await expect(sink.write(batch, { signal: new AbortController().signal, attempt: 2 })).resolves.toBeUndefined();
+    expect(records).toHaveLength(2);
   });
 });
 
