@@ -1,5 +1,5 @@
 import { ClientKafka, ClientRedis } from '@nestjs/microservices';
-import type { ProducerRecord, RecordMetadata } from 'kafkajs';
+import type { ProducerBatch, ProducerRecord, RecordMetadata } from 'kafkajs';
 import type { JobItem, SinkItem } from '../../core/items/deferred-item.interface';
 import type { SinkAttachContext } from '../../core/sink.interface';
 import { ClientProxySink } from './client-proxy.sink';
@@ -64,17 +64,61 @@ describe('ClientProxySink options', () => {
 });
 
 /**
- * Kafka: no Kafka broker runs on this machine, so this checks the mapping up to the producer: a real
- * `ClientKafka` (its serializer and emitBatch), and a producer whose `send` takes kafkajs's real
- * `ProducerRecord` and answers with `RecordMetadata`. What a broker does with it is not tested here.
+ * Kafka, the mapping up to the producer: a real `ClientKafka` (its serializer, send options and
+ * emitBatch), and a producer whose `send` / `sendBatch` take kafkajs's real `ProducerRecord` /
+ * `ProducerBatch` and answer with `RecordMetadata`. Against a Kafka-protocol peer (librdkafka's mock
+ * cluster): test/conformance/microservices-kafka.conformance.spec.ts.
  */
 describe('ClientProxySink → ClientKafka → producer.send (no broker)', () => {
-  function kafka(send: (record: ProducerRecord) => Promise<RecordMetadata[]>) {
-    const client = new ClientKafka({ client: { brokers: ['127.0.0.1:1'] } });
-    const producer = { send };
+  function kafka(send: (record: ProducerRecord) => Promise<RecordMetadata[]>, sendBatch?: (batch: ProducerBatch) => Promise<RecordMetadata[]>) {
+    const client = new ClientKafka({ client: { brokers: ['127.0.0.1:1'] }, send: { acks: -1, timeout: 5000 } });
+    const producer = sendBatch ? { send, sendBatch } : { send };
     Object.assign(client, { _producer: producer, connect: async () => producer });
     return client;
   }
+  const metadata = (topic: string): RecordMetadata[] => [{ topicName: topic, partition: 0, errorCode: 0 }];
+
+  it("the whole batch in one sendBatch across topics, through the client's serializer and with its send options", async () => {
+    const batches: ProducerBatch[] = [];
+    const client = kafka(
+      async () => {
+        throw new Error('not used');
+      },
+      async (batch) => {
+        batches.push(batch);
+        return batch.topicMessages!.flatMap((t) => metadata(t.topic));
+      },
+    );
+    const sink = new ClientProxySink({ client, name: 'events' });
+    await sink.attach(context());
+    const batch = [job('events', 'order.placed', { id: 1 }, { jobId: 'order-1' }), job('events', 'user.login', { u: 'a' }, { jobId: 'login-1' }), job('events', 'order.placed', { id: 2 }, { jobId: 'order-2' })];
+    await expect(write(sink, batch)).resolves.toBeUndefined();
+    expect(batches).toHaveLength(1);
+    expect(batches[0]).toMatchObject({ acks: -1, timeout: 5000 });
+    expect(batches[0].topicMessages!.map((t) => [t.topic, t.messages.map((m) => [m.value, m.headers])])).toEqual([
+      ['order.placed', [[JSON.stringify({ id: 1 }), { 'dw-message-id': 'order-1' }], [JSON.stringify({ id: 2 }), { 'dw-message-id': 'order-2' }]]],
+      ['user.login', [[JSON.stringify({ u: 'a' }), { 'dw-message-id': 'login-1' }]]],
+    ]);
+  });
+
+  it('a refused sendBatch over several topics: each topic sent on its own, only the refused topic fails', async () => {
+    const records: ProducerRecord[] = [];
+    const client = kafka(
+      async (record) => {
+        records.push(record);
+        if (record.topic === 'bad') throw new Error('TOPIC_AUTHORIZATION_FAILED');
+        return metadata(record.topic);
+      },
+      async () => {
+        throw new Error('TOPIC_AUTHORIZATION_FAILED');
+      },
+    );
+    const sink = new ClientProxySink({ client, name: 'events' });
+    await sink.attach(context());
+    const result = await write(sink, [job('events', 'good', { n: 1 }), job('events', 'bad', {}), job('events', 'good', { n: 2 })]);
+    expect(result).toEqual({ failed: [expect.objectContaining({ index: 1, retryable: true })] });
+    expect(records.map((r) => [r.topic, r.messages.length])).toEqual([['good', 2], ['bad', 1]]);
+  });
 
   it('one send per topic per batch, the data as the value and the stable id as a header', async () => {
     const records: ProducerRecord[] = [];
