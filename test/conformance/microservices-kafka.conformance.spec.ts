@@ -15,11 +15,13 @@ import { KafkaMock } from '../support/kafka-mock';
  * client connects, after the bootstrap, to the brokers the metadata names, so a proxy in front of
  * the bootstrap address would not cut it; and a restarted mock is a new, empty cluster. A pause
  * leaves the connections open and unanswered, so a write times out while its send stays in flight;
- * the sink's retry waits for that same send rather than sending again, and kafkajs does not resend
- * on its own within its request timeout (30 s): no duplicates are expected.
+ * the sink's retry waits for that same send (or, confirmed by then, counts it delivered) rather than
+ * sending again, and kafkajs does not resend on its own within its request timeout (30 s): no
+ * duplicates are expected. (Before the sink counted a send confirmed after its write's timeout, the
+ * sends in flight at the pause were each written twice.)
  *
- * No `poison`: within `maxItemBytes` (1 MiB, the broker's default `message.max.bytes` too) no event
- * is refused by Kafka alone; the refusals that name a reason are per topic or per connection.
+ * No `poison`: the mock cluster reproduces no refusal of one message alone; a real broker's
+ * (MESSAGE_TOO_LARGE over `message.max.bytes`) is not tested here.
  */
 const RUN = `dw-conf-kafka-${process.pid}-${Date.now().toString(36)}`;
 /** One topic per test: 4 cases × 2 adapters. */
