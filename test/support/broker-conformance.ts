@@ -10,6 +10,8 @@ import { TcpProxy } from './tcp-proxy';
  * reaches the broker through a `TcpProxy` (the suite's `outage` cuts it, its `blackhole` silences
  * it), while the test's own consumer talks to the broker directly, so it keeps reading through both.
  * Every test gets its own destination (queue, subject, stream, channel, topic) and its own consumer.
+ * A broker whose clients do not stay on the address they were given (Kafka: after the bootstrap,
+ * clients connect to the brokers the metadata names) brings its own `link` instead of the proxy.
  */
 export const TOKEN = 'CONF_EVENTS';
 
@@ -37,6 +39,16 @@ export interface BrokerConformance {
   /** Defers an event the broker refuses for good, carrying `mark`, on the test's channel (left out where the transport has none). */
   poison?(work: Parameters<typeof emitEvent>[0], channel: BrokerChannel, mark: string): void;
   duplicatesInOutage: boolean;
+  /** How the tests cut and silence the broker, when not through the proxy (then `setUp`'s port is unused). */
+  link?: BrokerLink;
+}
+
+/** A cut (`stop`/`start`) and a black hole (`blackhole.on`/`off`) of the link to the broker. */
+export interface BrokerLink {
+  stop(): Promise<void>;
+  start(): Promise<void>;
+  readonly running: boolean;
+  blackhole: { on(): Promise<void>; off(): Promise<void> };
 }
 
 /** The mark inside a message body as Nest's clients serialise it: `{ "pattern": …, "data": { "mark": … } }`. */
@@ -50,13 +62,15 @@ export function describeBrokerConformance(spec: BrokerConformance): void {
   let proxy: TcpProxy | undefined;
   let channel: BrokerChannel | undefined;
   let n = 0;
-  const link = () => {
+  const link = (): BrokerLink => {
+    if (spec.link) return spec.link;
     if (!proxy) throw new Error('the proxy is not listening (setUp failed)');
     return proxy;
   };
 
   beforeAll(async () => {
     const port = await spec.setUp();
+    if (spec.link) return;
     proxy = new TcpProxy(port);
     await proxy.listen();
   });
@@ -69,7 +83,7 @@ export function describeBrokerConformance(spec: BrokerConformance): void {
     name: spec.name,
     open: async () => {
       channel = await spec.open(++n);
-      const options = channel.clientOptions(link().port);
+      const options = channel.clientOptions(proxy?.port ?? 0);
       const opened = channel;
       return {
         sink: new ClientProxySink({ clientToken: TOKEN, ...spec.sink }),

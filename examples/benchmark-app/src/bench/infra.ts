@@ -260,3 +260,36 @@ export function startLogReceiver(): Promise<LogReceiver> {
     );
   });
 }
+
+/** librdkafka's mock Kafka cluster, run by `kcat` (Debian's kcat package), and how to end it. */
+export interface KafkaMockCluster {
+  brokers: string[];
+  stop(): void;
+}
+
+/**
+ * Starts librdkafka's mock cluster (`kcat -X test.mock.num.brokers=<n>`, kept alive as an idle
+ * producer) and resolves with the bootstrap servers kcat prints. It speaks the Kafka protocol (produce
+ * with acks = -1, metadata, consumer groups); it is not a real broker (no durability, simulated
+ * replication).
+ */
+export function startKafkaMock(brokerCount = 3): Promise<KafkaMockCluster> {
+  const child: ChildProcess = spawn(process.env.KCAT_BIN || 'kcat', ['-X', `test.mock.num.brokers=${brokerCount}`, '-b', '127.0.0.1:9', '-P', '-t', 'bench-idle'], { stdio: ['pipe', 'ignore', 'pipe'] });
+  let output = '';
+  return new Promise((resolve, reject) => {
+    const fail = (why: string) => {
+      child.kill('SIGKILL');
+      reject(new Error(`Cannot start the mock Kafka cluster: kcat ${why}. Install kcat (apt-get install kcat) or set KCAT_BIN.`));
+    };
+    const timer = setTimeout(() => fail(`printed no bootstrap servers within 5 s: ${output.slice(-300)}`), 5000);
+    child.once('error', (error) => (clearTimeout(timer), fail(error.message)));
+    child.stderr?.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+      const found = /replaced with (\S+)/.exec(output);
+      if (found) {
+        clearTimeout(timer);
+        resolve({ brokers: found[1].split(','), stop: () => void child.kill('SIGKILL') });
+      }
+    });
+  });
+}

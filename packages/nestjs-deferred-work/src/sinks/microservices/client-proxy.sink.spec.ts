@@ -1,5 +1,5 @@
 import { ClientKafka, ClientRedis } from '@nestjs/microservices';
-import type { ProducerRecord, RecordMetadata } from 'kafkajs';
+import type { ProducerBatch, ProducerRecord, RecordMetadata } from 'kafkajs';
 import type { JobItem, SinkItem } from '../../core/items/deferred-item.interface';
 import type { SinkAttachContext } from '../../core/sink.interface';
 import { ClientProxySink } from './client-proxy.sink';
@@ -64,22 +64,71 @@ describe('ClientProxySink options', () => {
 });
 
 /**
- * Kafka: no Kafka broker runs on this machine, so this checks the mapping up to the producer: a real
- * `ClientKafka` (its serializer and emitBatch), and a producer whose `send` takes kafkajs's real
- * `ProducerRecord` and answers with `RecordMetadata`. What a broker does with it is not tested here.
+ * Kafka, the mapping up to the producer: a real `ClientKafka` (its serializer, send options and
+ * emitBatch), and a producer whose `send` / `sendBatch` take kafkajs's real `ProducerRecord` /
+ * `ProducerBatch` and answer with `RecordMetadata`. Against a Kafka-protocol peer (librdkafka's mock
+ * cluster): test/conformance/microservices-kafka.conformance.spec.ts.
  */
 describe('ClientProxySink → ClientKafka → producer.send (no broker)', () => {
-  function kafka(send: (record: ProducerRecord) => Promise<RecordMetadata[]>) {
-    const client = new ClientKafka({ client: { brokers: ['127.0.0.1:1'] } });
-    const producer = { send };
+  function kafka(send: (record: ProducerRecord) => Promise<RecordMetadata[]>, sendBatch?: (batch: ProducerBatch) => Promise<RecordMetadata[]>) {
+    const client = new ClientKafka({ client: { brokers: ['127.0.0.1:1'] }, send: { acks: -1, timeout: 5000 } });
+    const producer = sendBatch ? { send, sendBatch } : { send };
     Object.assign(client, { _producer: producer, connect: async () => producer });
     return client;
   }
+  const metadata = (topic: string): RecordMetadata[] => [{ topicName: topic, partition: 0, errorCode: 0 }];
+
+  it("the whole batch in one sendBatch across topics, through the client's serializer and with its send options", async () => {
+    const batches: ProducerBatch[] = [];
+    const client = kafka(
+      async () => {
+        throw new Error('not used');
+      },
+      async (batch) => {
+        batches.push(batch);
+        return batch.topicMessages!.flatMap((t) => metadata(t.topic));
+      },
+    );
+    const sink = new ClientProxySink({ client, name: 'events' });
+    await sink.attach(context());
+    const batch = [job('events', 'order.placed', { id: 1 }, { jobId: 'order-1' }), job('events', 'user.login', { u: 'a' }, { jobId: 'login-1' }), job('events', 'order.placed', { id: 2 }, { jobId: 'order-2' })];
+    await expect(write(sink, batch)).resolves.toBeUndefined();
+    expect(batches).toHaveLength(1);
+    expect(batches[0]).toMatchObject({ acks: -1, timeout: 5000 });
+    expect(batches[0].topicMessages!.map((t) => [t.topic, t.messages.map((m) => [m.value, m.headers])])).toEqual([
+      ['order.placed', [[JSON.stringify({ id: 1 }), { 'dw-message-id': 'order-1' }], [JSON.stringify({ id: 2 }), { 'dw-message-id': 'order-2' }]]],
+      ['user.login', [[JSON.stringify({ u: 'a' }), { 'dw-message-id': 'login-1' }]]],
+    ]);
+  });
+
+  it('a refused sendBatch over several topics: each topic sent on its own, only the refused topic fails', async () => {
+    const records: ProducerRecord[] = [];
+    const client = kafka(
+      async (record) => {
+        records.push(record);
+        if (record.topic === 'bad') throw new Error('TOPIC_AUTHORIZATION_FAILED');
+        return metadata(record.topic);
+      },
+      async () => {
+        throw new Error('TOPIC_AUTHORIZATION_FAILED');
+      },
+    );
+    const sink = new ClientProxySink({ client, name: 'events' });
+    await sink.attach(context());
+    const result = await write(sink, [job('events', 'good', { n: 1 }), job('events', 'bad', {}), job('events', 'good', { n: 2 })]);
+    expect(result).toEqual({ failed: [expect.objectContaining({ index: 1, retryable: true })] });
+    expect(records.map((r) => [r.topic, r.messages.length])).toEqual([['good', 2], ['bad', 1]]);
+  });
 
   it('one send per topic per batch, the data as the value and the stable id as a header', async () => {
     const records: ProducerRecord[] = [];
+    let failNext = false;
     const client = kafka(async (record) => {
       records.push(record);
+      if (failNext) {
+        failNext = false;
+        throw new Error('LEADER_NOT_AVAILABLE');
+      }
       return [{ topicName: record.topic, partition: 0, errorCode: 0 }];
     });
     const sink = new ClientProxySink({ client, name: 'events' });
@@ -97,12 +146,16 @@ describe('ClientProxySink → ClientKafka → producer.send (no broker)', () => 
       [JSON.stringify({ id: 2 }), { 'dw-message-id': 'order-2' }],
     ]);
     expect(String(records[1].messages[0].headers!['dw-message-id'])).toMatch(/^dw-[0-9a-f-]{36}$/);
-    // the derived id is kept across a retry of the same item
-    await write(sink, [batch[1]]);
-    expect(records[2].messages[0].headers).toEqual(records[1].messages[0].headers);
+    // the derived id is kept across a retry of the same item (its first send refused)
+    const retried = job('events', 'user.login', { u: 'r' });
+    failNext = true;
+    await expect(write(sink, [retried])).resolves.toEqual({ failed: [expect.objectContaining({ index: 0, retryable: true })] });
+    await expect(write(sink, [retried])).resolves.toBeUndefined();
+    expect(records[3].messages[0].headers).toEqual(records[2].messages[0].headers);
+    expect(records[3].messages[0].headers).not.toEqual(records[1].messages[0].headers);
     // a spooled item's stable id (kept on disk, the same after a replay) is the message id when it has no jobId
     await write(sink, [{ ...job('events', 'user.login', { u: 'b' }), id: 'dw-spooled-9' }]);
-    expect(records[3].messages[0].headers).toEqual({ 'dw-message-id': 'dw-spooled-9' });
+    expect(records[4].messages[0].headers).toEqual({ 'dw-message-id': 'dw-spooled-9' });
   });
 
   it('a send the producer rejects fails only the items of that topic, retryably', async () => {
@@ -115,6 +168,42 @@ describe('ClientProxySink → ClientKafka → producer.send (no broker)', () => 
     const result = await write(sink, [job('events', 'good', {}), job('events', 'bad', {}), job('events', 'good', {})]);
     expect(result).toEqual({ failed: [expect.objectContaining({ index: 1, retryable: true })] });
     expect(String((result as { failed: Array<{ error: Error }> }).failed[0].error.message)).toMatch(/NOT_LEADER_FOR_PARTITION/);
+  });
+
+  it('a send confirmed after its write timed out is not sent again by the retry: the retry counts it delivered', async () => {
+    const records: ProducerRecord[] = [];
+    let confirm: () => void = () => undefined;
+    const client = kafka((record) => {
+      records.push(record);
+      return new Promise((resolve) => (confirm = () => resolve([{ topicName: record.topic, partition: 0, errorCode: 0 }])));
+    });
+    const sink = new ClientProxySink({ client, name: 'events' });
+    await sink.attach(context());
+    const batch = [job('events', 'order.placed', { id: 1 })];
+    const timeout = new AbortController();
+    const first = sink.write(batch, { signal: timeout.signal, attempt: 1 });
+    await new Promise((r) => setImmediate(r));
+    timeout.abort(new Error('write timed out'));
+    await expect(first).rejects.toThrow('write timed out');
+    confirm(); // the broker's ack arrives between the timeout and the retry
+    await new Promise((r) => setImmediate(r));
+    await expect(sink.write(batch, { signal: new AbortController().signal, attempt: 2 })).resolves.toBeUndefined();
+    expect(records).toHaveLength(1);
+  });
+
+  it('a send the producer rejected is sent again by the retry', async () => {
+    const records: ProducerRecord[] = [];
+    const client = kafka(async (record) => {
+      records.push(record);
+      if (records.length === 1) throw new Error('REQUEST_TIMED_OUT');
+      return [{ topicName: record.topic, partition: 0, errorCode: 0 }];
+    });
+    const sink = new ClientProxySink({ client, name: 'events' });
+    await sink.attach(context());
+    const batch = [job('events', 'order.placed', { id: 1 })];
+    await expect(write(sink, batch)).resolves.toEqual({ failed: [expect.objectContaining({ index: 0, retryable: true })] });
+    await expect(sink.write(batch, { signal: new AbortController().signal, attempt: 2 })).resolves.toBeUndefined();
+    expect(records).toHaveLength(2);
   });
 });
 

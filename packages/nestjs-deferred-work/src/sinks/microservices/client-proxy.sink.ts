@@ -22,6 +22,8 @@ import { createTransport, detectTransport, expectedConfirmed } from './transport
 interface PendingSend {
   promise: Promise<void>;
   settled: boolean;
+  /** Confirmed by the broker (a confirmed transport's send resolved), maybe after its write had timed out. */
+  confirmed: boolean;
 }
 
 /**
@@ -35,7 +37,8 @@ interface PendingSend {
  * `describe()`). Every message carries a stable id (the job's `jobId`, or the item's own id, given
  * when it was accepted). Nothing is sent while the client is not connected, so its own offline buffer never
  * holds a message the dispatcher gave up on; and a message still waiting for its confirmation when
- * its write timed out is not sent again by the retry: the retry waits for that send instead.
+ * its write timed out is not sent again by the retry: the retry waits for that send instead (and
+ * counts it delivered at once if the broker confirmed it in the meantime).
  */
 export class ClientProxySink implements DeferredSink<SinkItem> {
   readonly name: string;
@@ -135,7 +138,8 @@ export class ClientProxySink implements DeferredSink<SinkItem> {
         return;
       }
       const previous = this.pending.get(item);
-      if (previous && !previous.settled) waiting.push({ index, send: previous }); // still waiting for its confirmation: never sent twice
+      // still waiting for its confirmation, or confirmed after its write timed out: never sent twice
+      if (previous && (!previous.settled || previous.confirmed)) waiting.push({ index, send: previous });
       else toSend.push({ index, item, message: { pattern: item.name, data: item.data, id: this.idOf(item) } });
     });
     if (toSend.length > 0) {
@@ -151,11 +155,14 @@ export class ClientProxySink implements DeferredSink<SinkItem> {
           sends = toSend.map(() => Promise.reject(error));
         }
         toSend.forEach(({ index, item }, i) => {
-          const send: PendingSend = { promise: sends[i], settled: false };
+          const send: PendingSend = { promise: sends[i], settled: false, confirmed: false };
           const settle = () => {
             send.settled = true;
           };
-          send.promise.then(settle, settle);
+          send.promise.then(() => {
+            send.confirmed = transport.confirmed;
+            settle();
+          }, settle);
           this.pending.set(item, send);
           waiting.push({ index, send });
         });

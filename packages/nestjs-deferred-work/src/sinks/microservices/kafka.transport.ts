@@ -3,9 +3,30 @@ import { MESSAGE_ID_HEADER } from './client-proxy-sink.options';
 import type { Transport, TransportContext } from './transport.interface';
 import { emitted, withPayloadId } from './transport-send';
 
-/** `ClientKafka`: one `emitBatch` (one `producer.send`) per topic per batch; resolves on the producer's ack (`acks: -1`, all in-sync replicas, by default). */
+/** A kafkajs producer, as far as the transport uses it (`sendBatch`: one Produce request per broker for every topic). */
+interface BatchProducer {
+  sendBatch(batch: { topicMessages: Array<{ topic: string; messages: unknown[] }> } & object): Promise<unknown>;
+}
+
+/** What the transport reads of `ClientKafka` besides the common internals: the send options the app gave it. */
+interface KafkaClientLike {
+  options?: { send?: object };
+}
+
+/**
+ * `ClientKafka`: the whole batch in one `producer.sendBatch` (one Produce request per broker, across
+ * topics) on the client's own kafkajs producer, each message through the client's serializer and with
+ * its `send` options (`acks: -1`, all in-sync replicas, by default). Should the batch be refused, and
+ * it spans several topics, each topic is sent on its own (`emitBatch`), so one topic's refusal fails
+ * only its items. A client without these internals: one `emitBatch` per topic.
+ */
 export function kafkaTransport(ctx: TransportContext): Transport {
   const c = internals(ctx.client);
+  const sendOptions = () => (ctx.client as unknown as KafkaClientLike).options?.send ?? {};
+  const perTopic = (topic: string, messages: unknown[]): Promise<void> =>
+    typeof c.emitBatch === 'function'
+      ? new Promise<void>((resolve, reject) => c.emitBatch!.call(ctx.client, topic, { messages }).subscribe({ error: reject, complete: () => resolve() }))
+      : Promise.all(messages.map((message) => emitted(ctx.client, topic, message))).then(() => undefined);
   return {
     transport: 'kafka',
     confirmed: true,
@@ -21,13 +42,31 @@ export function kafkaTransport(ctx: TransportContext): Transport {
         if (list) list.push(i);
         else byTopic.set(m.pattern, [i]);
       });
+      const kafkaMessages = (indexes: number[]) =>
+        indexes.map((i) => ({ value: withPayloadId(messages[i].data, ctx.payloadIdKey, messages[i].id), headers: { [MESSAGE_ID_HEADER]: messages[i].id } }));
       const results: Array<Promise<void>> = new Array(messages.length);
+      const producer = c._producer as Partial<BatchProducer> | undefined;
+      const serializer = c.serializer;
+      if (typeof producer?.sendBatch === 'function' && serializer && typeof c.normalizePattern === 'function') {
+        const topics = [...byTopic];
+        const whole = Promise.resolve().then(() =>
+          producer.sendBatch!({
+            ...sendOptions(),
+            topicMessages: topics.map(([topic, indexes]) => ({ topic: c.normalizePattern!(topic), messages: kafkaMessages(indexes).map((m) => serializer.serialize(m)) })),
+          }),
+        );
+        for (const [topic, indexes] of topics) {
+          const sent = whole.then(
+            () => undefined,
+            (error: unknown) => (topics.length > 1 ? perTopic(topic, kafkaMessages(indexes)) : Promise.reject(error)),
+          );
+          sent.catch(() => undefined);
+          for (const i of indexes) results[i] = sent;
+        }
+        return results;
+      }
       for (const [topic, indexes] of byTopic) {
-        const kafkaMessages = indexes.map((i) => ({ value: withPayloadId(messages[i].data, ctx.payloadIdKey, messages[i].id), headers: { [MESSAGE_ID_HEADER]: messages[i].id } }));
-        const sent =
-          typeof c.emitBatch === 'function'
-            ? new Promise<void>((resolve, reject) => c.emitBatch!.call(ctx.client, topic, { messages: kafkaMessages }).subscribe({ error: reject, complete: () => resolve() }))
-            : Promise.all(kafkaMessages.map((message) => emitted(ctx.client, topic, message))).then(() => undefined);
+        const sent = perTopic(topic, kafkaMessages(indexes));
         sent.catch(() => undefined);
         for (const i of indexes) results[i] = sent;
       }
