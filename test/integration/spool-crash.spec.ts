@@ -4,14 +4,14 @@ import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from '
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { DeferredStats, SinkSpoolStats, SinkStats } from 'nestjs-deferred-work';
-import { decodeAcks } from '../../packages/nestjs-deferred-work/src/spool/ack-entry';
-import { encodeFrame, framePayload, scanFrames } from '../../packages/nestjs-deferred-work/src/spool/frame';
+import { encodeFrame, scanFrames } from '../../packages/nestjs-deferred-work/src/spool/frame';
 import { eventually } from '../support/eventually';
 import { HttpReceiver } from '../support/http-receiver';
 import { load, range } from '../support/load';
 import { compileFixture, NodeApp } from '../support/node-app';
 import { platforms } from '../support/platforms';
 import { RedisServer } from '../support/redis-server';
+import { readSpoolRecords } from '../support/spool-files';
 
 /**
  * The disk spool with real processes, on Express and Fastify: a fixture app
@@ -128,20 +128,7 @@ interface SpooledItem {
   data: { n: number; pad?: string };
 }
 
-/** The records pending in a sink's spool directory, read with the spool's own frame and ack formats. */
-function readSpool(dir: string): Array<{ seq: number; item: SpooledItem }> {
-  const files = readdirSync(dir);
-  const acked = new Set(files.filter((f) => f.endsWith('.acks')).flatMap((f) => decodeAcks(readFileSync(join(dir, f)))));
-  return files
-    .filter((f) => /^segment-\d+\.log$/.test(f))
-    .sort()
-    .flatMap((f) => {
-      const bytes = readFileSync(join(dir, f));
-      return scanFrames(bytes)
-        .frames.filter((frame) => !acked.has(frame.seq))
-        .map((frame) => ({ seq: frame.seq, item: JSON.parse(framePayload(bytes, frame).toString('utf8')) as SpooledItem }));
-    });
-}
+const readSpool = (dir: string) => readSpoolRecords<SpooledItem>(dir);
 
 /** The payload numbers of some jobs, sorted (a duplicate shows as a number twice). */
 const numbers = (items: Array<{ data: { n: number } }>) => items.map((item) => item.data.n).sort((a, b) => a - b);

@@ -16,8 +16,8 @@ export function appendAsRequeue(dir: string, items: readonly unknown[]): void {
   appendFileSync(join(dir, segments.at(-1)!), Buffer.concat(frames));
 }
 
-/** The records pending in the sink's spool directory, read with the spool's own frame and ack formats. */
-export function readSpool<T>(dir: string): T[] {
+/** The records pending in the sink's spool directory, each with its seq, read with the spool's own frame and ack formats. */
+export function readSpoolRecords<T>(dir: string): Array<{ seq: number; item: T }> {
   const files = readdirSync(dir);
   const acked = new Set(files.filter((f) => f.endsWith('.acks')).flatMap((f) => decodeAcks(readFileSync(join(dir, f)))));
   return files
@@ -27,7 +27,11 @@ export function readSpool<T>(dir: string): T[] {
       const bytes = readFileSync(join(dir, f));
       return scanFrames(bytes)
         .frames.filter((frame) => !acked.has(frame.seq))
-        .map((frame) => JSON.parse(framePayload(bytes, frame).toString('utf8')) as T);
+        .map((frame) => ({ seq: frame.seq, item: JSON.parse(framePayload(bytes, frame).toString('utf8')) as T }));
     });
 }
 
+/** The items pending in the sink's spool directory (see {@link readSpoolRecords}). */
+export function readSpool<T>(dir: string): T[] {
+  return readSpoolRecords<T>(dir).map((record) => record.item);
+}
