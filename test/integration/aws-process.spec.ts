@@ -15,9 +15,9 @@ import { SqsEndpoint } from '../support/sqs-endpoint';
  * SqsSink and SnsSink in real processes (test/fixtures/aws-sink.app.ts), one case of each on Express and one on Fastify:
  * SIGTERM with a backlog held by a long linger, the app destroying its own client in onModuleDestroy →
  * every message sent before the exit (SQS: received back from local-aws-sqs; SNS: the local
- * endpoint's record). kill -9 with the disk spool on → a new process on the same directory sends what
- * the first spooled: on a FIFO queue each message once (SQS drops the replay by its dedup id), on a
- * standard queue at least once (copies share the item id).
+ * endpoint's record). kill -9 with the disk spool on, for each service → a new process on the same directory
+ * sends what the first spooled: on a FIFO queue or topic each message once (the service drops the replay by
+ * its dedup id), on a standard one at least once (copies share the item id).
  */
 const credentials = { accessKeyId: 'test', secretAccessKey: 'test' };
 let fixture: string;
@@ -43,6 +43,7 @@ afterEach(async () => {
   }
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
   sqsEndpoint.fault = undefined;
+  snsEndpoint.fault = undefined;
 });
 afterAll(async () => {
   await localSqs.close();
@@ -106,29 +107,34 @@ describe('AWS sinks as real processes', () => {
   }, 60_000);
 
   it.each([
-    ['Express, a FIFO queue: each message once (the replay dropped by its dedup id)', express, true],
-    ['Fastify, a standard queue: each message at least once', fastify, false],
-  ])('SqsSink, kill -9 with the spool on, on %s', async (_name, platform, fifo) => {
+    ['SqsSink on Express, a FIFO queue: each message once (the replay dropped by its dedup id)', 'sqs', express, true],
+    ['SqsSink on Fastify, a standard queue: each message at least once', 'sqs', fastify, false],
+    ['SnsSink on Fastify, a FIFO topic: each message once (the replay dropped by its dedup id)', 'sns', fastify, true],
+    ['SnsSink on Express, a standard topic: each message at least once', 'sns', express, false],
+  ] as const)('kill -9 with the spool on: %s', async (_name, service, platform, fifo) => {
     const dir = mkdtempSync(join(tmpdir(), 'dw-aws-spool-'));
     dirs.push(dir);
-    const destination = `${sqsEndpoint.url}/000000000000/${nextName()}${fifo ? '.fifo' : ''}`;
-    const env = { SERVICE: 'sqs', ENDPOINT: sqsEndpoint.url, DESTINATION: destination, ADAPTER: platform.name, SPOOL_DIR: dir };
+    const endpoint = service === 'sqs' ? sqsEndpoint : snsEndpoint;
+    const name = `${nextName()}${fifo ? '.fifo' : ''}`;
+    const destination = service === 'sqs' ? `${sqsEndpoint.url}/000000000000/${name}` : `arn:aws:sns:us-east-1:000000000000:${name}`;
+    const env = { SERVICE: service, ENDPOINT: endpoint.url, DESTINATION: destination, ADAPTER: platform.name, SPOOL_DIR: dir };
+    const sink = async (app: Awaited<ReturnType<typeof start>>) => (await app.stats()).sinks[service];
     const first = await start(env);
-    // half goes through, then SQS throttles: the rest stays in the spool
+    // half goes through, then the service throttles: the rest stays in the spool
     expect((await load(first.url, range(0, 50).map((i) => `/job/${i}`), 10)).every((s) => s === 200)).toBe(true);
-    await eventually(async () => expect((await first.stats()).sinks.sqs.delivered).toBe(50), 10_000, 20);
-    sqsEndpoint.fault = 'throttle';
+    await eventually(async () => expect((await sink(first)).delivered).toBe(50), 10_000, 20);
+    endpoint.fault = 'throttle';
     expect((await load(first.url, range(50, 100).map((i) => `/job/${i}`), 10)).every((s) => s === 200)).toBe(true);
-    await eventually(async () => expect((await first.stats()).sinks.sqs.accepted).toBe(100), 10_000, 20);
+    await eventually(async () => expect((await sink(first)).accepted).toBe(100), 10_000, 20);
     await new Promise((resolve) => setTimeout(resolve, 300)); // a few group commits: on disk
     first.app.signal('SIGKILL');
     expect(await first.app.exited).toEqual({ code: null, signal: 'SIGKILL' });
-    sqsEndpoint.fault = undefined;
+    endpoint.fault = undefined;
     const second = await start(env);
-    await eventually(async () => expect((await second.stats()).sinks.sqs).toMatchObject({ pending: 0 }), 15_000, 50);
-    await eventually(() => expect(new Set(sqsEndpoint.records.filter((r) => r.destination === destination).map((r) => numberOf(r.body))).size).toBe(100), 15_000, 50);
-    const got = sqsEndpoint.records.filter((r) => r.destination === destination).map((r) => numberOf(r.body));
-    if (fifo) expect(got.sort((a, b) => a - b)).toEqual(range(0, 100));
-    else expect(new Set(got)).toEqual(new Set(range(0, 100)));
+    await eventually(async () => expect(await sink(second)).toMatchObject({ pending: 0 }), 15_000, 50);
+    const sent = () => endpoint.records.filter((r) => r.destination === destination).map((r) => numberOf(r.body));
+    await eventually(() => expect(new Set(sent()).size).toBe(100), 15_000, 50);
+    if (fifo) expect(sent().sort((a, b) => a - b)).toEqual(range(0, 100));
+    else expect(new Set(sent())).toEqual(new Set(range(0, 100)));
   }, 60_000);
 });
