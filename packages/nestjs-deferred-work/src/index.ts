@@ -84,6 +84,7 @@ export type {
 export type { DeadLetterError } from './core/dead-letter.interface';
 export type { DeadLetterOptions } from './nest/options/dead-letter-options.interface';
 export { MemoryDeadLetterStore } from './pipeline/dead-letters/memory-dead-letter.store';
+export type { DeadLetterBounds } from './pipeline/dead-letters/dead-letter-index';
 export { RedriveInProgressError } from './core/errors/redrive-in-progress.error';
 export { DeadLetterStoreMissingError } from './core/errors/dead-letter-store-missing.error';
 export type { CallbackRunnerStats, DeferredStats, RouteTimingStats, SinkSpoolStats, SinkStats } from './core/stats.interface';

@@ -3,8 +3,11 @@ import type { DeadLetterFilter, DeadLetterPage, DeadLetterQuery, DeadLetterRecor
 
 /** How much a built-in store keeps; the oldest records go first. */
 export interface DeadLetterBounds {
+  /** Records kept at most. */
   maxCount: number;
+  /** Bytes of the records' JSON kept at most. */
   maxBytes: number;
+  /** Oldest record kept, in ms since it was dead-lettered. */
   maxAgeMs: number;
 }
 

@@ -4,6 +4,7 @@ import type { DeadLetterIndex } from './dead-letter-index';
 /** @internal What the built-in stores share: their records held in a `DeadLetterIndex`, read from it. */
 export abstract class IndexedDeadLetterStore implements DeadLetterStore {
   abstract readonly description: string;
+  /** @internal */
   protected abstract readonly index: DeadLetterIndex;
 
   abstract add(records: DeadLetterRecord[]): void;

@@ -9,6 +9,7 @@ import { IndexedDeadLetterStore } from './indexed-dead-letter.store';
  */
 export class MemoryDeadLetterStore extends IndexedDeadLetterStore {
   readonly description = 'memory';
+  /** @internal */
   protected readonly index: DeadLetterIndex;
 
   constructor(bounds: DeadLetterBounds) {

@@ -6,3 +6,4 @@
 export { SnsSink } from './sns.sink';
 export { SNS_PROCESSOR_DEFAULTS, SNS_SINK_DEFAULTS, SNS_SINK_NAME, type SnsSinkOptions } from './sns-sink.options';
 export type { AwsMessageAttribute } from '../kit/aws-messages';
+export type { AwsBatchSinkDefaults } from '../kit/aws-batch-options';
