@@ -13,7 +13,8 @@ const snapshot: SelfMetricsSnapshot = {
     sinks: {
       jobs: sink({
         host: { thread: 'worker', running: true, restarts: 2, writesLostToRestarts: 1 } as SinkStats['host'],
-        spool: { dir: '/s', maxBytes: 1000, pending: 2, onDiskOnly: 0, bytes: 300, oldestAgeMs: 1500 } as SinkStats['spool'],
+        spool: { dir: '/s', maxBytes: 1000, pending: 2, onDiskOnly: 0, bytes: 300, oldestAgeMs: 1500, bytesWritten: 4200 } as SinkStats['spool'],
+        redriven: 7,
       }),
       callbacks: sink({ failedWrites: 4 }),
     },
@@ -37,11 +38,14 @@ describe('the self-metrics catalog', () => {
     expect(read('spool')).toEqual([[{ sink: 'jobs' }, 300]]);
     expect(read('spool_oldest_age')).toEqual([[{ sink: 'jobs' }, 1.5]]);
     expect(read('worker_restarts')).toEqual([[{ sink: 'jobs' }, 2]]);
+    expect(read('spool_written')).toEqual([[{ sink: 'jobs' }, 4200]]);
+    // For the sinks whose stats carry the count (the callbacks sink here does not).
+    expect(read('redriven_items')).toEqual([[{ sink: 'jobs' }, 7]]);
   });
 
   it("names metrics by Prometheus' conventions", () => {
     const names = OBSERVED_METRICS.map((m) => prometheusName('deferred_work_', m));
-    expect(names).toEqual(expect.arrayContaining(['deferred_work_sent_items_total', 'deferred_work_queue_size', 'deferred_work_spool_bytes', 'deferred_work_spool_oldest_age_seconds']));
+    expect(names).toEqual(expect.arrayContaining(['deferred_work_sent_items_total', 'deferred_work_queue_size', 'deferred_work_spool_bytes', 'deferred_work_spool_oldest_age_seconds', 'deferred_work_redriven_items_total', 'deferred_work_spool_written_bytes_total']));
     expect(prometheusName('x_', WRITE_DURATION)).toBe('x_write_duration_seconds');
     expect(new Set(names).size).toBe(names.length);
   });

@@ -66,6 +66,7 @@ export const OBSERVED_METRICS: readonly ObservedMetric[] = [
   { name: 'enqueue_failed_items', type: 'counter', unit: '{item}', labels: SINK_KIND, help: 'Items dropped because the sink\'s queue (or spool) was full.', read: byKind('dropped') },
   { name: 'retried_items', type: 'counter', unit: '{item}', labels: SINK_KIND, help: 'Item retries (an item retried twice counts twice).', read: byKind('retried') },
   { name: 'rejected_items', type: 'counter', unit: '{item}', labels: [], help: 'Items refused before acceptance (invalid, unserialisable, too large, unknown sink).', read: (s) => [[{}, s.stats.rejected]] },
+  { name: 'redriven_items', type: 'counter', unit: '{item}', labels: SINK, help: 'Dead letters handed back to the sink by a redrive (each also counted in accepted_items).', read: bySink((sink, s) => s.stats.sinks[sink].redriven) },
   { name: 'writes', type: 'counter', unit: '{write}', labels: SINK, help: 'Writes (batches) started.', read: bySink((sink, s) => s.stats.sinks[sink].writes) },
   { name: 'failed_writes', type: 'counter', unit: '{write}', labels: SINK, help: 'Writes that failed in whole or part.', read: bySink((sink, s) => s.stats.sinks[sink].failedWrites) },
   { name: 'queue_size', type: 'gauge', unit: '{item}', labels: SINK, help: 'Items pending: queued, in flight, waiting for a retry (or on disk in the spool).', read: bySink((sink, s) => s.stats.sinks[sink].pending) },
@@ -79,6 +80,7 @@ export const OBSERVED_METRICS: readonly ObservedMetric[] = [
   { name: 'spool', type: 'gauge', unit: 'By', labels: SINK, help: 'Bytes of the sink\'s spool files.', read: bySink((sink, s) => s.stats.sinks[sink].spool?.bytes) },
   { name: 'spool_capacity', type: 'gauge', unit: 'By', labels: SINK, help: 'The spool\'s maxBytes.', read: bySink((sink, s) => s.stats.sinks[sink].spool?.maxBytes) },
   { name: 'spool_pending_items', type: 'gauge', unit: '{item}', labels: SINK, help: 'Items spooled and not yet confirmed (what a crash now would replay).', read: bySink((sink, s) => s.stats.sinks[sink].spool?.pending) },
+  { name: 'spool_written', type: 'counter', unit: 'By', labels: SINK, help: 'Bytes this process wrote to the spool (records and batch marks): against sent_items, the write amplification.', read: bySink((sink, s) => s.stats.sinks[sink].spool?.bytesWritten) },
   {
     name: 'spool_oldest_age',
     type: 'gauge',
