@@ -1,10 +1,8 @@
 import type { SinkItem, SinkKind } from '../../core/items/deferred-item.interface';
-import { checkOptionsObject, checkSinkName, checkString, checkWholeNumber, optionError } from '../kit/option-checks';
+import { checkOptionsObject, checkSinkKinds, checkSinkName, checkString, checkWholeNumber, optionError } from '../kit/option-checks';
 import { DEFAULT_COLUMNS, defaultRow } from './sql-rows';
 import { SQL_SINK_DEFAULTS, type SqlSinkOptions } from './sql-sink.options';
 import { tableParts } from './sql-tables';
-
-const SINK_KINDS: readonly SinkKind[] = ['job', 'log', 'metric'];
 
 /** `SqlSink`'s options, checked, every default applied. */
 export interface SqlSinkSettings {
@@ -27,7 +25,7 @@ export function checkSqlSinkOptions(options: SqlSinkOptions | undefined): SqlSin
   const o = checkOptionsObject('SqlSink', options, "{ client: getDataSourceToken() } (or a Knex, pg or mysql2 pool, its token, or a connection string)", true);
   const name = checkSinkName('SqlSink', o.name, SQL_SINK_DEFAULTS.name);
   const label = `SqlSink "${name}"`;
-  const kinds = checkKinds(label, o.kinds);
+  const kinds = checkSinkKinds(label, o.kinds, SQL_SINK_DEFAULTS.kinds);
   let table: string | ((item: SinkItem) => string);
   if (typeof o.table === 'function') table = o.table;
   else {
@@ -54,14 +52,6 @@ export function checkSqlSinkOptions(options: SqlSinkOptions | undefined): SqlSin
   const prepare = o.prepare ?? SQL_SINK_DEFAULTS.prepare;
   if (typeof prepare !== 'boolean') throw optionError(label, 'prepare', 'must be true or false', 'Leave it out for true.', o.prepare);
   return { name, label, kinds, client: o.client, table, columns, row, idColumn, createTable, maxConnections, prepare };
-}
-
-function checkKinds(label: string, value: unknown): readonly SinkKind[] {
-  if (value === undefined) return SQL_SINK_DEFAULTS.kinds;
-  if (!Array.isArray(value) || value.length === 0 || !value.every((k) => SINK_KINDS.includes(k))) {
-    throw optionError(label, 'kinds', "must be a non-empty array of 'job', 'log', 'metric'", "Leave it out for all three.", value);
-  }
-  return Object.freeze([...value]);
 }
 
 function checkColumns(label: string, value: unknown): readonly string[] {
