@@ -76,6 +76,16 @@ describe('parseArgs', () => {
     expect(parseArgs(['--', '--duration', '4']).duration).toBe(4);
   });
 
+  it('reads --variants: only those variants of each scenario, unknown ones refused', () => {
+    const options = parseArgs(['--variants', 'plain,blocking,deferred,event-emitter,deferred-offload']);
+    expect(options.variants).toEqual(['plain', 'blocking', 'deferred', 'event-emitter', 'deferred-offload']);
+    expect(variantsOf('bull-local', options.variants)).toEqual(['plain', 'blocking', 'deferred', 'deferred-offload', 'event-emitter']);
+    expect(variantsOf('mix', options.variants)).toEqual(['plain', 'blocking', 'deferred', 'event-emitter']);
+    expect(parseArgs([]).variants).toBeUndefined();
+    expect(() => parseArgs(['--variants', 'plain,defered'])).toThrow('Unknown variant "defered". Use some of plain, noop-interceptor,');
+    expect(() => parseArgs(['--variants'])).toThrow('--variants needs a value');
+  });
+
   it('reads --help, --cpu-prof and --out', () => {
     expect(parseArgs(['-h']).help).toBe(true);
     expect(parseArgs(['--cpu-prof', '--out', 'tmp-results'])).toMatchObject({ cpuProf: true, out: 'tmp-results' });

@@ -7,6 +7,8 @@ import {
   renderCompressionTable,
   checkTargets,
   computeRatios,
+  pairedRatio,
+  percentile,
   cpuSplit,
   median,
   ratio,
@@ -259,6 +261,38 @@ describe('computeRatios', () => {
       row('sim5-tail', 'express', 'event-emitter', { reqPerSec: 5000 }),
     ];
     expect(computeRatios(rows)[0]).toMatchObject({ deferredVsArticleTap: 1.5, deferredVsEventEmitter: 1.2 });
+  });
+});
+
+describe('paired ratios and fine percentiles', () => {
+  it('takes the median of the per-repeat ratios, not the ratio of the medians', () => {
+    // repeat 1: the machine fast for both; repeat 2 and 3 slower. Per repeat: 1.2, 1.1, 1.25.
+    const deferred = row('bull-local', 'fastify', 'deferred', {
+      reqPerSec: 1100,
+      runs: [sample({ reqPerSec: 1200 }), sample({ reqPerSec: 660 }), sample({ reqPerSec: 1000 })],
+    });
+    const blocking = row('bull-local', 'fastify', 'blocking', {
+      reqPerSec: 800,
+      runs: [sample({ reqPerSec: 1000 }), sample({ reqPerSec: 600 }), sample({ reqPerSec: 800 })],
+    });
+    expect(pairedRatio(deferred, blocking)).toBeCloseTo(1.2, 10);
+    expect(computeRatios([deferred, blocking])[0].deferredVsBlocking).toBeCloseTo(1.2, 10);
+    // The ratio of the medians would be 1000 / 800 = 1.25.
+  });
+
+  it('falls back to the ratio of the medians when the rows do not have the same repeats', () => {
+    const a = row('mix', 'express', 'deferred', { reqPerSec: 900, runs: [sample({ reqPerSec: 900 })] });
+    const b = row('mix', 'express', 'plain', { reqPerSec: 1000, runs: [] });
+    expect(pairedRatio(a, b)).toBeCloseTo(0.9, 10);
+    expect(pairedRatio(a, undefined)).toBeUndefined();
+  });
+
+  it('percentile: nearest rank of ascending values, NaN for none', () => {
+    const values = Float64Array.from({ length: 1000 }, (_, i) => (i + 1) / 10); // 0.1 … 100.0 ms
+    expect(percentile(values, 0.99)).toBeCloseTo(99.0, 10);
+    expect(percentile(values, 0.5)).toBeCloseTo(50.0, 10);
+    expect(percentile([3.25], 0.99)).toBe(3.25);
+    expect(percentile([], 0.99)).toBeNaN();
   });
 });
 
@@ -614,9 +648,9 @@ describe('renderers', () => {
     const bullSpool = table.find((l) => l.startsWith('bull-local') && l.includes('deferred-spool'))!;
     expect(bullSpool).toMatch(/\s150\s+0\s+146\s+190\/190\s+0\.85×\s+1\.13×\s+10\.0$/);
     const md = renderMarkdownTable(rows);
-    expect(md).toContain('| bull-local | express | deferred-spool | **6,800** | 10.0 | 9 | 20 | 150 | 0 | 146 | 190/190 |  | 0.85× |  |  | 1.13× | 10.0 |');
+    expect(md).toContain('| bull-local | express | deferred-spool | **6,800** | 10.0 | 9.0 | 20.0 | 150 | 0 | 146 | 190/190 |  | 0.85× |  |  | 1.13× | 10.0 |');
     // no fsyncs/s elsewhere
-    expect(md).toContain('| bull-local | express | deferred | **6,000** | 10.0 | 9 | 20 | 140 | 0 | 140 | 200/200 | **1.20×** | 0.75× | 2.00× | 4.00× |  |  |');
+    expect(md).toContain('| bull-local | express | deferred | **6,000** | 10.0 | 9.0 | 20.0 | 140 | 0 | 140 | 200/200 | **1.20×** | 0.75× | 2.00× | 4.00× |  |  |');
   });
 
   it('sums up the spool per scenario and adapter: ratios, fsyncs/s, CPU over the deferred route, acks', () => {
@@ -681,7 +715,7 @@ describe('renderers', () => {
     expect(md).toContain(renderMarkdownTable(rows));
     expect(md).toContain('| sim25 | express | deferred | **6,800** |');
     expect(md).toContain('## Checks\n');
-    expect(md).toContain('| bull-local | express | deferred-offload | **7,000** | 10.0 | 9 | 20 | 200 | 75 | 125 | 210/210 |  | 0.88× | 2.33× | 4.67× | 1.17× |');
+    expect(md).toContain('| bull-local | express | deferred-offload | **7,000** | 10.0 | 9.0 | 20.0 | 200 | 75 | 125 | 210/210 |  | 0.88× | 2.33× | 4.67× | 1.17× |');
     expect(md).toContain('- `deferred-offload` (Bull, BullMQ and HTTP-log scenarios)');
     expect(md).toContain('| express | bull-local, request-thread CPU per Bull job (best deferred route − plain) ≤ 10 µs | 5.0 µs (deferred-offload); deferred 20.0 µs | met |');
     expect(md).toContain('| express | bullmq-proxy, BullMQ batching vs await queue.add, Redis at 30 ms RTT: deferred/blocking req/s | 20.00× | reported |');
@@ -739,7 +773,7 @@ describe('renderers', () => {
     );
     const md = renderMarkdown({ ...report, rows: contended }, 'latest.svg');
     expect(md).toContain('**Worker CPU overstated** in bull-local express deferred-offload');
-    expect(md).toContain('| bull-local | express | deferred-offload | **7,000** | 10.0 | 9 | 20 | 215 | 256 | -41 |');
+    expect(md).toContain('| bull-local | express | deferred-offload | **7,000** | 10.0 | 9.0 | 20.0 | 215 | 256 | -41 |');
     expect(renderMarkdown(report, 'latest.svg')).not.toContain('Worker CPU overstated');
     expect(checkTargets(contended).find((c) => c.target.startsWith('bull-local, request-thread CPU per Bull job'))).toMatchObject({
       pass: undefined,

@@ -279,7 +279,8 @@ export const WORKER_VARIANTS: readonly Variant[] = [OFFLOAD_VARIANT];
  * scenario, with `deferred-offload` after `deferred` where the scenario's sink can be offloaded and
  * `deferred-spool` after those where it has a spooled twin; none for the `encodings` scenario.
  */
-export function variantsOf(id: ScenarioId): Variant[] {
+export function variantsOf(id: ScenarioId, only?: readonly Variant[]): Variant[] {
+  if (only) return variantsOf(id).filter((v) => only.includes(v));
   const info = scenarioInfo(id);
   if (info.kind !== 'variants') return [];
   if (info.variants) return [...info.variants];
@@ -326,6 +327,7 @@ export const USAGE = `Usage: pnpm bench [options]
   --warmup <s>            warm-up seconds per variant (default ${DEFAULT_OPTIONS.warmup}; 0 to skip)
   --proxy-rtt <ms>        round trip added by the Redis delay proxy (default ${DEFAULT_OPTIONS.proxyRttMs})
   --out <dir>             results folder, relative to examples/benchmark-app (default ${DEFAULT_OPTIONS.out})
+  --variants <list>       only these variants of each scenario, comma list (default: all; see below)
   --cpu-prof              run the server under node --cpu-prof (profiles in <out>/profiles)
   -h, --help              this text
 
@@ -367,6 +369,18 @@ function scenarioList(raw: string | undefined): ScenarioId[] {
   }
   if (ids.length === 0) throw new UsageError('--scenarios is empty; name at least one scenario.');
   return ids;
+}
+
+/** Every variant some scenario has. */
+const ALL_VARIANTS: readonly Variant[] = [...new Set([...VARIANTS, ...DEFERRED_VARIANTS])];
+
+function variantList(raw: string | undefined): Variant[] {
+  if (raw === undefined || raw.startsWith('--')) throw new UsageError('--variants needs a value, e.g. --variants plain,blocking,deferred,event-emitter.');
+  const list = [...new Set(raw.split(',').map((p) => p.trim()).filter(Boolean))];
+  const unknown = list.filter((v) => !ALL_VARIANTS.includes(v as Variant));
+  if (unknown.length > 0) throw new UsageError(`Unknown variant "${unknown[0]}". Use some of ${ALL_VARIANTS.join(', ')}.`);
+  if (list.length === 0) throw new UsageError('--variants is empty; name at least one variant.');
+  return list as Variant[];
 }
 
 function adapterList(raw: string | undefined): Adapter[] {
@@ -426,6 +440,10 @@ export function parseArgs(argv: readonly string[]): BenchOptions {
       }
       case '--cpu-prof':
         options.cpuProf = true;
+        break;
+      case '--variants':
+      case '--variant':
+        options.variants = variantList(args[++i]);
         break;
       case '-h':
       case '--help':

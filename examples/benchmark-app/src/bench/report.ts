@@ -52,6 +52,24 @@ export function ratio(a: number | undefined, b: number | undefined): number | un
   return a / b;
 }
 
+/** The `q` quantile (0–1, nearest rank) of ascending values; `NaN` when there are none. */
+export function percentile(sorted: ArrayLike<number>, q: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))];
+}
+
+/**
+ * The deferred route's req/s over another route's, paired within each repeat (the variants of one
+ * repeat run back to back, so they share the machine's state) and the median of those ratios taken.
+ * Falls back to the ratio of the medians when the two rows do not have the same number of runs.
+ */
+export function pairedRatio(a: ResultRow | undefined, b: ResultRow | undefined): number | undefined {
+  if (!a || !b) return undefined;
+  if (a.runs.length === 0 || a.runs.length !== b.runs.length) return ratio(a.reqPerSec, b.reqPerSec);
+  const ratios = a.runs.map((run, i) => ratio(run.reqPerSec, b.runs[i].reqPerSec)).filter((r): r is number => r !== undefined);
+  return ratios.length > 0 ? median(ratios) : undefined;
+}
+
 /** What one run's CPU splits into, per server request (see {@link cpuSplit}). */
 export interface CpuSplit {
   cpuUsPerRequest: number;
@@ -163,18 +181,18 @@ export function computeRatios(rows: readonly ResultRow[]): ScenarioRatios[] {
     return {
       scenario,
       adapter,
-      deferredVsBlocking: ratio(deferred?.reqPerSec, blocking?.reqPerSec),
-      deferredVsPlain: ratio(deferred?.reqPerSec, get('plain')?.reqPerSec),
-      deferredVsArticleTap: ratio(deferred?.reqPerSec, get('article-tap')?.reqPerSec),
-      deferredVsEventEmitter: ratio(deferred?.reqPerSec, get('event-emitter')?.reqPerSec),
+      deferredVsBlocking: pairedRatio(deferred, blocking),
+      deferredVsPlain: pairedRatio(deferred, get('plain')),
+      deferredVsArticleTap: pairedRatio(deferred, get('article-tap')),
+      deferredVsEventEmitter: pairedRatio(deferred, get('event-emitter')),
       cpuDeferredVsNoop: ratio(deferred?.cpuUsPerRequest, get('noop-interceptor')?.cpuUsPerRequest),
       p99BlockingVsDeferred: ratio(blocking?.latencyP99Ms, deferred?.latencyP99Ms),
-      deferredOffloadVsPlain: ratio(offload?.reqPerSec, get('plain')?.reqPerSec),
-      deferredOffloadVsDeferred: ratio(offload?.reqPerSec, deferred?.reqPerSec),
-      deferredOffloadVsArticleTap: ratio(offload?.reqPerSec, get('article-tap')?.reqPerSec),
-      deferredOffloadVsEventEmitter: ratio(offload?.reqPerSec, get('event-emitter')?.reqPerSec),
-      deferredSpoolVsPlain: ratio(spool?.reqPerSec, get('plain')?.reqPerSec),
-      deferredSpoolVsDeferred: ratio(spool?.reqPerSec, deferred?.reqPerSec),
+      deferredOffloadVsPlain: pairedRatio(offload, get('plain')),
+      deferredOffloadVsDeferred: pairedRatio(offload, deferred),
+      deferredOffloadVsArticleTap: pairedRatio(offload, get('article-tap')),
+      deferredOffloadVsEventEmitter: pairedRatio(offload, get('event-emitter')),
+      deferredSpoolVsPlain: pairedRatio(spool, get('plain')),
+      deferredSpoolVsDeferred: pairedRatio(spool, deferred),
     };
   });
 }
@@ -321,9 +339,9 @@ export function checkTargets(rows: readonly ResultRow[], skipped: readonly Skipp
 
     // with the better of the two deferred routes where a scenario has both
     const bestVs = (scenario: ScenarioId, peer: Variant) => {
-      const base = find(rows, scenario, adapter, peer)?.reqPerSec;
+      const base = find(rows, scenario, adapter, peer);
       const best = deferredRows(rows, scenario, adapter, (x) => x.reqPerSec)
-        .map((x) => ({ variant: x.variant, value: ratio(x.reqPerSec, base) }))
+        .map((x) => ({ variant: x.variant, value: pairedRatio(x, base) }))
         .filter((x): x is { variant: Variant; value: number } => x.value !== undefined)
         .sort((a, b) => b.value - a.value);
       return best.length === 0 ? undefined : { ...best[0], both: best.length > 1 };
@@ -374,7 +392,7 @@ export function checkTargets(rows: readonly ResultRow[], skipped: readonly Skipp
       // What the threshold asks of deferred ÷ plain: the peer's own ÷ plain × min. Above 1.00× it asks
       // the deferred route to serve more than the same route with no side effect at all.
       const asks = scenarios
-        .map((scenario) => ({ scenario, value: ratio(find(rows, scenario, adapter, peer)?.reqPerSec, find(rows, scenario, adapter, 'plain')?.reqPerSec) }))
+        .map((scenario) => ({ scenario, value: pairedRatio(find(rows, scenario, adapter, peer), find(rows, scenario, adapter, 'plain')) }))
         .filter((x): x is { scenario: ScenarioId; value: number } => x.value !== undefined)
         .map((x) => ({ ...x, value: x.value * min }))
         .sort((a, b) => b.value - a.value)[0];
@@ -466,8 +484,8 @@ function cells(row: ResultRow, ratios: readonly ScenarioRatios[]): string[] {
     row.variant,
     formatNumber(row.reqPerSec, 0),
     formatNumber(row.latencyAvgMs),
-    formatNumber(row.latencyP50Ms, 0),
-    formatNumber(row.latencyP99Ms, 0),
+    formatNumber(row.latencyP50Ms, 1),
+    formatNumber(row.latencyP99Ms, 1),
     formatNumber(row.cpuUsPerRequest, 0),
     formatNumber(row.workerCpuUsPerRequest, 0),
     formatNumber(row.requestThreadCpuUsPerRequest, 0),
@@ -713,7 +731,9 @@ export function renderMarkdown(report: BenchReport, svgFileName: string): string
       '(`deferred-offload` only: the growth of `stats().sinks[*].host.cpuMs`, their CPU time read from `/proc/thread-self/schedstat`, × 1000 ÷ requests; 0 elsewhere) ' +
       'and *request-thread CPU µs/req* the server main thread\'s own CPU, read the same way in the server (where that file is missing: the process\'s CPU less the workers\'; ' +
       'the rest of the process — V8\'s helper threads, the workers\' garbage collection — is in neither column but in *CPU µs/req*). ' +
-      '*÷ blocking*, *÷ plain*, *÷ article-tap* and *÷ event-emitter* are the deferred route\'s req/s over those routes\' ' +
+      '*p50* and *p99* are of the 2xx responses\' latencies as autocannon timed them, to 0.1 ms. ' +
+      '*÷ blocking*, *÷ plain*, *÷ article-tap* and *÷ event-emitter* are the deferred route\'s req/s over those routes\', ' +
+      'paired within each repeat (the routes of one repeat run back to back) and the median of those ratios taken ' +
       '(on `deferred-offload` rows, that route\'s, and *÷ deferred* its req/s over the in-process deferred route\'s; ' +
       'on `deferred-spool` rows, *÷ plain* and *÷ deferred* of the spooled route, and *fsyncs/s* the fsyncs its disk spool made per measured second). ' +
       '*Items delivered/expected*: for `deferred`, `deferred-offload` and `deferred-spool` from `stats()`; for `blocking`, `article-tap` and `event-emitter` ' +

@@ -70,6 +70,8 @@ export interface BenchOptions {
   proxyRttMs: number;
   /** Run the server under `node --cpu-prof` (profiles written to `<out>/profiles`). */
   cpuProf: boolean;
+  /** Only these variants of each scenario (those a scenario has); `undefined`: all of them. */
+  variants?: Variant[];
   help: boolean;
 }
 
