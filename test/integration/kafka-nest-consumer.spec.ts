@@ -27,7 +27,7 @@ const calls: Array<{ payload: { mark: string }; headers: Record<string, unknown>
 
 @Controller()
 class OrdersConsumer {
-  @EventPattern(TOPIC)
+  @EventPattern<string>(TOPIC) // a plain pattern (not the typed event map of Nest 12)
   placed(@Payload() payload: { mark: string }, @Ctx() context: KafkaContext) {
     calls.push({ payload, headers: context.getMessage().headers as Record<string, unknown>, topic: context.getTopic(), partition: context.getPartition() });
   }
