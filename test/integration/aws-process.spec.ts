@@ -10,6 +10,7 @@ import { compileFixture, NodeApp } from '../support/node-app';
 import { platforms } from '../support/platforms';
 import { SnsEndpoint } from '../support/sns-endpoint';
 import { SqsEndpoint } from '../support/sqs-endpoint';
+import { TcpProxy } from '../support/tcp-proxy';
 
 /**
  * SqsSink and SnsSink in real processes (test/fixtures/aws-sink.app.ts), one case of each on Express and one on Fastify:
@@ -17,7 +18,9 @@ import { SqsEndpoint } from '../support/sqs-endpoint';
  * every message sent before the exit (SQS: received back from local-aws-sqs; SNS: the local
  * endpoint's record). kill -9 with the disk spool on, for each service → a new process on the same directory
  * sends what the first spooled: on a FIFO queue or topic each message once (the service drops the replay by
- * its dedup id), on a standard one at least once (copies share the item id).
+ * its dedup id), on a standard one at least once (copies share the item id). SIGTERM while the link to
+ * the service is a black hole (no answer at all) → the process ends by the shutdown deadline, exit 0,
+ * reporting as undelivered exactly what the service never took.
  */
 const credentials = { accessKeyId: 'test', secretAccessKey: 'test' };
 let fixture: string;
@@ -136,5 +139,36 @@ describe('AWS sinks as real processes', () => {
     await eventually(() => expect(new Set(sent()).size).toBe(100), 15_000, 50);
     if (fifo) expect(sent().sort((a, b) => a - b)).toEqual(range(0, 100));
     else expect(new Set(sent())).toEqual(new Set(range(0, 100)));
+  }, 60_000);
+
+  it.each([
+    ['SqsSink on Express', 'sqs', express],
+    ['SnsSink on Fastify', 'sns', fastify],
+  ] as const)('%s: SIGTERM during a black hole ends by the shutdown deadline (not hanging), reporting what was undelivered', async (_name, service, platform) => {
+    const endpoint = service === 'sqs' ? sqsEndpoint : snsEndpoint;
+    const proxy = new TcpProxy(Number(new URL(endpoint.url).port));
+    await proxy.listen();
+    try {
+      const name = nextName();
+      const destination = service === 'sqs' ? `${endpoint.url}/000000000000/${name}` : `arn:aws:sns:us-east-1:000000000000:${name}`;
+      // the write timeout (2000 ms in the fixture) is longer than the shutdown deadline: the deadline ends it
+      const { app, url, stats } = await start({ SERVICE: service, ENDPOINT: `http://127.0.0.1:${proxy.port}`, DESTINATION: destination, ADAPTER: platform.name, SHUTDOWN_TIMEOUT_MS: '1000' });
+      expect((await load(url, range(0, 20).map((i) => `/job/${i}`), 5)).every((s) => s === 200)).toBe(true);
+      await eventually(async () => expect((await stats()).sinks[service]).toMatchObject({ delivered: 20, pending: 0 }), 10_000, 20);
+      await proxy.blackhole.on();
+      expect((await load(url, range(20, 60).map((i) => `/job/${i}`), 5)).every((s) => s === 200)).toBe(true);
+      await eventually(async () => expect((await stats()).sinks[service]).toMatchObject({ accepted: 60, pending: 40 }), 10_000, 20);
+      app.signal('SIGTERM');
+      const hung = new Promise<'hung'>((resolve) => setTimeout(() => resolve('hung'), 20_000).unref());
+      expect(await Promise.race([app.exited, hung])).toEqual({ code: 0, signal: null });
+      const final = await app.json<Final>('report', 1000);
+      expect(final.report).toEqual({ drained: false, undelivered: { [service]: 40 } });
+      const s = final.stats.sinks[service];
+      expect(s).toMatchObject({ accepted: 60, delivered: 20 });
+      expect(s.accepted).toBe(s.delivered + s.pending + s.dropped + s.deadLettered);
+      expect(endpoint.records.filter((r) => r.destination === destination).map((r) => numberOf(r.body)).sort((a, b) => a - b)).toEqual(range(0, 20));
+    } finally {
+      await proxy.close();
+    }
   }, 60_000);
 });

@@ -15,6 +15,8 @@ export class TcpProxy {
   private silent = false;
   /** What was sent during the black hole, passed on when it ends (as TCP would, once the path is back). */
   private held: Array<() => void> = [];
+  /** Added latency, in ms, of each chunk toward the target and back (see `delay`). */
+  private latency = { toTarget: 0, fromTarget: 0 };
 
   constructor(
     private readonly targetPort: number,
@@ -43,12 +45,18 @@ export class TcpProxy {
       };
       client.on('error', drop).on('close', drop);
       upstream.on('error', drop).on('close', drop);
-      const pass = (to: Socket) => (chunk: Buffer) => {
-        if (!this.silent) return void to.write(chunk);
-        this.held.push(() => !to.destroyed && to.write(chunk));
+      const pass = (to: Socket, way: 'toTarget' | 'fromTarget') => {
+        let due = 0; // chunks leave in order: never before the one sent ahead of them
+        return (chunk: Buffer) => {
+          if (this.silent) return void this.held.push(() => !to.destroyed && to.write(chunk));
+          const latency = this.latency[way];
+          if (latency === 0 && due <= Date.now()) return void to.write(chunk);
+          due = Math.max(due, Date.now() + latency);
+          setTimeout(() => !to.destroyed && to.write(chunk), due - Date.now());
+        };
       };
-      client.on('data', pass(upstream));
-      upstream.on('data', pass(client));
+      client.on('data', pass(upstream, 'toTarget'));
+      upstream.on('data', pass(client, 'fromTarget'));
     });
     this.server = server;
     await new Promise<void>((resolve, reject) => {
@@ -96,6 +104,16 @@ export class TcpProxy {
     on: async (): Promise<void> => void (this.silent = true),
     off: async (): Promise<void> => this.endSilence(),
   };
+
+  /**
+   * A slow link: every chunk is passed on `ms` later (in order) — both ways, so a round trip takes at
+   * least twice that, or only the target's answers (`'answers'`: requests arrive on time, answers late,
+   * as when a call is carried out but its answer comes after the client gave up). `delay(0)` ends it
+   * (chunks already delayed still arrive late).
+   */
+  delay(ms: number, which: 'both' | 'answers' = 'both'): void {
+    this.latency = { toTarget: which === 'both' ? ms : 0, fromTarget: ms };
+  }
 
   async close(): Promise<void> {
     await this.stop();
