@@ -398,7 +398,7 @@ describe('checkDelivery', () => {
     expect(checks.every((c) => c.pass)).toBe(true);
     expect(new Set(checks.map((c) => c.variant))).toEqual(new Set(['blocking', 'deferred', 'deferred-offload', 'deferred-spool']));
     expect(checks.find((c) => c.scenario === 'mix' && c.adapter === 'fastify' && c.variant === 'deferred-spool')).toMatchObject({
-      measured: '950/950, 950/950 acked',
+      measured: '950/950, all acked',
       pass: true,
     });
   });
@@ -425,7 +425,7 @@ describe('checkDelivery', () => {
     const agreeing = passingRows().map((r) => (r.scenario === 'bull-local' && r.variant === 'deferred' ? { ...r, itemsAtDestination: 200 } : r));
     expect(checkDelivery(agreeing).find((c) => c.scenario === 'bull-local' && c.variant === 'deferred')).toMatchObject({
       pass: true,
-      measured: '200/200, 200 at the destination',
+      measured: '200/200, destination agrees',
     });
   });
 
@@ -571,7 +571,7 @@ describe('renderers', () => {
     expect(md).toContain('| bull-local | express | deferred-offload | **7,000** | 10.0 | 9.0 | 20.0 | 200 | 75 | 125 | 210/210 |  | 0.88× | 2.33× | 4.67× | 1.17× |');
     expect(md).toContain('- `deferred-offload` (Bull, BullMQ and HTTP-log scenarios)');
     expect(md).toContain(
-      '| bull-local | express | blocking 100/100; deferred 200/200; deferred-offload 210/210; deferred-spool 190/190, 190/190 acked | ok |',
+      '| bull-local | express | blocking 100/100; deferred 200/200; deferred-offload 210/210; deferred-spool 190/190, all acked | ok |',
     );
     expect(md).toContain('| sim5-tail | express | article-tap | 3,500 |');
     expect(md).toContain('- `event-emitter`: the handler emits');
@@ -663,14 +663,14 @@ describe('renderers', () => {
       '| --- | --- | --- | --- |',
       '| sim5 | express | blocking 100/100; deferred 200/200 | ok |',
       '| sim5 | fastify | blocking 100/100; deferred 200/200 | ok |',
-      '| http-log | express | blocking 100/100; deferred 200/200; deferred-offload 210/210; deferred-spool 190/190, 190/190 acked | ok |',
-      '| http-log | fastify | blocking 100/100; deferred-offload 210/210; deferred-spool 190/190, 190/190 acked | **failed**: http-log/fastify/deferred: 197 of 200, 3 lost |',
+      '| http-log | express | blocking 100/100; deferred 200/200; deferred-offload 210/210; deferred-spool 190/190, all acked | ok |',
+      '| http-log | fastify | blocking 100/100; deferred-offload 210/210; deferred-spool 190/190, all acked | **failed**: http-log/fastify/deferred: 197 of 200, 3 lost |',
     ]);
     expect(renderDeliveryText(checkDelivery(lost)).split('\n')).toEqual([
       '  ok    express  sim5: blocking 100/100; deferred 200/200',
       '  ok    fastify  sim5: blocking 100/100; deferred 200/200',
-      '  ok    express  http-log: blocking 100/100; deferred 200/200; deferred-offload 210/210; deferred-spool 190/190, 190/190 acked',
-      '  ok    fastify  http-log: blocking 100/100; deferred-offload 210/210; deferred-spool 190/190, 190/190 acked',
+      '  ok    express  http-log: blocking 100/100; deferred 200/200; deferred-offload 210/210; deferred-spool 190/190, all acked',
+      '  ok    fastify  http-log: blocking 100/100; deferred-offload 210/210; deferred-spool 190/190, all acked',
       'FAILED  fastify  http-log/fastify/deferred: 197 of 200, 3 lost',
     ]);
   });

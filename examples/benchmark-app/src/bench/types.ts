@@ -275,7 +275,7 @@ export interface DeliveryCheck {
   scenario: ScenarioId;
   adapter: Adapter;
   variant: Variant;
-  /** What was counted, e.g. `1,200/1,200, 1,200 at the destination` or, when it failed, what fell short. */
+  /** What was counted, e.g. `1,200/1,200, destination agrees` (`, all acked` when spooled) or, when it failed, what fell short. */
   measured: string;
   /**
    * `true` when delivered = expected with nothing lost, the destination's own count (where it has one)
