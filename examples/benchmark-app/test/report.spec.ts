@@ -22,6 +22,7 @@ import {
   renderDeliveryText,
   replaceDeliverySection,
   spoolSummary,
+  summaryLines,
 } from '../src/bench/report';
 import { escapeXml, niceMax, renderSvg } from '../src/bench/svg';
 import type { Adapter, BenchReport, CompressionRow, ResultRow, RunSample, ScenarioId, SpoolFigures, Variant } from '../src/bench/types';
@@ -683,6 +684,28 @@ describe('renderers', () => {
       const printed = [renderMarkdown(full, 'latest.svg'), renderDeliveryText(full.delivery), renderTable(set), renderSpoolText(set)].join('\n');
       expect(printed).not.toMatch(/≥|≤|not met|\bmet\b|threshold|target/i);
     }
+  });
+
+  it('sums up each scenario in figures: deferred ÷ the other routes, p99 latencies and loop delay', () => {
+    const figures = passingRows('fastify')
+      .filter((r) => r.scenario === 'sim5' || r.scenario === 'bull-local')
+      .map((r) => {
+        if (r.scenario !== 'sim5') return r;
+        if (r.variant === 'deferred') return { ...r, latencyP99Ms: 3.04, loopDelayP99Ms: 1.26 };
+        if (r.variant === 'blocking') return { ...r, latencyP99Ms: 12.55 };
+        return r;
+      });
+    expect(summaryLines(figures)).toEqual([
+      'sim5 fastify: deferred ÷ plain 0.93×, ÷ blocking 4.38×, ÷ article-tap 2.00×, ÷ event-emitter 4.00×; ' +
+        'p99 deferred 3.0 ms, blocking 12.6 ms, event-emitter 20.0 ms; loop delay p99 1.3 ms',
+      'bull-local fastify: deferred ÷ plain 0.75×, ÷ blocking 1.20×, ÷ article-tap 2.00×, ÷ event-emitter 4.00×; ' +
+        'p99 deferred 20.0 ms, blocking 20.0 ms, event-emitter 20.0 ms',
+    ]);
+    const md = renderMarkdown({ ...report, rows: figures }, 'latest.svg');
+    expect(md).toContain('## Summary\n');
+    expect(md).toContain('\n- sim5 fastify: deferred ÷ plain 0.93×');
+    // a scenario without a deferred route has no line
+    expect(summaryLines(figures.filter((r) => r.variant !== 'deferred'))).toEqual([]);
   });
 
   it('re-renders the delivery section of a saved report from its rows, keeping the rest', () => {

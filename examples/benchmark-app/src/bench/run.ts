@@ -61,6 +61,7 @@ import {
   renderJson,
   renderMarkdown,
   renderSpoolText,
+  summaryLines,
   renderTable,
   renderDeliveryText,
   DELIVERY_TITLE,
@@ -717,6 +718,8 @@ async function main(): Promise<void> {
   const spoolText = renderSpoolText(rows);
   if (spoolText) log(`${spoolText}\n`);
   if (compressionRows.length > 0) log(`Compression (handler vs send time, from stats().routes):\n${renderCompressionTable(compressionRows)}\n`);
+  const summary = summaryLines(rows);
+  if (summary.length > 0) log(`Summary:\n${summary.map((line) => `  ${line}`).join('\n')}\n`);
   log(`${DELIVERY_TITLE}:\n${renderDeliveryText(report.delivery)}\n`);
   for (const [id, broker] of Object.entries(BROKER_SCENARIOS) as Array<[ScenarioId, { need: string; url: string }]>) {
     if (!wanted(id)) continue;
