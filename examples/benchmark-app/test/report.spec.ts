@@ -5,7 +5,7 @@ import {
   renderClientCpuPerJobText,
   renderCompressionJson,
   renderCompressionTable,
-  checkTargets,
+  checkDelivery,
   computeRatios,
   pairedRatio,
   percentile,
@@ -18,12 +18,14 @@ import {
   renderSpoolMarkdown,
   renderSpoolText,
   renderTable,
-  renderTargets,
-  renderTargetsText,
+  renderDelivery,
+  renderDeliveryText,
+  replaceDeliverySection,
   spoolSummary,
+  summaryLines,
 } from '../src/bench/report';
 import { escapeXml, niceMax, renderSvg } from '../src/bench/svg';
-import type { Adapter, BenchReport, CompressionRow, ResultRow, RunSample, ScenarioId, SpoolFigures, TargetCheck, Variant } from '../src/bench/types';
+import type { Adapter, BenchReport, CompressionRow, ResultRow, RunSample, ScenarioId, SpoolFigures, Variant } from '../src/bench/types';
 
 /** The CPU split of a fixture: no worker unless given, the request thread the rest. */
 function split(overrides: { cpuUsPerRequest?: number; workerCpuUsPerRequest?: number; requestThreadCpuUsPerRequest?: number }, cpu = 100) {
@@ -139,8 +141,11 @@ function spoolFigures(items: number, overrides: Partial<SpoolFigures> = {}): Spo
   return { fsyncs: 60, fsyncsPerSec: 10, appended: items, acked: items, pending: 0, syncErrors: 0, refused: 0, failed: 0, ...overrides };
 }
 
-/** Checks with a threshold (not the figures reported without one). */
-const gated = (checks: ReturnType<typeof checkTargets>) => checks.filter((c) => !c.reportOnly);
+/** The delivery checks that failed, as `scenario/adapter/variant: measured`. */
+const failedDelivery = (rows: readonly ResultRow[]) =>
+  checkDelivery(rows)
+    .filter((c) => !c.pass)
+    .map((c) => `${c.scenario}/${c.adapter}/${c.variant}: ${c.measured}`);
 
 describe('median and ratio', () => {
   it('takes the middle value, or the mean of the two middle ones, ignoring non-finite values', () => {
@@ -368,246 +373,95 @@ describe('deferred-spool (the disk spool)', () => {
     expect(sim5).toMatchObject({ deferredSpoolVsPlain: undefined, deferredSpoolVsDeferred: undefined });
   });
 
-  it('checks deferred-spool ÷ plain ≥ 0.80× in bull-local, per adapter, and leaves it unevaluated when not run', () => {
-    const target = 'bull-local, disk spool vs no side effect: deferred-spool/plain req/s ≥ 0.80×';
-    expect(checkTargets(passingRows()).find((c) => c.target === target)).toMatchObject({ measured: '0.85×', pass: true });
-    const slow = passingRows().map((r) => (r.scenario === 'bull-local' && r.variant === 'deferred-spool' ? { ...r, reqPerSec: 6000 } : r));
-    expect(checkTargets(slow).find((c) => c.target === target)).toMatchObject({ measured: '0.75×', pass: false });
-    const none = passingRows().filter((r) => r.variant !== 'deferred-spool');
-    expect(checkTargets(none).find((c) => c.target === target)).toMatchObject({ measured: 'n/a', pass: undefined });
-    // the deferred ÷ plain checks never pick the spooled route, even when it is the fastest
-    const fast = passingRows().map((r) => (r.scenario === 'mix' && r.variant === 'deferred-spool' ? { ...r, reqPerSec: 7400 } : r));
-    expect(checkTargets(fast).find((c) => c.target.startsWith('mix, deferred vs no side effect'))).toMatchObject({ measured: '0.95×' });
-  });
-
-  it('counts the deferred-spool deliveries in "delivered = expected", every spooled item acked and none left pending', () => {
-    const delivered = (rows: ResultRow[]) => checkTargets(rows).find((c) => c.target.startsWith('delivered'))!;
-    expect(delivered(passingRows())).toMatchObject({ pass: true });
+  it('checks the deferred-spool deliveries: every spooled item acked and none left pending', () => {
+    expect(failedDelivery(passingRows())).toEqual([]);
     const pending = passingRows().map((r) =>
       r.scenario === 'http-log' && r.variant === 'deferred-spool' ? { ...r, spool: spoolFigures(190, { acked: 188, pending: 2 }) } : r,
     );
-    expect(delivered(pending)).toMatchObject({ pass: false, measured: 'http-log/deferred-spool: 190 of 190, spool: 190 appended, 188 acked, 2 pending' });
+    expect(failedDelivery(pending)).toEqual(['http-log/express/deferred-spool: 190 of 190, spool: 190 appended, 188 acked, 2 pending']);
     expect(renderTable(pending)).toContain('190/190 (spool: 188 of 190 acked, 2 pending!)');
     const refused = passingRows().map((r) =>
       r.scenario === 'mix' && r.variant === 'deferred-spool'
         ? { ...r, itemsDelivered: 940, itemsLost: 10, spool: spoolFigures(940, { refused: 10 }) }
         : r,
     );
-    expect(delivered(refused).measured).toBe('mix/deferred-spool: 940 of 950, 10 lost, spool: 940 appended, 940 acked, 0 pending, 10 refused, 0 failed, 0 sync errors');
+    expect(failedDelivery(refused)).toEqual([
+      'mix/express/deferred-spool: 940 of 950, 10 lost, spool: 940 appended, 940 acked, 0 pending, 10 refused, 0 failed, 0 sync errors',
+    ]);
   });
 });
 
-describe('checkTargets', () => {
-  it('marks every check met for a passing result set', () => {
-    const checks = checkTargets(passingRows());
-    expect(checks).toHaveLength(35);
-    expect(gated(checks)).toHaveLength(21);
-    expect(gated(checks).every((c) => c.pass === true)).toBe(true);
-    expect(checks.find((c) => c.target.startsWith('sim25 vs sim5: deferred req/s within 10%'))?.measured).toBe('-2.9%');
-  });
-
-  it('reports misses with the measured value', () => {
-    const rows = passingRows().map((r) => {
-      if (r.scenario === 'sim5' && r.variant === 'blocking') return { ...r, reqPerSec: 2500 };
-      if (r.scenario === 'mix' && r.variant === 'deferred') return { ...r, cpuUsPerRequest: 160 };
-      if (r.scenario === 'http-log' && r.variant === 'deferred') return { ...r, itemsDelivered: 199 };
-      return r;
+describe('checkDelivery', () => {
+  it('passes every route that hands items on when everything was delivered, one check per scenario × adapter × route', () => {
+    const checks = checkDelivery([...passingRows('express'), ...passingRows('fastify')]);
+    // per adapter: blocking and deferred in 9 scenarios, deferred-offload in 5, deferred-spool in 3
+    expect(checks).toHaveLength(2 * 26);
+    expect(checks.every((c) => c.pass)).toBe(true);
+    expect(new Set(checks.map((c) => c.variant))).toEqual(new Set(['blocking', 'deferred', 'deferred-offload', 'deferred-spool']));
+    expect(checks.find((c) => c.scenario === 'mix' && c.adapter === 'fastify' && c.variant === 'deferred-spool')).toMatchObject({
+      measured: '950/950, all acked',
+      pass: true,
     });
-    const checks = checkTargets(rows);
-    const byTarget = (prefix: string) => checks.find((c) => c.target.startsWith(prefix))!;
-    expect(byTarget('sim5, deferred vs awaiting a 5 ms call')).toMatchObject({ pass: false, measured: '2.80×' });
-    expect(byTarget("mix, the library's CPU vs a no-op interceptor")).toMatchObject({ pass: false, measured: '1.23×' });
-    expect(byTarget('delivered')).toMatchObject({ pass: false, measured: 'http-log/deferred: 199 of 200' });
   });
 
-  it('counts items the library lost as a miss even when the totals match', () => {
+  it('fails a route with a lost item and names it, even when the totals match', () => {
     const rows = passingRows().map((r) => (r.scenario === 'mix' && r.variant === 'deferred' ? { ...r, itemsLost: 3 } : r));
-    expect(checkTargets(rows).find((c) => c.target.startsWith('delivered'))?.pass).toBe(false);
+    expect(failedDelivery(rows)).toEqual(['mix/express/deferred: 1000 of 1000, 3 lost']);
+    const short = passingRows().map((r) => (r.scenario === 'http-log' && r.variant === 'deferred' ? { ...r, itemsDelivered: 199 } : r));
+    expect(failedDelivery(short)).toEqual(['http-log/express/deferred: 199 of 200']);
+    const offload = passingRows().map((r) =>
+      r.scenario === 'http-log' && r.variant === 'deferred-offload' ? { ...r, itemsDelivered: 205, itemsLost: 5 } : r,
+    );
+    expect(failedDelivery(offload)).toEqual(['http-log/express/deferred-offload: 205 of 210, 5 lost']);
+    const blocking = passingRows().map((r) => (r.scenario === 'sim25' && r.variant === 'blocking' ? { ...r, itemsDelivered: 90 } : r));
+    expect(failedDelivery(blocking)).toEqual(['sim25/express/blocking: 90 of 100']);
   });
 
-  it('counts a destination that disagrees with stats() as a miss', () => {
+  it("fails a route whose destination's own count disagrees with stats()", () => {
     const rows = passingRows().map((r) =>
       r.scenario === 'bull-local' && r.variant === 'deferred' ? { ...r, itemsAtDestination: 198 } : r,
     );
-    const check = checkTargets(rows).find((c) => c.target.startsWith('delivered'))!;
-    expect(check).toMatchObject({ pass: false, measured: 'bull-local/deferred: 200 of 200, 198 at the destination' });
+    expect(failedDelivery(rows)).toEqual(['bull-local/express/deferred: 200 of 200, 198 at the destination']);
     expect(renderTable(rows)).toContain('200/200 (198 at destination!)');
+    const agreeing = passingRows().map((r) => (r.scenario === 'bull-local' && r.variant === 'deferred' ? { ...r, itemsAtDestination: 200 } : r));
+    expect(checkDelivery(agreeing).find((c) => c.scenario === 'bull-local' && c.variant === 'deferred')).toMatchObject({
+      pass: true,
+      measured: '200/200, destination agrees',
+    });
   });
 
-  it('leaves skipped scenarios unevaluated and says why', () => {
-    const rows = passingRows().filter((r) => !r.scenario.startsWith('bull'));
-    const checks = checkTargets(rows, [{ scenario: 'bull-local', scenarioLabel: 'x', reason: 'no Redis: not found' }]);
-    const local = checks.find((c) => c.target.startsWith('bull-local, Bull batching vs await queue.add'))!;
-    expect(local).toMatchObject({ pass: undefined, measured: 'skipped: no Redis: not found' });
-    expect(checks.find((c) => c.target.startsWith('bull-proxy, Bull batching vs await queue.add'))).toMatchObject({ pass: undefined, measured: 'not run' });
+  it('fails a route with unhandled rejections, errors or non-2xx responses', () => {
+    const rows = passingRows().map((r) => {
+      if (r.scenario === 'sim5' && r.variant === 'deferred') return { ...r, unhandledRejections: 2 };
+      if (r.scenario === 'sim25' && r.variant === 'deferred') return { ...r, errors: 1, non2xx: 4 };
+      return r;
+    });
+    expect(failedDelivery(rows)).toEqual([
+      'sim5/express/deferred: 200 of 200, 2 unhandled rejections',
+      'sim25/express/deferred: 200 of 200, 1 error, 4 non-2xx',
+    ]);
   });
 
   it('evaluates each adapter separately', () => {
-    const checks = checkTargets([...passingRows('express'), ...passingRows('fastify')]);
-    expect(checks.filter((c) => c.adapter === 'fastify')).toHaveLength(35);
-    expect(gated(checks).filter((c) => c.adapter === 'fastify')).toHaveLength(21);
-  });
-
-  it('reports the SQL ratios deferred ÷ blocking and deferred ÷ event-emitter without a threshold, and counts their deliveries', () => {
-    const pg = passingRows()
-      .filter((r) => r.scenario === 'bullmq-local' && r.variant !== 'deferred-offload')
-      .map((r) => ({ ...r, scenario: 'pg-local' as const, scenarioLabel: 'PostgreSQL row', itemsAtDestination: r.itemsDelivered }));
-    const checks = checkTargets([...passingRows(), ...pg], [{ scenario: 'mysql-local', scenarioLabel: 'MySQL row', reason: 'no database' }]);
-    const sql = checks.filter((c) => c.target.startsWith('pg-local') || c.target.startsWith('mysql-local'));
-    expect(sql.map((c) => [c.target, c.measured, c.pass, c.reportOnly])).toEqual([
-      ['pg-local, batched rows vs await INSERT: deferred/blocking req/s', '1.23×', undefined, true],
-      ['pg-local, batched rows vs an async @OnEvent listener awaiting INSERT: deferred/event-emitter req/s', '4.00×', undefined, true],
-      ['mysql-local, batched rows vs await INSERT: deferred/blocking req/s', 'skipped: no database', undefined, true],
-      ['mysql-local, batched rows vs an async @OnEvent listener awaiting INSERT: deferred/event-emitter req/s', 'skipped: no database', undefined, true],
-    ]);
-    expect(checks.find((c) => c.target === 'delivered = expected, every scenario')?.pass).toBe(true);
-    // a row missing from the table fails the delivery check
-    const lost = pg.map((r) => (r.variant === 'deferred' ? { ...r, itemsAtDestination: r.itemsDelivered - 1 } : r));
-    const failed = checkTargets([...passingRows(), ...lost]).find((c) => c.target === 'delivered = expected, every scenario')!;
-    expect(failed.pass).toBe(false);
-    expect(failed.measured).toMatch(/^pg-local\/deferred: (\d+) of \1, \d+ at the destination$/);
-  });
-
-  it('reports the BullMQ ratios deferred ÷ blocking and deferred ÷ plain without a threshold, per adapter', () => {
-    const checks = checkTargets([...passingRows('express'), ...passingRows('fastify')]);
-    const reported = checks.filter((c) => c.reportOnly && c.target.includes('BullMQ'));
-    expect(reported.map((c) => [c.adapter, c.target, c.measured, c.pass])).toEqual([
-      ['express', 'bullmq-local, BullMQ batching vs await queue.add: deferred/blocking req/s', '1.23×', undefined],
-      ['express', 'bullmq-local, deferred BullMQ job vs no side effect: deferred/plain req/s', '0.80×', undefined],
-      ['express', 'bullmq-proxy, BullMQ batching vs await queue.add, Redis at 30 ms RTT: deferred/blocking req/s', '20.00×', undefined],
-      ['express', 'bullmq-proxy, deferred BullMQ job vs no side effect, Redis at 30 ms RTT: deferred/plain req/s', '0.78×', undefined],
-      ['fastify', 'bullmq-local, BullMQ batching vs await queue.add: deferred/blocking req/s', '1.23×', undefined],
-      ['fastify', 'bullmq-local, deferred BullMQ job vs no side effect: deferred/plain req/s', '0.80×', undefined],
-      ['fastify', 'bullmq-proxy, BullMQ batching vs await queue.add, Redis at 30 ms RTT: deferred/blocking req/s', '20.00×', undefined],
-      ['fastify', 'bullmq-proxy, deferred BullMQ job vs no side effect, Redis at 30 ms RTT: deferred/plain req/s', '0.78×', undefined],
-    ]);
-    expect(renderTargets(reported.slice(0, 1))).toContain('| express | bullmq-local, BullMQ batching vs await queue.add: deferred/blocking req/s | 1.23× | reported |');
-    expect(renderTargetsText(reported.slice(0, 1))).toBe(' info    express  bullmq-local, BullMQ batching vs await queue.add: deferred/blocking req/s: 1.23×');
-  });
-
-  it('counts the BullMQ deliveries in "delivered = expected" and says when BullMQ was skipped', () => {
-    const rows = passingRows().map((r) =>
-      r.scenario === 'bullmq-proxy' && r.variant === 'deferred' ? { ...r, itemsAtDestination: 190 } : r,
+    const rows = [...passingRows('express'), ...passingRows('fastify')].map((r) =>
+      r.adapter === 'fastify' && r.scenario === 'bullmq-proxy' && r.variant === 'deferred' ? { ...r, itemsAtDestination: 190 } : r,
     );
-    expect(checkTargets(rows).find((c) => c.target.startsWith('delivered'))).toMatchObject({
-      pass: false,
-      measured: 'bullmq-proxy/deferred: 200 of 200, 190 at the destination',
-    });
-    const withoutBullMq = passingRows().filter((r) => !r.scenario.startsWith('bullmq'));
-    const checks = checkTargets(withoutBullMq, [{ scenario: 'bullmq-local', scenarioLabel: 'x', reason: 'sink not available' }]);
-    const skippedLocal = checks.find((c) => c.target === 'bullmq-local, deferred BullMQ job vs no side effect: deferred/plain req/s')!;
-    expect(skippedLocal).toMatchObject({ measured: 'skipped: sink not available', reportOnly: true });
-    expect(skippedLocal.pass).toBeUndefined();
-    expect(checks.find((c) => c.target === 'bullmq-proxy, BullMQ batching vs await queue.add, Redis at 30 ms RTT: deferred/blocking req/s')?.measured).toBe('not run');
-    // the BullMQ deferred ÷ plain checks are left unevaluated too; everything evaluated is met
-    expect(checks.find((c) => c.target.startsWith('bullmq-local, deferred vs no side effect'))).toMatchObject({ pass: undefined, measured: 'skipped: sink not available' });
-    expect(gated(checks).filter((c) => c.pass !== undefined)).toHaveLength(19);
-    expect(gated(checks).filter((c) => c.pass !== undefined).every((c) => c.pass === true)).toBe(true);
+    expect(failedDelivery(rows)).toEqual(['bullmq-proxy/fastify/deferred: 200 of 200, 190 at the destination']);
   });
 
-  it('checks the slow tail: deferred ÷ plain ≥ 0.85× and every deferred callback delivered', () => {
-    const met = checkTargets(passingRows());
-    expect(met.find((c) => c.target.startsWith('sim5-tail, slow tail (1 call in 1000'))).toMatchObject({ pass: true, measured: '0.88×' });
-    expect(met.find((c) => c.target.startsWith('sim5-tail, slow tail: delivered'))).toMatchObject({ pass: true, measured: '200 of 200' });
-    const rows = passingRows().map((r) =>
-      r.scenario === 'sim5-tail' && r.variant === 'deferred' ? { ...r, reqPerSec: 6000, itemsDelivered: 120, itemsLost: 80 } : r,
-    );
-    const checks = checkTargets(rows);
-    expect(checks.find((c) => c.target.startsWith('sim5-tail, slow tail (1 call in 1000'))).toMatchObject({ pass: false, measured: '0.75×' });
-    expect(checks.find((c) => c.target.startsWith('sim5-tail, slow tail: delivered'))).toMatchObject({ pass: false, measured: '120 of 200, 80 lost' });
-    expect(checks.find((c) => c.target.startsWith('delivered'))).toMatchObject({ pass: false, measured: 'sim5-tail/deferred: 120 of 200, 80 lost' });
-    const notRun = checkTargets(passingRows().filter((r) => r.scenario !== 'sim5-tail'));
-    expect(notRun.find((c) => c.target.startsWith('sim5-tail, slow tail: delivered'))).toMatchObject({ pass: undefined, measured: 'not run' });
-  });
-
-  it('checks deferred ÷ plain and ÷ the peers with the better deferred route, naming it', () => {
-    const checks = checkTargets(passingRows());
-    const byTarget = (prefix: string) => checks.find((c) => c.target.startsWith(prefix))!;
-    expect(byTarget('sim5, deferred vs no side effect')).toMatchObject({ target: 'sim5, deferred vs no side effect: deferred/plain req/s ≥ 0.90×', measured: '0.93×', pass: true });
-    expect(byTarget('bull-local, deferred vs no side effect')).toMatchObject({
-      target: 'bull-local, deferred vs no side effect: deferred/plain req/s ≥ 0.85× (better of deferred, deferred-offload)',
-      measured: '0.88× (deferred-offload)',
-      pass: true,
-    });
-    expect(byTarget('http-log, deferred vs no side effect')).toMatchObject({ measured: '0.91× (deferred-offload)', pass: true });
-    // request thread: deferred-offload 200 − 75 = 125 µs, deferred 140 µs; plain 120 µs
-    expect(byTarget('bull-local, request-thread CPU per Bull job')).toMatchObject({ measured: '5.0 µs (deferred-offload); deferred 20.0 µs', pass: true });
-    expect(byTarget("deferred vs the article's tap interceptor")).toMatchObject({
-      target: "deferred vs the article's tap interceptor: deferred/article-tap req/s ≥ 1.15×, every scenario (lowest; better deferred route each)",
-      measured: '2.00× (sim5, deferred)',
-      pass: true,
-    });
-    expect(byTarget('deferred vs @nestjs/event-emitter')).toMatchObject({ measured: '4.00× (sim5, deferred)', pass: true });
-    // Fastify's article-tap threshold is 1.5×
-    const fastify = checkTargets(passingRows('fastify')).find((c) => c.target.startsWith("deferred vs the article's tap interceptor"))!;
-    expect(fastify.target).toContain('≥ 1.50×');
-  });
-
-  it('reports what the peer thresholds ask of deferred ÷ plain, and says when that is more than plain', () => {
-    const asks = (checks: TargetCheck[], label: string) => checks.find((c) => c.target.startsWith(`what deferred/${label}`))!;
-    const met = checkTargets(passingRows('fastify'));
-    expect(asks(met, 'article-tap')).toMatchObject({ reportOnly: true });
-    expect(asks(met, 'article-tap').pass).toBeUndefined();
-    expect(asks(met, 'article-tap').target).toBe('what deferred/article-tap ≥ 1.50× asks of deferred/plain req/s (article-tap/plain × 1.50; highest)');
-    expect(asks(met, 'article-tap').measured).not.toContain('more than');
-    // Fastify, sim5: the hand-written interceptor at 0.72× plain; 1.5× of it is 1.08× plain
-    const rows = passingRows('fastify').map((r) => (r.scenario === 'sim5' && r.variant === 'article-tap' ? { ...r, reqPerSec: 7500 * 0.72 } : r));
-    expect(asks(checkTargets(rows), 'article-tap').measured).toBe('1.08× (sim5) — more than the route with no side effect');
-    const emitter = passingRows('fastify').map((r) => (r.scenario === 'sim25' && r.variant === 'event-emitter' ? { ...r, reqPerSec: 7500 * 0.8 } : r));
-    expect(asks(checkTargets(emitter), 'event-emitter').measured).toBe('0.84× (sim25)');
-  });
-
-  it('reports the deferred ÷ plain and ÷ peer checks not met with the measured value', () => {
-    const rows = passingRows().map((r) => {
-      if (r.scenario === 'mix' && r.variant === 'deferred') return { ...r, reqPerSec: 6000 };
-      // the offloaded route slower than the in-process one: the in-process one is the better
-      if (r.scenario === 'bull-proxy' && r.variant === 'deferred-offload') return { ...r, reqPerSec: 5000 };
-      if (r.scenario === 'bull-proxy' && r.variant === 'deferred') return { ...r, reqPerSec: 6400 };
-      // the worker takes less off the request thread than needed
-      if (r.scenario === 'bull-local' && r.variant === 'deferred-offload') return { ...r, workerCpuUsPerRequest: 50, requestThreadCpuUsPerRequest: 150 };
-      if (r.scenario === 'sim5-tail' && r.variant === 'article-tap') return { ...r, reqPerSec: 6500 };
-      if (r.scenario === 'http-log' && r.variant === 'event-emitter') return { ...r, reqPerSec: 7100 };
-      return r;
-    });
-    const checks = checkTargets(rows);
-    const byTarget = (prefix: string) => checks.find((c) => c.target.startsWith(prefix))!;
-    expect(byTarget('mix, deferred vs no side effect')).toMatchObject({ measured: '0.80×', pass: false });
-    expect(byTarget('bull-proxy, deferred vs no side effect')).toMatchObject({ measured: '0.80× (deferred)', pass: false });
-    expect(byTarget('bull-local, request-thread CPU per Bull job')).toMatchObject({ measured: '20.0 µs (deferred); deferred-offload 30.0 µs', pass: false });
-    expect(byTarget("deferred vs the article's tap interceptor")).toMatchObject({ measured: '1.08× (sim5-tail, deferred)', pass: false });
-    expect(byTarget('deferred vs @nestjs/event-emitter')).toMatchObject({ measured: '1.03× (http-log, deferred-offload)', pass: false });
-  });
-
-  it('counts the deferred-offload deliveries in "delivered = expected"', () => {
-    const rows = passingRows().map((r) =>
-      r.scenario === 'http-log' && r.variant === 'deferred-offload' ? { ...r, itemsDelivered: 205, itemsLost: 5 } : r,
-    );
-    expect(checkTargets(rows).find((c) => c.target.startsWith('delivered'))).toMatchObject({
-      pass: false,
-      measured: 'http-log/deferred-offload: 205 of 210, 5 lost',
-    });
-  });
-
-  it('leaves the checks of a scenario not run unevaluated', () => {
-    const checks = checkTargets(passingRows().filter((r) => r.scenario !== 'bull-local'), [
-      { scenario: 'bull-local', scenarioLabel: 'x', reason: 'no Redis: not found' },
-    ]);
-    expect(checks.find((c) => c.target.startsWith('bull-local, request-thread CPU per Bull job'))).toMatchObject({
-      pass: undefined,
-      measured: 'skipped: no Redis: not found',
-    });
-    expect(checks.find((c) => c.target.startsWith('bull-local, deferred vs no side effect'))?.pass).toBeUndefined();
-  });
-
-  it('shows what a peer lost in its row without counting it against the library', () => {
+  it("shows what a peer lost in its row without counting it against the library", () => {
     const rows = passingRows().map((r) =>
       r.scenario === 'http-log' && r.variant === 'article-tap' ? { ...r, itemsDelivered: 140, unhandledRejections: 10 } : r,
     );
-    expect(checkTargets(rows).find((c) => c.target.startsWith('delivered'))?.pass).toBe(true);
+    expect(failedDelivery(rows)).toEqual([]);
     const line = renderTable(rows)
       .split('\n')
       .find((l) => l.startsWith('http-log') && l.includes('article-tap'))!;
     expect(line).toContain('140/150 (10 unhandled rejections!)');
+  });
+
+  it('has nothing to check for a run without items', () => {
+    expect(checkDelivery(passingRows().filter((r) => r.variant === 'plain' || r.variant === 'noop-interceptor'))).toEqual([]);
   });
 });
 
@@ -622,7 +476,7 @@ describe('renderers', () => {
     compression: [],
     skipped: [{ scenario: 'bull-proxy', scenarioLabel: 'Bull <proxy>', reason: 'no Redis' }],
     ratios: computeRatios(rows),
-    targets: checkTargets(rows),
+    delivery: checkDelivery(rows),
   };
 
   it('prints an aligned table with ratios on the deferred rows', () => {
@@ -664,7 +518,6 @@ describe('renderers', () => {
     expect(md).toContain(renderSpoolMarkdown(rows));
     expect(md).toContain('| mix | express | 6,390 | 0.85× | 0.90× | 10.0 | +10.0 | +6.0 | 950/950 | 0 | yes |');
     expect(md).toContain('- `deferred-spool` (`bull-local`, `http-log` and `mix`)');
-    expect(md).toContain('| express | bull-local, disk spool vs no side effect: deferred-spool/plain req/s ≥ 0.80× | 0.85× | met |');
     const text = renderSpoolText(rows).split('\n');
     expect(text[0]).toMatch(/^Disk spool \(the `deferred-spool` route/);
     expect(text[1]).toMatch(/^scenario\s+adapter\s+req\/s\s+÷ plain\s+÷ deferred\s+fsyncs\/s/);
@@ -709,16 +562,18 @@ describe('renderers', () => {
     ]);
   });
 
-  it('writes Markdown with the chart, the table, the checks and what was skipped', () => {
+  it('writes Markdown with the chart, the table, the delivery checks and what was skipped', () => {
     const md = renderMarkdown(report, 'latest.svg');
     expect(md).toContain('![req/s and CPU per request by scenario and variant](latest.svg)');
     expect(md).toContain(renderMarkdownTable(rows));
     expect(md).toContain('| sim25 | express | deferred | **6,800** |');
-    expect(md).toContain('## Checks\n');
+    expect(md).toContain('## Delivery\n');
+    expect(md).not.toContain('## Checks');
     expect(md).toContain('| bull-local | express | deferred-offload | **7,000** | 10.0 | 9.0 | 20.0 | 200 | 75 | 125 | 210/210 |  | 0.88× | 2.33× | 4.67× | 1.17× |');
     expect(md).toContain('- `deferred-offload` (Bull, BullMQ and HTTP-log scenarios)');
-    expect(md).toContain('| express | bull-local, request-thread CPU per Bull job (best deferred route − plain) ≤ 10 µs | 5.0 µs (deferred-offload); deferred 20.0 µs | met |');
-    expect(md).toContain('| express | bullmq-proxy, BullMQ batching vs await queue.add, Redis at 30 ms RTT: deferred/blocking req/s | 20.00× | reported |');
+    expect(md).toContain(
+      '| bull-local | express | blocking 100/100; deferred 200/200; deferred-offload 210/210; deferred-spool 190/190, all acked | ok |',
+    );
     expect(md).toContain('| sim5-tail | express | article-tap | 3,500 |');
     expect(md).toContain('- `event-emitter`: the handler emits');
     expect(md).toContain('**bull-proxy** (Bull <proxy>): no Redis');
@@ -775,16 +630,11 @@ describe('renderers', () => {
     expect(md).toContain('**Worker CPU overstated** in bull-local express deferred-offload');
     expect(md).toContain('| bull-local | express | deferred-offload | **7,000** | 10.0 | 9.0 | 20.0 | 215 | 256 | -41 |');
     expect(renderMarkdown(report, 'latest.svg')).not.toContain('Worker CPU overstated');
-    expect(checkTargets(contended).find((c) => c.target.startsWith('bull-local, request-thread CPU per Bull job'))).toMatchObject({
-      pass: undefined,
-      measured: '-161.0 µs (deferred-offload); deferred 20.0 µs — worker CPU overstated (contended machine), not evaluated',
-    });
     // below the plain route's request thread, though positive: overstated as well
     const below = rows.map((r) =>
       r.scenario === 'bull-local' && r.variant === 'deferred-offload' ? { ...r, cpuUsPerRequest: 200, workerCpuUsPerRequest: 100, requestThreadCpuUsPerRequest: 100 } : r,
     );
     expect(renderMarkdown({ ...report, rows: below }, 'latest.svg')).toContain('**Worker CPU overstated** in bull-local express deferred-offload:');
-    expect(checkTargets(below).find((c) => c.target.startsWith('bull-local, request-thread CPU per Bull job'))?.pass).toBeUndefined();
   });
 
   it('adds the compression section only when it was run', () => {
@@ -805,25 +655,69 @@ describe('renderers', () => {
     expect(JSON.parse(renderCompressionJson(compression)).map((r: CompressionRow) => r.encoding)).toEqual(['identity', 'br-11']);
   });
 
-  it('prints the checks as text and as a Markdown table, marking those not met', () => {
-    const checks: TargetCheck[] = [
-      { adapter: 'express', target: 't1', measured: '2.0×', pass: false },
-      { adapter: 'express', target: 't2', measured: '3.0×', pass: true },
-      { adapter: 'express', target: 't3', measured: 'not run' },
-    ];
-    expect(renderTargets(checks).split('\n')).toEqual([
-      '| adapter | check | measured | result |',
-      '| --- | --- | ---: | --- |',
-      '| express | t1 | 2.0× | **not met** |',
-      '| express | t2 | 3.0× | met |',
-      '| express | t3 | not run | – |',
+  it('prints the delivery checks as text and as a Markdown table, one line per scenario and adapter, naming a failed route', () => {
+    const lost = [...passingRows('express'), ...passingRows('fastify')]
+      .filter((r) => r.scenario === 'sim5' || r.scenario === 'http-log')
+      .map((r) => (r.adapter === 'fastify' && r.scenario === 'http-log' && r.variant === 'deferred' ? { ...r, itemsDelivered: 197, itemsLost: 3 } : r));
+    expect(renderDelivery(checkDelivery(lost)).split('\n')).toEqual([
+      '| scenario | adapter | delivered/expected per route | result |',
+      '| --- | --- | --- | --- |',
+      '| sim5 | express | blocking 100/100; deferred 200/200 | ok |',
+      '| sim5 | fastify | blocking 100/100; deferred 200/200 | ok |',
+      '| http-log | express | blocking 100/100; deferred 200/200; deferred-offload 210/210; deferred-spool 190/190, all acked | ok |',
+      '| http-log | fastify | blocking 100/100; deferred-offload 210/210; deferred-spool 190/190, all acked | **failed**: http-log/fastify/deferred: 197 of 200, 3 lost |',
     ]);
-    const text = renderTargetsText(checks);
-    expect(text.split('\n')).toEqual([
-      'NOT MET  express  t1: 2.0×',
-      '  ok     express  t2: 3.0×',
-      '  -      express  t3: not run',
+    expect(renderDeliveryText(checkDelivery(lost)).split('\n')).toEqual([
+      '  ok    express  sim5: blocking 100/100; deferred 200/200',
+      '  ok    fastify  sim5: blocking 100/100; deferred 200/200',
+      '  ok    express  http-log: blocking 100/100; deferred 200/200; deferred-offload 210/210; deferred-spool 190/190, all acked',
+      '  ok    fastify  http-log: blocking 100/100; deferred-offload 210/210; deferred-spool 190/190, all acked',
+      'FAILED  fastify  http-log/fastify/deferred: 197 of 200, 3 lost',
     ]);
+  });
+
+  it('states figures, never thresholds: no target, "met" or "≥" in what the report prints or writes', () => {
+    const everything = [...passingRows('express'), ...passingRows('fastify')];
+    const slow = everything.map((r) => (r.variant === 'deferred' ? { ...r, reqPerSec: 100, cpuUsPerRequest: 900 } : r));
+    for (const set of [everything, slow]) {
+      const full = { ...report, rows: set, ratios: computeRatios(set), delivery: checkDelivery(set) };
+      const printed = [renderMarkdown(full, 'latest.svg'), renderDeliveryText(full.delivery), renderTable(set), renderSpoolText(set)].join('\n');
+      expect(printed).not.toMatch(/≥|≤|not met|\bmet\b|threshold|target/i);
+    }
+  });
+
+  it('sums up each scenario in figures: deferred ÷ the other routes, p99 latencies and loop delay', () => {
+    const figures = passingRows('fastify')
+      .filter((r) => r.scenario === 'sim5' || r.scenario === 'bull-local')
+      .map((r) => {
+        if (r.scenario !== 'sim5') return r;
+        if (r.variant === 'deferred') return { ...r, latencyP99Ms: 3.04, loopDelayP99Ms: 1.26 };
+        if (r.variant === 'blocking') return { ...r, latencyP99Ms: 12.55 };
+        return r;
+      });
+    expect(summaryLines(figures)).toEqual([
+      'sim5 fastify: deferred ÷ plain 0.93×, ÷ blocking 4.38×, ÷ article-tap 2.00×, ÷ event-emitter 4.00×; ' +
+        'p99 deferred 3.0 ms, blocking 12.6 ms, event-emitter 20.0 ms; loop delay p99 1.3 ms',
+      'bull-local fastify: deferred ÷ plain 0.75×, ÷ blocking 1.20×, ÷ article-tap 2.00×, ÷ event-emitter 4.00×; ' +
+        'p99 deferred 20.0 ms, blocking 20.0 ms, event-emitter 20.0 ms',
+    ]);
+    const md = renderMarkdown({ ...report, rows: figures }, 'latest.svg');
+    expect(md).toContain('## Summary\n');
+    expect(md).toContain('\n- sim5 fastify: deferred ÷ plain 0.93×');
+    // a scenario without a deferred route has no line
+    expect(summaryLines(figures.filter((r) => r.variant !== 'deferred'))).toEqual([]);
+  });
+
+  it('re-renders the delivery section of a saved report from its rows, keeping the rest', () => {
+    const old = ['# report', '', 'table', '', '## Checks', '', '| express | x ≥ 2× | 1.0× | **not met** |', '', '## Variants', '', '- plain', ''].join('\n');
+    const md = replaceDeliverySection(old, rows);
+    expect(md.startsWith('# report\n\ntable\n\n## Delivery\n')).toBe(true);
+    expect(md).toContain('| sim5 | express | blocking 100/100; deferred 200/200 | ok |');
+    expect(md).toContain('\n\n## Variants\n\n- plain\n');
+    expect(md).not.toMatch(/≥|not met|## Checks/);
+    // once re-rendered, re-rendering again changes nothing; a report without the section is left as it is
+    expect(replaceDeliverySection(md, rows)).toBe(md);
+    expect(replaceDeliverySection('# report\n', rows)).toBe('# report\n');
   });
 
   it('draws an SVG with two bars per row and escaped labels', () => {

@@ -1,6 +1,6 @@
 /**
- * Aggregation, the CPU split between the request thread and the sink workers, ratios, the checks (each
- * comparison against its threshold) and the text renderings (terminal table, JSON, Markdown) of the benchmark's results. Pure functions, no runtime imports: the runner's unit
+ * Aggregation, the CPU split between the request thread and the sink workers, ratios, the delivery
+ * checks (every item handed on arrived) and the text renderings (terminal table, JSON, Markdown) of the benchmark's results. Pure functions, no runtime imports: the runner's unit
  * specs load this file directly.
  */
 import type {
@@ -8,13 +8,13 @@ import type {
   BenchReport,
   ClientCpuPerJob,
   CompressionRow,
+  DeliveryCheck,
   ResultRow,
   RunSample,
   ScenarioId,
   ScenarioRatios,
   SkippedScenario,
   SpoolFigures,
-  TargetCheck,
   Variant,
 } from './types.js';
 
@@ -28,14 +28,12 @@ const VARIANT_ORDER: readonly Variant[] = [
   'article-tap',
   'event-emitter',
 ];
-/** The deferred routes a check takes the better of: in-process and offloaded to a worker thread. */
+/** The deferred routes: in-process and offloaded to a worker thread. */
 const DEFERRED: readonly Variant[] = ['deferred', 'deferred-offload'];
 /** Every route that hands the side-effect to the library: those, and the spooled one (its deliveries count too). */
 const LIBRARY_ROUTES: readonly Variant[] = [...DEFERRED, 'deferred-spool'];
-/** The heading of the checks, in the Markdown report and on the terminal. */
-export const TARGETS_TITLE = 'Checks';
-/** The disk spool's threshold: deferred-spool ÷ plain req/s in `bull-local`. */
-const SPOOL_VS_PLAIN = 0.8;
+/** The heading of the delivery checks, in the Markdown report and on the terminal. */
+export const DELIVERY_TITLE = 'Delivery';
 
 /** Median of a non-empty list (mean of the two middle values for an even count); `NaN` when empty. */
 export function median(values: readonly number[]): number {
@@ -157,7 +155,7 @@ function find(rows: readonly ResultRow[], scenario: ScenarioId, adapter: Adapter
 }
 
 /** Scenario × adapter pairs in first-seen order. */
-function groups(rows: readonly ResultRow[]): Array<{ scenario: ScenarioId; adapter: Adapter }> {
+function groups(rows: ReadonlyArray<{ scenario: ScenarioId; adapter: Adapter }>): Array<{ scenario: ScenarioId; adapter: Adapter }> {
   const seen = new Set<string>();
   const out: Array<{ scenario: ScenarioId; adapter: Adapter }> = [];
   for (const r of rows) {
@@ -235,186 +233,68 @@ function shortfall(row: ResultRow): string {
   );
 }
 
-/** The scenarios of the "deferred ÷ plain" checks and their thresholds. */
-const VS_PLAIN: ReadonlyArray<[ScenarioId, number]> = [
-  ['sim5', 0.9],
-  ['sim25', 0.9],
-  ['http-log', 0.9],
-  ['mix', 0.9],
-  ['bull-local', 0.85],
-  ['bull-proxy', 0.85],
-  ['bullmq-local', 0.85],
-  ['bullmq-proxy', 0.85],
-];
-
-/** The deferred routes of a scenario that have a finite `pick` (`deferred`, and `deferred-offload` where it ran). */
-function deferredRows(rows: readonly ResultRow[], scenario: ScenarioId, adapter: Adapter, pick: (row: ResultRow) => number): ResultRow[] {
-  return DEFERRED.map((v) => find(rows, scenario, adapter, v)).filter((row): row is ResultRow => row !== undefined && Number.isFinite(pick(row)));
+/** `, 2 unhandled rejections, 3 errors, 1 non-2xx` for what else went wrong on a row (`''` when nothing did). */
+function failures(row: ResultRow): string {
+  return (
+    (row.unhandledRejections ? `, ${row.unhandledRejections} unhandled rejection${row.unhandledRejections === 1 ? '' : 's'}` : '') +
+    (row.errors > 0 ? `, ${row.errors} error${row.errors === 1 ? '' : 's'}` : '') +
+    (row.non2xx > 0 ? `, ${row.non2xx} non-2xx` : '')
+  );
 }
 
 /**
- * Evaluates the checks for each adapter present: deferred against blocking, the library's CPU against
- * a no-op interceptor, the slow tail and the deliveries; the BullMQ and SQL ratios as figures only
- * (`reportOnly`, no threshold; their deliveries count in "delivered = expected, every scenario"); then,
- * each with the better of `deferred` and `deferred-offload` where a scenario has both (the one used is
- * named), deferred ÷ plain per scenario, the request thread's CPU per Bull job, and deferred ÷
- * article-tap and ÷ event-emitter in every scenario run (the lowest is what must meet the threshold);
- * last, the disk spool against plain. A check whose scenario was not run (or skipped) is reported with
- * `pass: undefined`.
+ * The delivery checks: for each scenario × adapter × route that hands items on — the library's routes
+ * (`deferred`, `deferred-offload`, `deferred-spool`) and the `blocking` baseline — whether delivered =
+ * expected with nothing lost, the destination's own count agreeing (where it has one), no unhandled
+ * rejection, no error or non-2xx response, and, on a spooled route, every record acked and none pending.
+ * The peers' own losses show in their rows of the table. In row order (scenario, adapter, route).
  */
-export function checkTargets(rows: readonly ResultRow[], skipped: readonly SkippedScenario[] = []): TargetCheck[] {
-  const ratios = computeRatios(rows);
-  const adapters = [...new Set(rows.map((r) => r.adapter))];
-  const checks: TargetCheck[] = [];
-  const why = (scenario: ScenarioId) => {
-    const s = skipped.find((x) => x.scenario === scenario);
-    return s ? `skipped: ${s.reason}` : 'not run';
-  };
-  for (const adapter of adapters) {
-    const r = (scenario: ScenarioId) => ratios.find((x) => x.scenario === scenario && x.adapter === adapter);
-    const atLeast = (target: string, scenario: ScenarioId, value: number | undefined, min: number) =>
-      checks.push({
-        adapter,
-        target,
-        measured: value === undefined ? (r(scenario) ? 'n/a' : why(scenario)) : times(value),
-        pass: value === undefined ? undefined : value >= min,
-      });
+export function checkDelivery(rows: readonly ResultRow[]): DeliveryCheck[] {
+  return sortRows(rows)
+    .filter((row) => row.itemsExpected > 0 && (LIBRARY_ROUTES.includes(row.variant) || row.variant === 'blocking'))
+    .map((row) => {
+      const pass = deliveredAll(row) && failures(row) === '';
+      const counted =
+        `${formatNumber(row.itemsDelivered, 0)}/${formatNumber(row.itemsExpected, 0)}` +
+        (row.itemsAtDestination !== undefined ? ', destination agrees' : '') +
+        (row.spool ? ', all acked' : '');
+      return { scenario: row.scenario, adapter: row.adapter, variant: row.variant, measured: pass ? counted : `${shortfall(row)}${failures(row)}`, pass };
+    });
+}
 
-    atLeast('sim25, deferred vs awaiting a 25 ms call: deferred/blocking req/s ≥ 14×', 'sim25', r('sim25')?.deferredVsBlocking, 14);
-    const d25 = find(rows, 'sim25', adapter, 'deferred')?.reqPerSec;
-    const d5 = find(rows, 'sim5', adapter, 'deferred')?.reqPerSec;
-    const drift = d25 !== undefined && d5 !== undefined && d5 > 0 ? (d25 - d5) / d5 : undefined;
-    checks.push({
+/** The delivery checks grouped by scenario × adapter: `[scenario, adapter, per-route counts, result]`. */
+function deliveryGroups(checks: readonly DeliveryCheck[]): Array<{ scenario: ScenarioId; adapter: Adapter; counts: string; failed: string[] }> {
+  const out: Array<{ scenario: ScenarioId; adapter: Adapter; counts: string; failed: string[] }> = [];
+  for (const { scenario, adapter } of groups(checks)) {
+    const mine = checks.filter((c) => c.scenario === scenario && c.adapter === adapter);
+    out.push({
+      scenario,
       adapter,
-      target: "sim25 vs sim5: deferred req/s within 10% (independent of the call's latency)",
-      measured: drift === undefined ? (d25 === undefined ? why('sim25') : why('sim5')) : `${drift >= 0 ? '+' : ''}${(drift * 100).toFixed(1)}%`,
-      pass: drift === undefined ? undefined : Math.abs(drift) <= 0.1,
+      counts: mine.filter((c) => c.pass).map((c) => `${c.variant} ${c.measured}`).join('; '),
+      failed: mine.filter((c) => !c.pass).map((c) => `${scenario}/${adapter}/${c.variant}: ${c.measured}`),
     });
-    atLeast('sim5, deferred vs awaiting a 5 ms call: deferred/blocking req/s ≥ 3.5×', 'sim5', r('sim5')?.deferredVsBlocking, 3.5);
-    atLeast('bull-local, Bull batching vs await queue.add: deferred/blocking req/s ≥ 1.15×', 'bull-local', r('bull-local')?.deferredVsBlocking, 1.15);
-    atLeast('bull-proxy, Bull batching vs await queue.add, Redis at 30 ms RTT: deferred/blocking req/s ≥ 20×', 'bull-proxy', r('bull-proxy')?.deferredVsBlocking, 20);
-    const cpu = r('mix')?.cpuDeferredVsNoop;
-    checks.push({
-      adapter,
-      target: "mix, the library's CPU vs a no-op interceptor: CPU/request deferred/noop-interceptor ≤ 1.10×",
-      measured: cpu === undefined ? (r('mix') ? 'n/a' : why('mix')) : times(cpu),
-      pass: cpu === undefined ? undefined : cpu <= 1.1,
-    });
-    atLeast('sim5-tail, slow tail (1 call in 1000 takes 1 s) vs no side effect: deferred/plain req/s ≥ 0.85×', 'sim5-tail', r('sim5-tail')?.deferredVsPlain, 0.85);
-    const tail = find(rows, 'sim5-tail', adapter, 'deferred');
-    checks.push({
-      adapter,
-      target: 'sim5-tail, slow tail: delivered = expected (deferred)',
-      measured: tail ? shortfall(tail) : why('sim5-tail'),
-      pass: tail ? deliveredAll(tail) : undefined,
-    });
-    // the library's own promise (and the blocking baseline's); the peers' losses show in their rows
-    const mine = rows.filter((x) => x.adapter === adapter && x.itemsExpected > 0 && (LIBRARY_ROUTES.includes(x.variant) || x.variant === 'blocking'));
-    const short = mine.filter((x) => !deliveredAll(x));
-    checks.push({
-      adapter,
-      target: 'delivered = expected, every scenario',
-      measured:
-        mine.length === 0
-          ? 'n/a'
-          : short.length === 0
-            ? `${mine.reduce((t, x) => t + x.itemsDelivered, 0)} of ${mine.reduce((t, x) => t + x.itemsExpected, 0)}`
-            : short.map((x) => `${x.scenario}/${x.variant}: ${shortfall(x)}`).join('; '),
-      pass: mine.length === 0 ? undefined : short.length === 0,
-    });
-    const reported = (target: string, scenario: ScenarioId, value: number | undefined) =>
-      checks.push({ adapter, target, measured: value === undefined ? (r(scenario) ? 'n/a' : why(scenario)) : times(value), reportOnly: true });
-    reported('bullmq-local, BullMQ batching vs await queue.add: deferred/blocking req/s', 'bullmq-local', r('bullmq-local')?.deferredVsBlocking);
-    reported('bullmq-local, deferred BullMQ job vs no side effect: deferred/plain req/s', 'bullmq-local', r('bullmq-local')?.deferredVsPlain);
-    reported('bullmq-proxy, BullMQ batching vs await queue.add, Redis at 30 ms RTT: deferred/blocking req/s', 'bullmq-proxy', r('bullmq-proxy')?.deferredVsBlocking);
-    reported('bullmq-proxy, deferred BullMQ job vs no side effect, Redis at 30 ms RTT: deferred/plain req/s', 'bullmq-proxy', r('bullmq-proxy')?.deferredVsPlain);
-    reported('pg-local, batched rows vs await INSERT: deferred/blocking req/s', 'pg-local', r('pg-local')?.deferredVsBlocking);
-    reported('pg-local, batched rows vs an async @OnEvent listener awaiting INSERT: deferred/event-emitter req/s', 'pg-local', r('pg-local')?.deferredVsEventEmitter);
-    reported('mysql-local, batched rows vs await INSERT: deferred/blocking req/s', 'mysql-local', r('mysql-local')?.deferredVsBlocking);
-    reported('mysql-local, batched rows vs an async @OnEvent listener awaiting INSERT: deferred/event-emitter req/s', 'mysql-local', r('mysql-local')?.deferredVsEventEmitter);
-    reported('redis-stream, pipelined XADD vs await XADD: deferred/blocking req/s', 'redis-stream', r('redis-stream')?.deferredVsBlocking);
-    reported('redis-stream, pipelined XADD vs an async @OnEvent listener awaiting XADD: deferred/event-emitter req/s', 'redis-stream', r('redis-stream')?.deferredVsEventEmitter);
-    reported('sqs-local, SendMessageBatch vs await SendMessage: deferred/blocking req/s', 'sqs-local', r('sqs-local')?.deferredVsBlocking);
-    reported('sqs-local, SendMessageBatch vs an async @OnEvent listener awaiting SendMessage: deferred/event-emitter req/s', 'sqs-local', r('sqs-local')?.deferredVsEventEmitter);
-
-    // with the better of the two deferred routes where a scenario has both
-    const bestVs = (scenario: ScenarioId, peer: Variant) => {
-      const base = find(rows, scenario, adapter, peer);
-      const best = deferredRows(rows, scenario, adapter, (x) => x.reqPerSec)
-        .map((x) => ({ variant: x.variant, value: pairedRatio(x, base) }))
-        .filter((x): x is { variant: Variant; value: number } => x.value !== undefined)
-        .sort((a, b) => b.value - a.value);
-      return best.length === 0 ? undefined : { ...best[0], both: best.length > 1 };
-    };
-    for (const [scenario, min] of VS_PLAIN) {
-      const best = bestVs(scenario, 'plain');
-      const offloadable = find(rows, scenario, adapter, 'deferred-offload') !== undefined;
-      checks.push({
-        adapter,
-        target: `${scenario}, deferred vs no side effect: deferred/plain req/s ≥ ${min.toFixed(2)}×${offloadable ? ' (better of deferred, deferred-offload)' : ''}`,
-        measured: best === undefined ? (r(scenario) ? 'n/a' : why(scenario)) : `${times(best.value)}${best.both ? ` (${best.variant})` : ''}`,
-        pass: best === undefined ? undefined : best.value >= min,
-      });
-    }
-    const plainCpu = find(rows, 'bull-local', adapter, 'plain')?.requestThreadCpuUsPerRequest;
-    const perJob = deferredRows(rows, 'bull-local', adapter, (x) => x.requestThreadCpuUsPerRequest)
-      .map((x) => ({ variant: x.variant, us: x.requestThreadCpuUsPerRequest - (plainCpu ?? Number.NaN), worker: x.workerCpuUsPerRequest > 0 }))
-      .filter((x) => Number.isFinite(x.us))
-      .sort((a, b) => a.us - b.us);
-    // An offloaded route's request thread does more than plain's (scope, defer, hand-over), so below plain means the
-    // worker's busy time (wall time) overstated its CPU — a contended machine (see renderMarkdown): not evaluated.
-    const overstated = perJob[0] !== undefined && perJob[0].worker && perJob[0].us < 0;
-    checks.push({
-      adapter,
-      target: 'bull-local, request-thread CPU per Bull job (best deferred route − plain) ≤ 10 µs',
-      measured:
-        perJob.length === 0
-          ? r('bull-local')
-            ? 'n/a'
-            : why('bull-local')
-          : `${formatNumber(perJob[0].us, 1)} µs (${perJob[0].variant})` +
-            (perJob.length > 1 ? `; ${perJob[1].variant} ${formatNumber(perJob[1].us, 1)} µs` : '') +
-            (overstated ? ' — worker CPU overstated (contended machine), not evaluated' : ''),
-      pass: perJob.length === 0 || overstated ? undefined : perJob[0].us <= 10,
-    });
-    const lowestVs = (peer: Variant, label: string, name: string, min: number) => {
-      const scenarios = [...new Set(rows.filter((x) => x.adapter === adapter).map((x) => x.scenario))];
-      const worst = scenarios
-        .map((scenario) => ({ scenario, best: bestVs(scenario, peer) }))
-        .filter((x): x is { scenario: ScenarioId; best: NonNullable<ReturnType<typeof bestVs>> } => x.best !== undefined)
-        .sort((a, b) => a.best.value - b.best.value)[0];
-      checks.push({
-        adapter,
-        target: `deferred vs ${name}: deferred/${label} req/s ≥ ${min.toFixed(2)}×, every scenario (lowest; better deferred route each)`,
-        measured: worst === undefined ? 'n/a' : `${times(worst.best.value)} (${worst.scenario}, ${worst.best.variant})`,
-        pass: worst === undefined ? undefined : worst.best.value >= min,
-      });
-      // What the threshold asks of deferred ÷ plain: the peer's own ÷ plain × min. Above 1.00× it asks
-      // the deferred route to serve more than the same route with no side effect at all.
-      const asks = scenarios
-        .map((scenario) => ({ scenario, value: pairedRatio(find(rows, scenario, adapter, peer), find(rows, scenario, adapter, 'plain')) }))
-        .filter((x): x is { scenario: ScenarioId; value: number } => x.value !== undefined)
-        .map((x) => ({ ...x, value: x.value * min }))
-        .sort((a, b) => b.value - a.value)[0];
-      checks.push({
-        adapter,
-        target: `what deferred/${label} ≥ ${min.toFixed(2)}× asks of deferred/plain req/s (${label}/plain × ${min.toFixed(2)}; highest)`,
-        measured: asks === undefined ? 'n/a' : `${times(asks.value)} (${asks.scenario})${asks.value > 1 ? ' — more than the route with no side effect' : ''}`,
-        reportOnly: true,
-      });
-    };
-    lowestVs('article-tap', 'article-tap', "the article's tap interceptor", adapter === 'express' ? 1.15 : 1.5);
-    lowestVs('event-emitter', 'event-emitter', '@nestjs/event-emitter', 1.05);
-
-    // what the disk spool costs against no side effect (its other figures are in the spool section)
-    atLeast(
-      `bull-local, disk spool vs no side effect: deferred-spool/plain req/s ≥ ${SPOOL_VS_PLAIN.toFixed(2)}×`,
-      'bull-local',
-      r('bull-local')?.deferredSpoolVsPlain,
-      SPOOL_VS_PLAIN,
-    );
   }
-  return checks;
+  return out;
+}
+
+/** The delivery checks as a Markdown table, one line per scenario × adapter; a failed route is named with what fell short. */
+export function renderDelivery(checks: readonly DeliveryCheck[]): string {
+  const escape = (s: string) => s.replace(/\|/g, '\\|');
+  const out = ['| scenario | adapter | delivered/expected per route | result |', '| --- | --- | --- | --- |'];
+  for (const g of deliveryGroups(checks)) {
+    out.push(`| ${g.scenario} | ${g.adapter} | ${escape(g.counts || '–')} | ${g.failed.length === 0 ? 'ok' : `**failed**: ${escape(g.failed.join('; '))}`} |`);
+  }
+  return out.join('\n');
+}
+
+/** The delivery checks as plain text lines, one per scenario × adapter and one per failed route. */
+export function renderDeliveryText(checks: readonly DeliveryCheck[]): string {
+  const lines: string[] = [];
+  for (const g of deliveryGroups(checks)) {
+    if (g.counts) lines.push(`  ok    ${g.adapter.padEnd(8)} ${g.scenario}: ${g.counts}`);
+    for (const f of g.failed) lines.push(`FAILED  ${g.adapter.padEnd(8)} ${f}`);
+  }
+  return lines.join('\n');
 }
 
 /**
@@ -647,20 +527,6 @@ export function renderSpoolMarkdown(rows: readonly ResultRow[]): string {
   ].join('\n');
 }
 
-/** The checks as a Markdown table (figures reported without a threshold say `reported`). */
-export function renderTargets(checks: readonly TargetCheck[]): string {
-  const mark = (c: TargetCheck) => (c.reportOnly ? 'reported' : c.pass === undefined ? '–' : c.pass ? 'met' : '**not met**');
-  const out = ['| adapter | check | measured | result |', '| --- | --- | ---: | --- |'];
-  for (const c of checks) out.push(`| ${c.adapter} | ${c.target} | ${c.measured.replace(/\|/g, '\\|')} | ${mark(c)} |`);
-  return out.join('\n');
-}
-
-/** The checks as plain text lines (`info` for figures reported without a threshold). */
-export function renderTargetsText(checks: readonly TargetCheck[]): string {
-  const mark = (c: TargetCheck) => (c.reportOnly ? ' info  ' : c.pass === undefined ? '  -    ' : c.pass ? '  ok   ' : 'NOT MET');
-  return checks.map((c) => `${mark(c)}  ${c.adapter.padEnd(8)} ${c.target}: ${c.measured}`).join('\n');
-}
-
 /** `results/latest.json`: the list of rows (each with its individual runs), for other tools. */
 export function renderJson(rows: readonly ResultRow[]): string {
   return `${JSON.stringify(sortRows(rows), null, 2)}\n`;
@@ -712,7 +578,70 @@ export function renderCompressionJson(rows: readonly CompressionRow[]): string {
   return `${JSON.stringify(sortCompression(rows), null, 2)}\n`;
 }
 
-/** `results/latest.md`: how it was run, the chart, the table, the checks, what was skipped. */
+/**
+ * One line of figures per scenario × adapter with a `deferred` route: its req/s over the plain,
+ * blocking, article-tap and event-emitter routes' (paired per repeat), the p99 latency of the deferred,
+ * blocking and event-emitter routes (ms, to 0.1) and the deferred route's event-loop delay p99.
+ * `sim5 fastify: deferred ÷ plain 0.81×, ÷ blocking 4.77×, …`; a route not run is left out.
+ */
+export function summaryLines(rows: readonly ResultRow[]): string[] {
+  return computeRatios(rows).flatMap((r) => {
+    const get = (v: Variant) => find(rows, r.scenario, r.adapter, v);
+    const deferred = get('deferred');
+    if (!deferred) return [];
+    const ratios = (
+      [
+        ['plain', r.deferredVsPlain],
+        ['blocking', r.deferredVsBlocking],
+        ['article-tap', r.deferredVsArticleTap],
+        ['event-emitter', r.deferredVsEventEmitter],
+      ] as Array<[string, number | undefined]>
+    )
+      .filter(([, value]) => value !== undefined)
+      .map(([peer, value], i) => `${i === 0 ? 'deferred ÷ ' : '÷ '}${peer} ${times(value)}`);
+    const p99 = (['deferred', 'blocking', 'event-emitter'] as Variant[])
+      .map((v) => [v, get(v)?.latencyP99Ms] as const)
+      .filter(([, ms]) => ms !== undefined && Number.isFinite(ms))
+      .map(([v, ms]) => `${v} ${formatNumber(ms!, 1)} ms`);
+    const parts = [
+      ratios.join(', '),
+      p99.length > 0 ? `p99 ${p99.join(', ')}` : '',
+      deferred.loopDelayP99Ms !== undefined ? `loop delay p99 ${formatNumber(deferred.loopDelayP99Ms, 1)} ms` : '',
+    ].filter((x) => x !== '');
+    return [`${r.scenario} ${r.adapter}: ${parts.join('; ')}`];
+  });
+}
+
+/** What the delivery section counts, said once above its table. */
+export const DELIVERY_NOTE =
+  'Per scenario and adapter, the routes that hand items on — `deferred`, `deferred-offload`, `deferred-spool` and, as the baseline, `blocking` — ' +
+  'with their items delivered over expected, summed over the repeats. A route passes when every item arrived and none was lost, ' +
+  "the destination's own count agrees where it has one (receiver records, queued jobs, table rows, stream entries), the server saw no " +
+  'unhandled rejection, no request failed or answered other than 2xx, and, on `deferred-spool`, every record was acked with none left pending after the drain. ' +
+  'A failed route is named with what fell short.';
+
+/** The `## Delivery` section of `latest.md`: heading, note and table. */
+export function renderDeliverySection(checks: readonly DeliveryCheck[]): string {
+  return [`## ${DELIVERY_TITLE}`, '', DELIVERY_NOTE, '', renderDelivery(checks)].join('\n');
+}
+
+/**
+ * `latest.md` with its delivery section re-rendered from `rows` (its `latest.json`): the section that
+ * starts at a `## Delivery` heading — or at the heading of an older report's threshold section — up to
+ * the next `## ` heading is replaced; everything else (how it was run, the table) is kept as it was.
+ * Unchanged when the report has no such section.
+ */
+export function replaceDeliverySection(markdown: string, rows: readonly ResultRow[], oldTitles: readonly string[] = ['Checks']): string {
+  const lines = markdown.split('\n');
+  const start = lines.findIndex((l) => [DELIVERY_TITLE, ...oldTitles].some((t) => l === `## ${t}`));
+  if (start < 0) return markdown;
+  const next = lines.findIndex((l, i) => i > start && l.startsWith('## '));
+  const end = next < 0 ? lines.length : next;
+  const section = renderDeliverySection(checkDelivery(rows)).split('\n');
+  return [...lines.slice(0, start), ...section, ...(next < 0 ? [''] : ['']), ...lines.slice(end)].join('\n');
+}
+
+/** `results/latest.md`: how it was run, the chart, the table, the delivery checks, what was skipped. */
 export function renderMarkdown(report: BenchReport, svgFileName: string): string {
   const { machine, options } = report;
   const lines = [
@@ -779,19 +708,18 @@ export function renderMarkdown(report: BenchReport, svgFileName: string): string
   }
   const spool = renderSpoolMarkdown(report.rows);
   if (spool) lines.push('', '## Disk spool', '', `Per scenario and adapter, ${SPOOL_NOTE}.`, '', spool);
-  lines.push(
-    '',
-    `## ${TARGETS_TITLE}`,
-    '',
-    'Each check compares the deferred route with another route of the same scenario and adapter (or the same route in two scenarios) ' +
-      'against a threshold; *not met* means this run\'s figure fell on the wrong side of it (the deferred route slower, or costlier in CPU). ' +
-      'Where a scenario has both `deferred` and `deferred-offload`, a check takes the better of the two and names it. ' +
-      'The BullMQ ratios, and the SQL scenarios\' deferred ÷ blocking and deferred ÷ event-emitter, are reported without a threshold. ' +
-      '"Delivered = expected" counts the `deferred`, `deferred-offload`, `deferred-spool` and `blocking` routes, the spooled ones with every ' +
-      'item acked and none left pending after the drain; where the destination is counted too (receiver records, queued jobs, table rows), it must agree.',
-    '',
-    renderTargets(report.targets),
-  );
+  const summary = summaryLines(report.rows);
+  if (summary.length > 0) {
+    lines.push(
+      '',
+      '## Summary',
+      '',
+      'Per scenario and adapter, the deferred route against the others: req/s ratios (paired per repeat), p99 latencies and its event-loop delay p99.',
+      '',
+      ...summary.map((line) => `- ${line}`),
+    );
+  }
+  lines.push('', renderDeliverySection(report.delivery));
   if (report.compression.length > 0) {
     lines.push(
       '',

@@ -49,7 +49,7 @@ import {
 } from './infra.js';
 import {
   aggregateRuns,
-  checkTargets,
+  checkDelivery,
   computeRatios,
   cpuSplit,
   formatNumber,
@@ -61,9 +61,10 @@ import {
   renderJson,
   renderMarkdown,
   renderSpoolText,
+  summaryLines,
   renderTable,
-  renderTargetsText,
-  TARGETS_TITLE,
+  renderDeliveryText,
+  DELIVERY_TITLE,
 } from './report.js';
 import { forkServer, type ServerHandle, snapshot } from './server-process.js';
 import { openSqlCounter, type SqlCounter } from './sql-counter.js';
@@ -700,7 +701,7 @@ async function main(): Promise<void> {
     compression: compressionRows,
     skipped,
     ratios: computeRatios(rows),
-    targets: checkTargets(rows, skipped),
+    delivery: checkDelivery(rows),
   };
   await mkdir(outDir, { recursive: true });
   await writeFile(path.join(outDir, 'latest.json'), renderJson(rows));
@@ -717,7 +718,9 @@ async function main(): Promise<void> {
   const spoolText = renderSpoolText(rows);
   if (spoolText) log(`${spoolText}\n`);
   if (compressionRows.length > 0) log(`Compression (handler vs send time, from stats().routes):\n${renderCompressionTable(compressionRows)}\n`);
-  log(`${TARGETS_TITLE}:\n${renderTargetsText(report.targets)}\n`);
+  const summary = summaryLines(rows);
+  if (summary.length > 0) log(`Summary:\n${summary.map((line) => `  ${line}`).join('\n')}\n`);
+  log(`${DELIVERY_TITLE}:\n${renderDeliveryText(report.delivery)}\n`);
   for (const [id, broker] of Object.entries(BROKER_SCENARIOS) as Array<[ScenarioId, { need: string; url: string }]>) {
     if (!wanted(id)) continue;
     const problem = await unreachable(broker.url);

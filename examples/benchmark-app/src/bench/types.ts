@@ -267,16 +267,21 @@ export interface ScenarioRatios {
   deferredSpoolVsDeferred?: number;
 }
 
-/** One check of the report (a comparison against its threshold), evaluated. */
-export interface TargetCheck {
+/**
+ * One delivery check of the report: one scenario × adapter × route that hands items on (`deferred`,
+ * `deferred-offload`, `deferred-spool`, `blocking`), and whether every item it took arrived.
+ */
+export interface DeliveryCheck {
+  scenario: ScenarioId;
   adapter: Adapter;
-  target: string;
-  /** What was measured, e.g. `17.2×`. */
+  variant: Variant;
+  /** What was counted, e.g. `1,200/1,200, destination agrees` (`, all acked` when spooled) or, when it failed, what fell short. */
   measured: string;
-  /** `undefined` when it could not be evaluated (scenario skipped), or for a figure that is only reported. */
-  pass?: boolean;
-  /** A figure reported next to the checks, with no threshold to meet (the BullMQ ratios). */
-  reportOnly?: boolean;
+  /**
+   * `true` when delivered = expected with nothing lost, the destination's own count (where it has one)
+   * agrees, no unhandled rejection, no error or non-2xx response and (spooled) every record acked, none pending.
+   */
+  pass: boolean;
 }
 
 /**
@@ -306,7 +311,8 @@ export interface BenchReport {
   compression: CompressionRow[];
   skipped: SkippedScenario[];
   ratios: ScenarioRatios[];
-  targets: TargetCheck[];
+  /** Per scenario × adapter × route that hands items on: whether every item arrived. */
+  delivery: DeliveryCheck[];
 }
 
 /** What the server's `/__bench/stats` endpoint returns. */
