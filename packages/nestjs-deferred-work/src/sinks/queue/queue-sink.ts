@@ -154,7 +154,8 @@ export abstract class QueueSink<Q extends NamedQueue, J> implements DeferredSink
   private async addPart(part: Part<Q, J>, signal: AbortSignal): Promise<SinkItemFailure[]> {
     const queue = part.destination;
     const all = (failure: { error: SinkWriteError; retryable: boolean }) => part.indexes.map((index) => ({ index, ...failure }));
-    const state = await abortable(Promise.resolve(this.connectionState(queue)), signal);
+    const checked = this.connectionState(queue);
+    const state = typeof checked === 'string' ? checked : await abortable(checked, signal);
     if (state !== 'up') return all(this.unavailable(queue.name, state));
     let results: ReadonlyArray<unknown>;
     try {
