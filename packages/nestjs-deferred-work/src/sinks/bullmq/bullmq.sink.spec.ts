@@ -9,7 +9,7 @@ class FakeQueue {
   bulkCalls = 0;
   refuse = new Set<string>(); // job names Redis refuses
   failBulkAfter: number | undefined; // addBulk stores this many jobs, then throws (a pipeline)
-  hang = false; // addBulk never answers (a black-holed connection)
+  hang = false; // add and addBulk never answer (a black-holed connection)
   status = 'ready';
   closing: Promise<void> | undefined;
   client: Promise<{ status: string }> = Promise.resolve(this as unknown as { status: string });
@@ -30,6 +30,7 @@ class FakeQueue {
   }
 
   async add(name: string, data: unknown, opts: { jobId: string }): Promise<{ id: string }> {
+    if (this.hang) return new Promise(() => undefined);
     if (this.refuse.has(name)) throw new Error(`WRONGTYPE for ${name}`);
     if (!this.stored.has(opts.jobId)) this.stored.set(opts.jobId, { name, data, opts });
     return { id: opts.jobId };

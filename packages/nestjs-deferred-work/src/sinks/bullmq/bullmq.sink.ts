@@ -63,8 +63,8 @@ export class BullMqSink extends QueueSink<BullMqQueueLike, BullMqBulkJob> {
   }
 
   readonly defaults: Partial<SinkProcessorOptions> = BULLMQ_PROCESSOR_DEFAULTS;
-  /** Each queue's Redis client once it resolved, read synchronously by later connection checks. */
-  private readonly clients = new WeakMap<BullMqQueueLike, { status?: string }>();
+  /** What each queue's client promise resolved to, read synchronously by later connection checks. */
+  private readonly clients = new WeakMap<Promise<{ status?: string }>, { status?: string }>();
 
   constructor(options?: BullMqSinkOptions) {
     super(options, {
@@ -158,13 +158,6 @@ export class BullMqSink extends QueueSink<BullMqQueueLike, BullMqBulkJob> {
    */
   protected connectionState(queue: BullMqQueueLike): QueueState | Promise<QueueState> {
     if (queue.closing) return 'closed';
-    const known = this.clients.get(queue);
-    if (known) return redisState(known); // no timer, no promise: a write's usual case
-    return this.firstConnectionState(queue);
-  }
-
-  /** The connection check before the queue's client resolved: waits for it a little, and keeps it. */
-  private async firstConnectionState(queue: BullMqQueueLike): Promise<QueueState> {
     const holder = queue as BullMqQueueLike & ClientHolder;
     let pending: Promise<{ status?: string }> | undefined;
     try {
@@ -173,6 +166,13 @@ export class BullMqSink extends QueueSink<BullMqQueueLike, BullMqBulkJob> {
       return 'up'; // nothing to read: let the add tell
     }
     if (!pending) return 'up';
+    const known = this.clients.get(pending);
+    if (known) return redisState(known); // no timer, no promise: a write's usual case
+    return this.firstConnectionState(pending);
+  }
+
+  /** The connection check before the client resolved: waits for it a little, and keeps it. */
+  private async firstConnectionState(pending: Promise<{ status?: string }>): Promise<QueueState> {
     let timer: NodeJS.Timeout | undefined;
     const client = await Promise.race([
       pending.catch(() => undefined),
@@ -180,7 +180,7 @@ export class BullMqSink extends QueueSink<BullMqQueueLike, BullMqBulkJob> {
     ]);
     clearTimeout(timer);
     if (client === undefined) return 'down';
-    this.clients.set(queue, client);
+    this.clients.set(pending, client);
     return redisState(client);
   }
 }
