@@ -89,6 +89,32 @@ describe('BullMqSink', () => {
     expect([...mail.stored.values()].map((j) => j.name)).toEqual(['a', 'c']); // 'a' was in Redis before; not added twice
   });
 
+  it('sends a write of one or two jobs for a queue as single adds (a refusal is that job alone), and three or more as one addBulk', async () => {
+    const mail = new FakeQueue('mail');
+    mail.refuse.add('poison');
+    const sink = new BullMqSink({ queues: [mail as never] });
+    const result = (await sink.write([job('mail', 'a'), job('mail', 'poison')], ctx())) as SinkWriteResult;
+    expect(mail.bulkCalls).toBe(0);
+    expect(result.failed).toEqual([expect.objectContaining({ index: 1 })]);
+    expect(String(result.failed![0].error)).toMatch(/Redis refused job "poison" \(dw-.*\): WRONGTYPE for poison/);
+    expect([...mail.stored.values()].map((j) => j.name)).toEqual(['a']);
+    await expect(sink.write([job('mail', 'b'), job('mail', 'c'), job('mail', 'd')], ctx())).resolves.toBeUndefined();
+    expect(mail.bulkCalls).toBe(1);
+    expect([...mail.stored.values()].map((j) => j.name)).toEqual(['a', 'b', 'c', 'd']);
+  });
+
+  it('fails both single adds as retryable when an add fails and Redis is no longer up', async () => {
+    const mail = new FakeQueue('mail');
+    const sink = new BullMqSink({ queues: [mail as never] });
+    await sink.write([job('mail', 'warm-up')], ctx()); // the client is known from now on
+    mail.add = async () => {
+      mail.status = 'reconnecting';
+      throw new Error('Connection is closed.');
+    };
+    const result = (await sink.write([job('mail', 'a'), job('mail', 'b')], ctx())) as SinkWriteResult;
+    expect(result.failed).toEqual([expect.objectContaining({ index: 0, retryable: true }), expect.objectContaining({ index: 1, retryable: true })]);
+  });
+
   it('does not send while Redis is not connected, and says a closed queue is closed', async () => {
     const mail = new FakeQueue('mail');
     const sink = new BullMqSink({ queues: [mail as never] });
