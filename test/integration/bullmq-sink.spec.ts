@@ -28,8 +28,11 @@ const QUEUE = 'mail';
 const RUN = `dw-bullmq-${process.pid}-${Date.now().toString(36)}`;
 let prefixes = 0;
 
-/** Jobs the app's processor ran, by job id (a job run twice shows in `runs`). */
-const consumed = { processed: new Map<string, Job>(), runs: 0 };
+/**
+ * Jobs the app's processor ran, by job id (a job run twice shows in `runs`), and the jobs the worker
+ * reported stalled and handed out again (on a loaded machine a lock can expire mid-run: one more run each).
+ */
+const consumed = { processed: new Map<string, Job>(), runs: 0, stalled: 0 };
 
 // Quick stall recovery: a job Redis moved to "active" just before it was killed is handed out again soon.
 @Processor(QUEUE, { concurrency: 20, lockDuration: 1000, stalledInterval: 500 })
@@ -42,6 +45,11 @@ class MailProcessor extends WorkerHost {
   /** The worker loses its connection during the outage test; that is expected here. */
   @OnWorkerEvent('error')
   onError(): void {}
+
+  @OnWorkerEvent('stalled')
+  onStalled(): void {
+    consumed.stalled++;
+  }
 }
 
 @Injectable()
@@ -96,6 +104,7 @@ async function startBullMqApp(
   const prefix = `${RUN}-${++prefixes}`;
   consumed.processed.clear();
   consumed.runs = 0;
+  consumed.stalled = 0;
   const started = await startApp(platform, {
     imports: [
       BullModule.forRoot({ connection: connection(), prefix }),
@@ -145,7 +154,9 @@ describe.each(platforms)('BullMQ sink against a real Redis ($name)', (platform) 
     expect(app.work.stats().sinks.bullmq).toMatchObject({ accepted: 220, delivered: 220, pending: 0, dropped: 0, deadLettered: 0 });
     expect(app.work.stats().sinks.bullmq.writes).toBeLessThan(220 / 2);
     await eventually(() => expect(consumed.processed.size).toBe(200), 15_000);
-    expect(consumed.runs).toBe(200);
+    expect(await jobsIn(app.queue)).toBe(200); // each job added once (the 20 repeated ids refused by BullMQ)
+    // Each job ran once, but for those the worker itself reported stalled and ran again.
+    expect(consumed.runs - consumed.stalled).toBe(200);
     expect([...consumed.processed.keys()].sort()).toEqual(ids.map((id) => `order-${id}`).sort());
     expect(consumed.processed.get('order-7')!.opts).toMatchObject({ jobId: 'order-7', attempts: 3, priority: 2, backoff: { type: 'fixed', delay: 10 } });
   });
