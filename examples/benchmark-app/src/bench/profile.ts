@@ -42,7 +42,7 @@ const USAGE = `Usage: node dist/bench/profile.js [options]
   --mode cpu|profile|perf   cpu: CPU µs/request, variants alternating (default); profile: --cpu-prof summaries
                             (wall time); perf: the request thread's CPU by whose code spends it (Linux perf)
   --adapters express,fastify
-  --scenarios sim5,mix      sim5, sim25, sim5-tail, mix, http-log (a log receiver in this process); bull-local, bullmq-local and realistic (a private redis-server is started; realistic also needs PostgreSQL)
+  --scenarios sim5,mix      sim5, sim25, sim5-tail, mix, http-log (a log receiver in this process); bull-local, bullmq-local, redis-stream and realistic (a private redis-server is started; realistic also needs PostgreSQL)
   --variants plain,deferred,event-emitter
   --duration 5              seconds per measured run
   --warmup 2                seconds per route before measuring
@@ -375,8 +375,8 @@ async function perfMode(options: Options): Promise<void> {
 /** The `realistic` scenario's database (the machine's own PostgreSQL, or `DW_BENCH_PG_URL`). */
 const PG_URL = SQL_SCENARIOS['pg-local']?.url;
 
-/** The queue scenarios need a Redis: a private one, started for the run. */
-const REDIS_SCENARIOS: readonly ScenarioId[] = ['bull-local', 'bullmq-local', 'realistic'];
+/** The queue and stream scenarios need a Redis: a private one, started for the run. */
+const REDIS_SCENARIOS: readonly ScenarioId[] = ['bull-local', 'bullmq-local', 'realistic', 'redis-stream'];
 
 async function main(): Promise<void> {
   const options = parseOptions(process.argv.slice(2));

@@ -3,14 +3,17 @@
  * `RedisStreamSink.write()` (one pipeline of `XADD`s per batch) against one awaited `XADD` per entry,
  * on a private Redis. The modes alternate within each repeat, so they share the machine's load.
  *
- *   node dist/bench/stream-rate.js [--entries 20000] [--repeats 3] [--out results/<folder>]
+ *   node dist/bench/stream-rate.js [--entries 20000] [--repeats 3] [--out results/<folder>] [--baseline <path>]
+ *
+ * `--baseline path/to/nestjs-deferred-work/dist/redis-streams/index.js` adds the sink of another build
+ * (pipelines of 100 and 500), alternating with this one in the same run.
  *
  * Writes `stream-rate.json` and `stream-rate.md` to `--out` (relative to examples/benchmark-app).
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
 import type { LogItem } from 'nestjs-deferred-work';
 import { RedisStreamSink, redisStreamDefaultFields } from 'nestjs-deferred-work/redis-streams';
@@ -23,9 +26,11 @@ interface Mode {
   batch: number;
   /** A bare ioredis pipeline of `XADD`s whose arguments were built before the clock started (no sink): the floor. */
   raw?: boolean;
+  /** The sink of the `--baseline` build instead of this one. */
+  baseline?: boolean;
 }
 
-const MODES: readonly Mode[] = [
+const BASE_MODES: readonly Mode[] = [
   { name: 'awaited XADD, one at a time', batch: 1 },
   { name: 'ioredis pipeline of 100, arguments built in advance (no sink)', batch: 100, raw: true },
   { name: 'sink write, pipeline of 100', batch: 100 },
@@ -53,6 +58,10 @@ function items(count: number): LogItem[] {
 }
 
 async function main(): Promise<void> {
+  const baselinePath = arg('baseline', '');
+  const MODES: readonly Mode[] = baselinePath
+    ? [...BASE_MODES, { name: 'baseline build: sink write, pipeline of 100', batch: 100, baseline: true }, { name: 'baseline build: sink write, pipeline of 500', batch: 500, baseline: true }]
+    : BASE_MODES;
   const entries = Number(arg('entries', '20000'));
   const repeats = Number(arg('repeats', '3'));
   const here = path.dirname(fileURLToPath(import.meta.url));
@@ -61,13 +70,16 @@ async function main(): Promise<void> {
   const client = new Redis({ host: '127.0.0.1', port: redis.port });
   const stream = 'bench:stream-rate';
   const sink = new RedisStreamSink({ client, stream });
+  const baseline = baselinePath ? new ((await import(pathToFileURL(path.resolve(baselinePath)).href)) as { RedisStreamSink: typeof RedisStreamSink }).RedisStreamSink({ client, stream }) : undefined;
   const signal = new AbortController().signal;
   const samples: Sample[] = [];
   try {
     await client.ping();
     await sink.attach(sinkAttachContext());
+    await baseline?.attach(sinkAttachContext());
     // warm-up: the JIT, the connection, the stream's first nodes
     await run({ name: 'warm-up', batch: 100 }, items(5_000));
+    if (baseline) await run({ name: 'warm-up', batch: 100, baseline: true }, items(5_000));
     for (let r = 0; r < repeats; r++) {
       for (const mode of r % 2 === 0 ? MODES : [...MODES].reverse()) {
         await client.del(stream);
@@ -116,7 +128,7 @@ async function main(): Promise<void> {
       }
     } else {
       for (let i = 0; i < batch.length; i += mode.batch) {
-        const result = await sink.write(batch.slice(i, i + mode.batch), { signal, attempt: 1 });
+        const result = await (mode.baseline ? baseline! : sink).write(batch.slice(i, i + mode.batch), { signal, attempt: 1 });
         if (result?.failed?.length) throw new Error(`${result.failed.length} entries failed: ${String(result.failed[0].error)}`);
       }
     }

@@ -5,7 +5,7 @@ import { SinkConfigError } from '../kit/sink-config.error';
 /** What the sink uses of an ioredis `Redis`. */
 export interface StreamRedis {
   status?: string;
-  pipeline(): { xadd(...args: string[]): unknown; exec(): Promise<Array<[Error | null, unknown]> | null> };
+  pipeline(): { xadd(...args: Array<string | readonly string[]>): unknown; exec(): Promise<Array<[Error | null, unknown]> | null> };
   xadd(...args: string[]): Promise<unknown>;
   quit(): Promise<unknown>;
 }

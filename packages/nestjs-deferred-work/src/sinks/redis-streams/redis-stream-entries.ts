@@ -1,6 +1,5 @@
 import type { SinkItem } from '../../core/items/deferred-item.interface';
 import { itemId } from '../kit/item-id';
-import { itemParts } from '../kit/item-parts';
 import { traceparent } from '../kit/traceparent';
 
 /** The default stream of an item: `deferred:<kind>`. */
@@ -14,8 +13,7 @@ export function defaultStream(item: SinkItem): string {
  * when the item carries them.
  */
 export function defaultFields(item: SinkItem): Record<string, string> {
-  const { name, payload } = itemParts(item);
-  const fields: Record<string, string> = { id: itemId(item), kind: item.kind, name, payload: JSON.stringify(payload), createdAt: String(item.createdAt) };
+  const fields: Record<string, string> = { id: itemId(item), kind: item.kind, name: itemName(item), payload: payloadJson(item), createdAt: String(item.createdAt) };
   const c = item.correlation;
   if (c?.requestId !== undefined) fields.requestId = c.requestId;
   const trace = traceparent(c);
@@ -23,16 +21,53 @@ export function defaultFields(item: SinkItem): Record<string, string> {
   return fields;
 }
 
+/**
+ * The default fields as `XADD` arguments (`field value …`, in the order of `defaultFields`), built
+ * without the intermediate object: what the sink sends when `fields` is left out.
+ */
+export function defaultFieldArgs(item: SinkItem): string[] {
+  const args = ['id', itemId(item), 'kind', item.kind, 'name', itemName(item), 'payload', payloadJson(item), 'createdAt', String(item.createdAt)];
+  const c = item.correlation;
+  if (c?.requestId !== undefined) args.push('requestId', c.requestId);
+  const trace = traceparent(c);
+  if (trace !== undefined) args.push('traceparent', trace);
+  return args;
+}
+
+/** A job's queue, a log record's level, a metric's name. */
+function itemName(item: SinkItem): string {
+  return item.kind === 'job' ? item.queue : item.kind === 'log' ? item.level : item.name;
+}
+
+/**
+ * The rest of the item as JSON: a job's `name`, `data`, `opts`; a record's `message`, `fields`,
+ * `context`; a point's `value`, `tags`, `op` (in that order; JSON leaves out those that are undefined).
+ */
+function payloadJson(item: SinkItem): string {
+  if (item.kind === 'job') return JSON.stringify({ name: item.name, data: item.data, opts: item.opts });
+  if (item.kind === 'log') return JSON.stringify({ message: item.message, fields: item.fields, context: item.context });
+  return JSON.stringify({ value: item.value, tags: item.tags, op: item.op });
+}
+
 /** How an `XADD` trims its stream. */
 export type Trim = { maxLen: number } | { maxAgeMs: number } | undefined;
 
-/** The arguments of one `XADD` (after the command's name). */
-export function xaddArgs(stream: string, fields: Record<string, string>, trim: Trim, noMkStream: boolean, now: number): string[] {
-  const args = [stream];
+/**
+ * The arguments of an `XADD` between its stream and its fields: `NOMKSTREAM`, the trimming, `*`. The
+ * same for every entry of a batch (`MINID` is computed from the batch's `now`).
+ */
+export function xaddHead(trim: Trim, noMkStream: boolean, now: number): string[] {
+  const args: string[] = [];
   if (noMkStream) args.push('NOMKSTREAM');
   if (trim && 'maxLen' in trim) args.push('MAXLEN', '~', String(trim.maxLen));
   else if (trim) args.push('MINID', '~', `${Math.max(0, now - trim.maxAgeMs)}-0`);
   args.push('*');
+  return args;
+}
+
+/** The arguments of one `XADD` (after the command's name). */
+export function xaddArgs(stream: string, fields: Record<string, string>, trim: Trim, noMkStream: boolean, now: number): string[] {
+  const args = [stream, ...xaddHead(trim, noMkStream, now)];
   for (const [key, value] of Object.entries(fields)) args.push(key, value);
   return args;
 }

@@ -1,8 +1,9 @@
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import type { LogItem, SinkItem } from '../../core/items/deferred-item.interface';
+import { itemParts } from '../kit/item-parts';
 import { SinkConfigError } from '../kit/sink-config.error';
-import { defaultFields, defaultStream, xaddArgs } from './redis-stream-entries';
+import { defaultFieldArgs, defaultFields, defaultStream, xaddArgs, xaddHead } from './redis-stream-entries';
 import { REDIS_STREAM_PROCESSOR_DEFAULTS, REDIS_STREAM_SINK_DEFAULTS } from './redis-stream-sink.options';
 import { RedisStreamSink } from './redis-stream.sink';
 
@@ -86,10 +87,22 @@ describe('RedisStreamSink entries', () => {
     expect(defaultFields(log())).not.toHaveProperty('requestId');
   });
 
+  it.each<[string, SinkItem]>([
+    ['a log record', { ...log({ order: 7 }), context: 'Orders', correlation: { requestId: 'r1', traceId: 'a'.repeat(32), spanId: 'b'.repeat(16) } }],
+    ['a log record without fields', log()],
+    ['a job', { kind: 'job', queue: 'mail', name: 'welcome', data: { to: 'a@b' }, opts: { attempts: 2 }, when: 'success', createdAt: 1, id: 'dw-2' }],
+    ['a job without data or opts', { kind: 'job', queue: 'mail', name: 'welcome', data: undefined, when: 'success', createdAt: 1, id: 'dw-3' }],
+    ['a metric', { kind: 'metric', type: 'counter', name: 'orders', value: 1, tags: { shop: 'x' }, when: 'always', createdAt: 1, id: 'dw-4' } as SinkItem],
+  ])('the default fields as XADD arguments are the default fields, in their order (%s)', (_, item) => {
+    expect(defaultFieldArgs(item)).toEqual(Object.entries(defaultFields(item)).flat());
+    expect(defaultFields(item)).toMatchObject({ name: itemParts(item).name, payload: JSON.stringify(itemParts(item).payload) });
+  });
+
   it('XADD arguments: NOMKSTREAM, MAXLEN ~ n or MINID ~ <now - age>-0, then * and the fields', () => {
     expect(xaddArgs('s', { id: 'x' }, undefined, false, 0)).toEqual(['s', '*', 'id', 'x']);
     expect(xaddArgs('s', { id: 'x' }, { maxLen: 10 }, true, 0)).toEqual(['s', 'NOMKSTREAM', 'MAXLEN', '~', '10', '*', 'id', 'x']);
     expect(xaddArgs('s', { id: 'x' }, { maxAgeMs: 1000 }, false, 5000)).toEqual(['s', 'MINID', '~', '4000-0', '*', 'id', 'x']);
+    expect(xaddHead({ maxLen: 10 }, false, 0)).toEqual(['MAXLEN', '~', '10', '*']);
   });
 });
 

@@ -5,19 +5,18 @@ import type { DeferredSink, SinkAttachContext, SinkProcessorOptions, SinkWriteCo
 import { itemId } from '../kit/item-id';
 import { describeValue } from '../kit/option-checks';
 import { redisReply } from '../kit/redis-errors';
-import { Partitions } from '../kit/partitions';
 import { redisState } from '../kit/redis-state';
 import { WriteProgress } from '../kit/write-progress';
 import { findStreamRedis, type StreamRedis } from './redis-stream-clients';
-import { type Trim, xaddArgs } from './redis-stream-entries';
+import { defaultFields, defaultFieldArgs, type Trim, xaddHead } from './redis-stream-entries';
 import { isStreamCluster, loadSlotOf, SlotGroups, type SlotOf } from './redis-stream-slots';
 import { checkRedisStreamSinkOptions } from './redis-stream-sink.checks';
 import { REDIS_STREAM_PROCESSOR_DEFAULTS, type RedisStreamSinkOptions } from './redis-stream-sink.options';
 
-/** An item ready to append: its stream and its fields. */
+/** An item ready to append: its stream and its fields as `XADD` arguments (`field value …`). */
 interface Entry {
   stream: string;
-  fields: Record<string, string>;
+  fields: string[];
 }
 
 /**
@@ -41,6 +40,8 @@ export class RedisStreamSink implements DeferredSink<SinkItem> {
   private readonly fields: (item: SinkItem) => Record<string, string>;
   private readonly trim: Trim;
   private readonly noMkStream: boolean;
+  /** `NOMKSTREAM`, `MAXLEN ~ n`, `*`: the same for every entry (with `maxAgeMs`, built per batch). */
+  private readonly head: readonly string[] | undefined;
   private redis: StreamRedis | undefined;
   private own = false;
   /** A key's hash slot, when the client is an ioredis `Cluster`. */
@@ -59,6 +60,7 @@ export class RedisStreamSink implements DeferredSink<SinkItem> {
     this.fields = settings.fields;
     this.trim = settings.trim;
     this.noMkStream = settings.noMkStream;
+    this.head = this.trim && 'maxAgeMs' in this.trim ? undefined : xaddHead(this.trim, this.noMkStream, 0);
   }
 
   /** Finds the client and holds the app's open through the drain. */
@@ -84,33 +86,42 @@ export class RedisStreamSink implements DeferredSink<SinkItem> {
     const progress = new WriteProgress(batch.length);
     // One pipeline per batch; with a Cluster, one per group of nodes serving the entries' slots (a Cluster pipeline must hold keys one node serves).
     const groups = this.slotOf && isStreamCluster(redis) ? new SlotGroups(redis, this.slotOf) : undefined;
-    const parts = new Partitions<string, string, number>();
+    const entries: Entry[] = new Array(batch.length);
+    const parts = new Map<string, number[]>();
+    let all: number[] | undefined;
     for (let index = 0; index < batch.length; index++) {
       try {
-        const { stream } = this.entry(batch[index]);
-        const group = groups?.of(stream) ?? '';
-        parts.add(group, index, index, () => group);
+        const entry = (entries[index] = this.entry(batch[index]));
+        const group = groups ? groups.of(entry.stream) : '';
+        let indexes = group === '' ? all : parts.get(group);
+        if (!indexes) {
+          parts.set(group, (indexes = []));
+          if (group === '') all = indexes;
+        }
+        indexes.push(index);
       } catch (error) {
         progress.fail([index], error, false);
       }
     }
-    const now = Date.now();
-    const pipelines = parts.list().map((part) => this.send(redis, batch, part.indexes, progress, now));
-    if (pipelines.length === 0) return progress.result(true);
-    const ended = await progress.until(Promise.all(pipelines), signal);
+    if (parts.size === 0) return progress.result(true);
+    const head = this.head ?? xaddHead(this.trim, this.noMkStream, Date.now());
+    const pipelines: Promise<void>[] = [];
+    for (const indexes of parts.values()) pipelines.push(this.send(redis, entries, indexes, head, progress));
+    const ended = await progress.until(pipelines.length === 1 ? pipelines[0] : Promise.all(pipelines), signal);
     return ended ? progress.result(true) : progress.result(false, signal.reason);
   }
 
   /** Sends the entries at `indexes` in one pipeline and records each one's outcome in `progress` as the replies come. */
-  private async send(redis: StreamRedis, batch: readonly SinkItem[], indexes: readonly number[], progress: WriteProgress, now: number): Promise<void> {
+  private async send(redis: StreamRedis, entries: readonly Entry[], indexes: readonly number[], head: readonly string[], progress: WriteProgress): Promise<void> {
     let replies: Array<[Error | null, unknown]> | null = null;
     let failure: unknown;
     try {
       // a throw here must fail these entries, not leave them unanswered (counted delivered)
       const pipeline = redis.pipeline();
-      for (const index of indexes) {
-        const { stream, fields } = this.entry(batch[index]);
-        pipeline.xadd(...xaddArgs(stream, fields, this.trim, this.noMkStream, now));
+      // ioredis flattens array arguments (one level): the stream, the head and the fields make one XADD
+      for (let i = 0; i < indexes.length; i++) {
+        const { stream, fields } = entries[indexes[i]];
+        pipeline.xadd(stream, head, fields);
       }
       replies = await pipeline.exec();
     } catch (error) {
@@ -120,16 +131,24 @@ export class RedisStreamSink implements DeferredSink<SinkItem> {
       progress.fail(indexes, new SinkWriteError(`${this.label}: the pipeline failed: ${errorMessage(failure)}`, { cause: failure, retryable: true }), true);
       return;
     }
-    indexes.forEach((index, i) => {
-      const [error, id] = replies[i] ?? [new Error('no reply'), undefined];
-      const stream = this.entries.get(batch[index])?.stream;
+    const confirmed: number[] = [];
+    for (let i = 0; i < indexes.length; i++) {
+      const index = indexes[i];
+      const reply = replies[i];
+      const error = reply ? reply[0] : new Error('no reply');
+      if (!error && reply[1] !== null) {
+        confirmed.push(index);
+        continue;
+      }
+      const stream = entries[index].stream;
       if (error) {
         const { code, retryable } = redisReply(error);
         progress.failEntry({ index, error: new SinkWriteError(`${this.label}: Redis refused XADD to stream "${stream}": ${errorMessage(error)}`, { cause: error, code, retryable }), retryable, ...(code ? { code } : {}) });
-      } else if (id === null) {
+      } else {
         progress.failEntry({ index, error: new SinkWriteError(`${this.label}: stream "${stream}" does not exist and noMkStream is set; create it (XGROUP CREATE … MKSTREAM) or leave noMkStream out`, { retryable: false }), retryable: false });
-      } else progress.confirm([index]);
-    });
+      }
+    }
+    progress.confirm(confirmed);
   }
 
   /** Closes the sink's own connection (from a URL or connection options); the app's client is the app's to close. */
@@ -145,13 +164,33 @@ export class RedisStreamSink implements DeferredSink<SinkItem> {
     itemId(item); // an item written outside the dispatcher (a test) gets its id here, for fields(item)
     const stream = this.stream(item);
     if (typeof stream !== 'string' || stream === '') throw new Error(`${this.label}: stream(item) must return a non-empty string, got ${describeValue(stream)}`);
-    const fields = this.fields(item);
-    if (typeof fields !== 'object' || fields === null || Object.keys(fields).length === 0) throw new Error(`${this.label}: fields(item) must return an object of string values, got ${describeValue(fields)}`);
-    for (const [key, value] of Object.entries(fields)) {
-      if (typeof value !== 'string') throw new Error(`${this.label}: fields(item) returned a value that is not a string for "${key}": ${describeValue(value)}`);
-    }
+    const fields = this.fields === defaultFields ? this.checked(defaultFieldArgs(item)) : this.fieldArgs(item);
     const entry = { stream, fields };
     this.entries.set(item, entry);
     return entry;
+  }
+
+  /** The default fields' arguments, each value checked to be a string (an item's name, its request id). */
+  private checked(args: string[]): string[] {
+    for (let i = 1; i < args.length; i += 2) {
+      if (typeof args[i] !== 'string') throw new Error(`${this.label}: fields(item) returned a value that is not a string for "${args[i - 1]}": ${describeValue(args[i])}`);
+    }
+    return args;
+  }
+
+  /** `fields(item)` as `XADD` arguments, checked: an object of string values, at least one. */
+  private fieldArgs(item: SinkItem): string[] {
+    const fields = this.fields(item);
+    if (typeof fields !== 'object' || fields === null) throw new Error(`${this.label}: fields(item) must return an object of string values, got ${describeValue(fields)}`);
+    const keys = Object.keys(fields);
+    if (keys.length === 0) throw new Error(`${this.label}: fields(item) must return an object of string values, got ${describeValue(fields)}`);
+    const args: string[] = new Array(keys.length * 2);
+    for (let i = 0; i < keys.length; i++) {
+      const value = fields[keys[i]];
+      if (typeof value !== 'string') throw new Error(`${this.label}: fields(item) returned a value that is not a string for "${keys[i]}": ${describeValue(value)}`);
+      args[2 * i] = keys[i];
+      args[2 * i + 1] = value;
+    }
+    return args;
   }
 }
