@@ -1,4 +1,8 @@
+import type { DeadLetterReason } from './dead-letter.interface';
 import type { SinkHostStats } from './sink.interface';
+
+/** Why items were dead-lettered: a dead letter's reason, or `unreadable` (a spooled item that could not be read back). */
+export type DeadLetteredReason = DeadLetterReason | 'unreadable';
 
 /** Where accepted items are. `accepted = delivered + pending + dropped + deadLettered`, always. */
 export interface ItemCounts {
@@ -38,6 +42,12 @@ export interface SinkStats extends ItemCounts {
   /** When an item was last dropped, and last dead-lettered (epoch ms). */
   lastDropAt?: number;
   lastDeadLetterAt?: number;
+  /**
+   * `deadLettered` by the dead letter's reason (only the reasons seen): `not-retryable`,
+   * `attempts-exhausted`, `timeout`, `shutdown`, `closed`, and `unreadable` for spooled items that could
+   * not be read back from disk.
+   */
+  deadLetteredByReason?: Partial<Record<DeadLetteredReason, number>>;
   /**
    * Dead letters handed back to this sink by `DeferredWork.redriveDeadLetters()`: each is counted in
    * `accepted` again, then settles like any item (delivered, pending, dropped or dead-lettered again).

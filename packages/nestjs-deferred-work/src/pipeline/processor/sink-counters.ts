@@ -1,4 +1,4 @@
-import type { ItemCounts, SinkStats } from '../../core/stats.interface';
+import type { DeadLetteredReason, ItemCounts, SinkStats } from '../../core/stats.interface';
 
 /** A sink's counters for one item kind (no `pending`: only the sink's total has it). */
 export type KindCounts = Omit<ItemCounts, 'pending'>;
@@ -24,6 +24,8 @@ export class SinkCounters {
   lastDropAt: number | undefined;
   lastDeadLetterAt: number | undefined;
   redriven = 0;
+  /** `deadLettered` by reason (the reasons seen). */
+  readonly deadLetteredByReason: Partial<Record<DeadLetteredReason, number>> = {};
   /** Since when every write failed (epoch ms), until one goes through completely. */
   failingSince: number | undefined;
   /** When the write in flight started (epoch ms), if one is. */
@@ -73,10 +75,11 @@ export class SinkCounters {
     this.lastErrorCode = code;
   }
 
-  /** Counts `count` dead letters; returns the time to stamp them with. */
-  buried(count: number): number {
+  /** Counts `count` dead letters of `reason`; returns the time to stamp them with. */
+  buried(count: number, reason: DeadLetteredReason): number {
     const at = Date.now();
     this.deadLettered += count;
+    this.deadLetteredByReason[reason] = (this.deadLetteredByReason[reason] ?? 0) + count;
     this.lastDeadLetterAt = at;
     return at;
   }
@@ -100,6 +103,7 @@ export class SinkCounters {
       lastWriteMs: this.lastWriteMs,
       lastDropAt: this.lastDropAt,
       lastDeadLetterAt: this.lastDeadLetterAt,
+      deadLetteredByReason: { ...this.deadLetteredByReason },
       redriven: this.redriven,
       failingSince: this.failingSince,
       writeInFlightSince: this.writeStartedAt,
