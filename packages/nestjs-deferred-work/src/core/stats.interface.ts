@@ -57,6 +57,13 @@ export interface SinkStats extends ItemCounts {
   failingSince?: number;
   /** When the write (for callbacks: the oldest run) in flight started (epoch ms); absent when none is. */
   writeInFlightSince?: number;
+  /**
+   * Writes the library gave up on (timed out, aborted, still pending after a grace) that have not
+   * settled since: the sink or its client ignores the abort signal. Absent when none.
+   */
+  unsettledWrites?: number;
+  /** When the oldest of `unsettledWrites` started (epoch ms). */
+  unsettledWriteSince?: number;
   /** When a write (for callbacks: a run) last started or ended (epoch ms). */
   lastProgressAt?: number;
   /** Age of the oldest item held in memory (queued, in flight or waiting for a retry), in ms; 0 when none. */

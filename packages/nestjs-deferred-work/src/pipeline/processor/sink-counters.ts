@@ -32,6 +32,8 @@ export class SinkCounters {
   writeStartedAt: number | undefined;
   /** When a write last started or ended (epoch ms). */
   lastProgressAt: number | undefined;
+  /** Writes given up on that ignored their abort signal and have not settled: their start (epoch ms). */
+  private readonly unsettled = new Set<{ since: number }>();
   /**
    * The same counts by item kind, for the kinds seen. Their sums equal the totals, except for items a
    * spool replays from a previous process (counted by kind once read back from disk) and spooled items
@@ -62,6 +64,16 @@ export class SinkCounters {
     this.lastProgressAt = Date.now();
   }
 
+  /**
+   * A write given up on after its timeout and abort grace is still pending (`startedAt`: its
+   * `performance.now()` start); counted until `settled` settles.
+   */
+  abandoned(startedAt: number, settled: Promise<unknown>): void {
+    const write = { since: Date.now() - (performance.now() - startedAt) };
+    this.unsettled.add(write);
+    void settled.then(() => this.unsettled.delete(write));
+  }
+
   /** A write went through completely: the sink is not failing any more. */
   succeeded(): void {
     this.failingSince = undefined;
@@ -82,6 +94,13 @@ export class SinkCounters {
     this.deadLetteredByReason[reason] = (this.deadLetteredByReason[reason] ?? 0) + count;
     this.lastDeadLetterAt = at;
     return at;
+  }
+
+  private unsettledStats(): Pick<SinkStats, 'unsettledWrites' | 'unsettledWriteSince'> {
+    if (this.unsettled.size === 0) return {};
+    let since = Infinity;
+    for (const write of this.unsettled) since = Math.min(since, write.since);
+    return { unsettledWrites: this.unsettled.size, unsettledWriteSince: Math.round(since) };
   }
 
   snapshot(pending: number, queueDepth: number, inFlight: number): SinkStats {
@@ -107,6 +126,7 @@ export class SinkCounters {
       redriven: this.redriven,
       failingSince: this.failingSince,
       writeInFlightSince: this.writeStartedAt,
+      ...this.unsettledStats(),
       lastProgressAt: this.lastProgressAt,
     };
   }
