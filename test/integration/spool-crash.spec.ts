@@ -533,6 +533,76 @@ describe.each(platforms.map((p) => p.name))('disk spool across SIGKILL, as real 
       );
     }, 60_000);
 
+    /**
+     * 3,000 items, the receiver accepting (2xx) but slowly, so that POSTs are in flight at a kill: the
+     * items the receiver took but whose answer the killed process never read are sent again by the
+     * next process, in the same batches (same Idempotency-Key). A receiver deduplicating by key then
+     * sees each item exactly once. With `secondKill`, the replaying process is killed too.
+     */
+    const replayDuplicates = async (secondKill: boolean) => {
+      const N = 3000;
+      const DELAY_MS = 150; // ~330 items/s delivered: the 3,000 requests are all made (and spooled) long before
+      const receiver = await HttpReceiver.start(() => ({ status: 200, delayMs: DELAY_MS }));
+      receivers.push(receiver);
+      const { env } = await spooledHttpApp(receiver);
+      const received = () => wireItems(receiver).length;
+      const first = await startApp(env);
+      await defer(first, N);
+      await spooledAndSynced(first, N);
+      await receiver.waitUntil(() => received() >= N / 3, 'a third of the items received by the first process', 30_000);
+      await first.kill9();
+      const postsAtKills = [receiver.requests.length];
+      expect(received()).toBeLessThan(N); // killed with deliveries left, some in flight
+
+      let last = await startApp(env);
+      if (secondKill) {
+        const before = received();
+        await receiver.waitUntil(() => received() >= before + 200, 'part of the replay received', 20_000);
+        await last.kill9();
+        postsAtKills.push(receiver.requests.length);
+        last = await startApp(env);
+      }
+      const after = await drained(last, 30_000);
+      expect(after).toMatchObject({ pending: 0, dropped: 0, deadLettered: 0 });
+
+      const ok = receiver.requests.filter((r) => typeof r.reply === 'object' && r.reply.status >= 200 && r.reply.status < 300);
+      const items = ok.flatMap((r) => r.items as Array<{ id: string; data: { n: number } }>);
+      const ids = new Set(items.map((item) => item.id));
+      expect(new Set(items.map((item) => item.data.n))).toEqual(new Set(range(0, N))); // every item at least once
+      expect(ids.size).toBe(N); // one stable id per item
+      // A duplicate is only an item of a POST the receiver took before a kill.
+      const beforeKills = new Set(receiver.requests.filter((r) => r.seq < postsAtKills[postsAtKills.length - 1]).flatMap((r) => (r.items as Array<{ id: string }>).map((i) => i.id)));
+      const seen = new Set<string>();
+      const duplicated = new Set<string>();
+      for (const item of items) (seen.has(item.id) ? duplicated : seen).add(item.id);
+      expect([...duplicated].filter((id) => !beforeKills.has(id))).toEqual([]);
+      // A receiver honouring Idempotency-Key: the first POST with a key is processed, later ones answered from it.
+      const keys = new Set<string>();
+      const processed = ok.filter((r) => {
+        const key = String(r.headers['idempotency-key']);
+        if (keys.has(key)) return false;
+        keys.add(key);
+        return true;
+      });
+      const keyed = processed.flatMap((r) => (r.items as Array<{ id: string }>).map((i) => i.id));
+      const ratio = (n: number) => ((n - N) / N).toFixed(3);
+      process.stdout.write(
+        `[spool-crash ${adapter} http ${N} items, ${secondKill ? 'two kills' : 'one kill'}] received ${items.length} items in ${ok.length} POSTs: ` +
+          `duplicate ratio ${ratio(items.length)} raw (${duplicated.size} items twice or more), ${ratio(keyed.length)} after dedupe by Idempotency-Key ` +
+          `(${ok.length - processed.length} POSTs repeated a key)\n`,
+      );
+      expect(keyed.length).toBe(N); // exactly once after dedupe by key
+      expect(new Set(keyed).size).toBe(N);
+    };
+
+    it('3,000 items, kill -9 with deliveries in flight to an accepting receiver: duplicates only from the POSTs in flight, each item exactly once after dedupe by Idempotency-Key', async () => {
+      await replayDuplicates(false);
+    }, 60_000);
+
+    it('3,000 items, kill -9 during delivery and again during the replay: each item exactly once after dedupe by Idempotency-Key', async () => {
+      await replayDuplicates(true);
+    }, 60_000);
+
     it('a torn tail appended to the newest segment after kill -9 is skipped and counted; every whole record is replayed', async () => {
       const N = 60;
       const receiver = await HttpReceiver.start(() => ({ status: 503 }));

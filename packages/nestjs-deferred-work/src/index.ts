@@ -87,7 +87,7 @@ export { MemoryDeadLetterStore } from './pipeline/dead-letters/memory-dead-lette
 export type { DeadLetterBounds } from './pipeline/dead-letters/dead-letter-index';
 export { RedriveInProgressError } from './core/errors/redrive-in-progress.error';
 export { DeadLetterStoreMissingError } from './core/errors/dead-letter-store-missing.error';
-export type { CallbackRunnerStats, DeferredStats, RouteTimingStats, SinkSpoolStats, SinkStats } from './core/stats.interface';
+export type { CallbackRunnerStats, DeadLetteredReason, DeferredStats, RouteTimingStats, SinkSpoolStats, SinkStats } from './core/stats.interface';
 export type { CorrelationOptions } from './core/correlation-options.interface';
 export type { CallbackRunnerOptions } from './pipeline/callbacks/callback-runner.options';
 export type { ResolvedDeferredWorkOptions } from './pipeline/resolved-options.interface';

@@ -38,7 +38,8 @@ const USAGE = `Usage: node dist/bench/decompose.js [options]
   --rate 0                   total req/s offered (0: as fast as the server answers)
   --perf                     also split each route's CPU by whose code spent it (Linux perf; Debian's linux-perf)
   --metrics                  compare each route with the library's own metrics off and on (two servers;
-                             "on" scraped every second) instead of against the first route`;
+                             "on" scraped every second) instead of against the first route
+  --lag                      with --metrics: "on" also records the delivery lag (opt-in)`;
 
 interface Sample {
   cpuUs: number;
@@ -47,9 +48,9 @@ interface Sample {
   owners?: Record<string, number>;
 }
 
-function startServer(adapter: string, perf: boolean, metrics = false): Promise<{ base: string; child: ChildProcess }> {
+function startServer(adapter: string, perf: boolean, metrics: false | 'metrics' | 'metrics-lag' = false): Promise<{ base: string; child: ChildProcess }> {
   const flags = perf ? ['--perf-basic-prof-only-functions'] : [];
-  const child = spawn(process.execPath, [...flags, path.join(here, '..', 'server', 'decompose.app.js'), adapter, ...(metrics ? ['metrics'] : [])], {
+  const child = spawn(process.execPath, [...flags, path.join(here, '..', 'server', 'decompose.app.js'), adapter, ...(metrics ? [metrics] : [])], {
     stdio: ['ignore', 'pipe', 'inherit'],
     env: { ...process.env, NODE_ENV: 'production' },
   });
@@ -81,6 +82,7 @@ async function main(): Promise<void> {
       rate: { type: 'string', default: '0' },
       perf: { type: 'boolean', default: false },
       metrics: { type: 'boolean', default: false },
+      lag: { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
     },
   });
@@ -90,7 +92,7 @@ async function main(): Promise<void> {
   if (unknown.length > 0 || routes.length < 2) throw new Error(`--routes takes two or more of ${ROUTES.join(', ')}\n\n${USAGE}`);
   if (values.adapter !== 'fastify' && values.adapter !== 'express') throw new Error(`--adapter must be fastify or express\n\n${USAGE}`);
   const [rounds, duration, connections, rate] = [values.rounds, values.duration, values.connections, values.rate].map(Number);
-  if (values.metrics) return compareMetrics(values.adapter, routes, { rounds, duration, connections, rate });
+  if (values.metrics) return compareMetrics(values.adapter, routes, { rounds, duration, connections, rate, lag: values.lag });
   const { base, child } = await startServer(values.adapter, values.perf);
   const perfFile = path.join(tmpdir(), `decompose-${process.pid}.perf.data`);
   /** The request thread's CPU of one measurement by owner, scaled to `cpuUs` per request. */
@@ -150,9 +152,9 @@ async function main(): Promise<void> {
  * `--metrics`: each route on a server without and one with the library's own metrics, the two
  * measurements adjacent in each round (order alternating by round); "on" is scraped every second.
  */
-async function compareMetrics(adapter: string, routes: string[], o: { rounds: number; duration: number; connections: number; rate: number }): Promise<void> {
+async function compareMetrics(adapter: string, routes: string[], o: { rounds: number; duration: number; connections: number; rate: number; lag: boolean }): Promise<void> {
   const off = await startServer(adapter, false);
-  const on = await startServer(adapter, false, true);
+  const on = await startServer(adapter, false, o.lag ? 'metrics-lag' : 'metrics');
   const measure = async (base: string, route: string, scrape: boolean): Promise<Sample> => {
     const before = await mainCpuUs(base);
     const scraper = scrape ? setInterval(() => void fetch(`${base}/metrics`).then((r) => r.text()), 1000) : undefined;
@@ -179,7 +181,7 @@ async function compareMetrics(adapter: string, routes: string[], o: { rounds: nu
       process.stderr.write(`round ${round + 1}/${o.rounds}\n`);
     }
     const rate_ = o.rate > 0 ? `, ${o.rate} req/s offered` : ', as fast as the server answers';
-    console.log(`\n${adapter}: ${o.rounds} rounds × ${o.duration} s per route and server, ${o.connections} connections${rate_}; metrics on − off within each round`);
+    console.log(`\n${adapter}: ${o.rounds} rounds × ${o.duration} s per route and server, ${o.connections} connections${rate_}; metrics on${o.lag ? ' (with the delivery lag)' : ''} − off within each round`);
     console.log('| route | CPU µs/req off (median) | on (median) | on − off µs: median | q1 | q3 | req/s on ÷ off: median | q1 | q3 |');
     console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
     const f = (n: number, d = 1) => n.toFixed(d);

@@ -6,8 +6,8 @@
  * `@nestjs/event-emitter`, by a bare `setImmediate` and by a hand-written `close` listener.
  * Listens on 127.0.0.1 (random port), prints `{"port":…}` on stdout; `GET /__cpu` answers the main
  * thread's CPU time (µs, Linux schedstat) and the effects completed. With a second argument `metrics`,
- * the library's own metrics are on (`DeferredWorkMetricsModule` in a prom-client registry, with the
- * delivery lag), served on `GET /metrics`.
+ * the library's own metrics are on (`DeferredWorkMetricsModule` in a prom-client registry, default
+ * options), served on `GET /metrics`; with `metrics-lag`, the same with the opt-in delivery lag.
  */
 import 'reflect-metadata';
 import { readFileSync } from 'node:fs';
@@ -23,7 +23,8 @@ import { Registry } from 'prom-client';
 
 const OK = { ok: true } as const;
 const registry = new Registry();
-const withMetrics = process.argv[3] === 'metrics';
+const withMetrics = process.argv[3] === 'metrics' || process.argv[3] === 'metrics-lag';
+const deliveryLag = process.argv[3] === 'metrics-lag';
 let done = 0;
 const effect = async (): Promise<void> => {
   await sleep(5);
@@ -119,7 +120,7 @@ class DecomposeController {
   imports: [
     EventEmitterModule.forRoot(),
     DeferredWorkModule.forRoot({}),
-    ...(withMetrics ? [DeferredWorkMetricsModule.forRoot({ prometheus: { registry }, deliveryLag: true })] : []),
+    ...(withMetrics ? [DeferredWorkMetricsModule.forRoot({ prometheus: { registry }, deliveryLag })] : []),
   ],
   controllers: [DecomposeController],
   providers: [EffectListener],

@@ -1,4 +1,8 @@
+import type { DeadLetterReason } from './dead-letter.interface';
 import type { SinkHostStats } from './sink.interface';
+
+/** Why items were dead-lettered: a dead letter's reason, or `unreadable` (a spooled item that could not be read back). */
+export type DeadLetteredReason = DeadLetterReason | 'unreadable';
 
 /** Where accepted items are. `accepted = delivered + pending + dropped + deadLettered`, always. */
 export interface ItemCounts {
@@ -39,6 +43,12 @@ export interface SinkStats extends ItemCounts {
   lastDropAt?: number;
   lastDeadLetterAt?: number;
   /**
+   * `deadLettered` by the dead letter's reason (only the reasons seen): `not-retryable`,
+   * `attempts-exhausted`, `timeout`, `shutdown`, `closed`, and `unreadable` for spooled items that could
+   * not be read back from disk.
+   */
+  deadLetteredByReason?: Partial<Record<DeadLetteredReason, number>>;
+  /**
    * Dead letters handed back to this sink by `DeferredWork.redriveDeadLetters()`: each is counted in
    * `accepted` again, then settles like any item (delivered, pending, dropped or dead-lettered again).
    */
@@ -47,6 +57,13 @@ export interface SinkStats extends ItemCounts {
   failingSince?: number;
   /** When the write (for callbacks: the oldest run) in flight started (epoch ms); absent when none is. */
   writeInFlightSince?: number;
+  /**
+   * Writes the library gave up on (timed out, aborted, still pending after a grace) that have not
+   * settled since: the sink or its client ignores the abort signal. Absent when none.
+   */
+  unsettledWrites?: number;
+  /** When the oldest of `unsettledWrites` started (epoch ms). */
+  unsettledWriteSince?: number;
   /** When a write (for callbacks: a run) last started or ended (epoch ms). */
   lastProgressAt?: number;
   /** Age of the oldest item held in memory (queued, in flight or waiting for a retry), in ms; 0 when none. */

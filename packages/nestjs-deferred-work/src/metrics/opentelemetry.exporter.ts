@@ -37,16 +37,31 @@ export async function openTelemetryExporter(
   const handler = flags.routeTimings ? histogram(ROUTE_HANDLER) : undefined;
   const send = flags.routeTimings ? histogram(ROUTE_SEND) : undefined;
   let open = true;
+  // Attribute objects made once per sink (and outcome, kind): a write allocates none.
+  const sinks = new Map<string, { success: Attributes; failure: Attributes; sink: Attributes; kinds: Map<string, Attributes> }>();
+  const attributesOf = (sink: string) => {
+    let attributes = sinks.get(sink);
+    if (!attributes) {
+      attributes = { success: { sink, outcome: writeOutcome(0) }, failure: { sink, outcome: writeOutcome(1) }, sink: { sink }, kinds: new Map() };
+      sinks.set(sink, attributes);
+    }
+    return attributes;
+  };
 
   return {
     wrote(sink, ms, items, failed, code) {
       if (!open) return;
-      duration.record(ms / 1000, { sink, outcome: writeOutcome(failed) });
-      size.record(items, { sink });
+      const attributes = attributesOf(sink);
+      duration.record(ms / 1000, failed === 0 ? attributes.success : attributes.failure);
+      size.record(items, attributes.sink);
       if (failed > 0) errors.add(1, { sink, error_type: code ?? 'unknown' });
     },
     delivered(sink, kind, ms) {
-      if (open) lag?.record(ms / 1000, { sink, kind });
+      if (!open || !lag) return;
+      const kinds = attributesOf(sink).kinds;
+      let attributes = kinds.get(kind);
+      if (!attributes) kinds.set(kind, (attributes = { sink, kind }));
+      lag.record(ms / 1000, attributes);
     },
     routeTiming(method, route, handlerMs, sendMs) {
       if (!open) return;

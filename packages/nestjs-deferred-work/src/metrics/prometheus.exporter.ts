@@ -1,4 +1,5 @@
-import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Counter, Gauge, Registry } from 'prom-client';
+import { type HistogramSeries, RegistryHistogram } from './registry-histogram';
 import {
   DELIVERY_LAG,
   OBSERVED_METRICS,
@@ -18,7 +19,8 @@ type PromClient = typeof import('prom-client');
 
 /**
  * The library's own metrics in a prom-client registry: counters and gauges with `collect()` callbacks
- * (read from `stats()` at scrape time), histograms observed on the write path.
+ * (read from `stats()` at scrape time), histograms observed on the write path through series kept per
+ * sink (and outcome / kind): a write looks up one map entry and allocates nothing.
  */
 export async function prometheusExporter(
   options: { registry?: Registry; prefix: string },
@@ -61,9 +63,9 @@ export async function prometheusExporter(
       }));
     }
   }
-  const histogram = (metric: RecordedMetric): Histogram<string> => {
+  const histogram = (metric: RecordedMetric): RegistryHistogram => {
     const name = prometheusName(options.prefix, metric);
-    return add(name, () => new prom.Histogram({ name, help: metric.help, labelNames: [...metric.labels], buckets: [...metric.buckets], registers: [registry] }));
+    return add(name, () => new RegistryHistogram(name, metric.help, metric.buckets).register(registry));
   };
   const duration = histogram(WRITE_DURATION);
   const size = histogram(WRITE_BATCH_SIZE);
@@ -73,30 +75,49 @@ export async function prometheusExporter(
   const handler = flags.routeTimings ? histogram(ROUTE_HANDLER) : undefined;
   const send = flags.routeTimings ? histogram(ROUTE_SEND) : undefined;
 
-  // The delivery lag is observed once per delivered item: its children are kept, not looked up by labels each time.
-  const lagChildren = new Map<string, ReturnType<Histogram<string>['labels']>>();
-  const lagOf = (sink: string, kind: string) => {
-    const key = `${sink}\0${kind}`;
-    let child = lagChildren.get(key);
-    if (!child && lag) lagChildren.set(key, (child = lag.labels({ sink, kind })));
-    return child;
+  // Series made once per sink (and outcome, kind, route): the write path only finds them.
+  const sinks = new Map<string, SinkSeries>();
+  const seriesOf = (sink: string): SinkSeries => {
+    let series = sinks.get(sink);
+    if (!series) sinks.set(sink, (series = { size: size.child({ sink }), lag: new Map() }));
+    return series;
   };
+  const routes = new Map<string, Map<string, { handler: HistogramSeries; send: HistogramSeries }>>();
 
   return {
     wrote(sink, ms, items, failed, code) {
-      duration.observe({ sink, outcome: writeOutcome(failed) }, ms / 1000);
-      size.observe({ sink }, items);
+      const series = seriesOf(sink);
+      if (failed === 0) (series.success ??= duration.child({ sink, outcome: writeOutcome(0) })).observe(ms / 1000);
+      else (series.failure ??= duration.child({ sink, outcome: writeOutcome(failed) })).observe(ms / 1000);
+      series.size.observe(items);
       if (failed > 0) errors.inc({ sink, error_type: code ?? 'unknown' });
     },
     delivered(sink, kind, ms) {
-      lagOf(sink, kind)?.observe(ms / 1000);
+      if (!lag) return;
+      const byKind = seriesOf(sink).lag;
+      let series = byKind.get(kind);
+      if (!series) byKind.set(kind, (series = lag.child({ sink, kind })));
+      series.observe(ms / 1000);
     },
     routeTiming(method, route, handlerMs, sendMs) {
-      handler?.observe({ method, route }, handlerMs / 1000);
-      send?.observe({ method, route }, sendMs / 1000);
+      if (!handler || !send) return;
+      let byRoute = routes.get(method);
+      if (!byRoute) routes.set(method, (byRoute = new Map()));
+      let series = byRoute.get(route);
+      if (!series) byRoute.set(route, (series = { handler: handler.child({ method, route }), send: send.child({ method, route }) }));
+      series.handler.observe(handlerMs / 1000);
+      series.send.observe(sendMs / 1000);
     },
     close() {
       for (const name of names) registry.removeSingleMetric(name);
     },
   };
+}
+
+/** One sink's histogram series (the duration's made at its first success / failure, the lag's per kind). */
+interface SinkSeries {
+  success?: HistogramSeries;
+  failure?: HistogramSeries;
+  size: HistogramSeries;
+  lag: Map<string, HistogramSeries>;
 }

@@ -15,6 +15,8 @@ const snapshot: SelfMetricsSnapshot = {
         host: { thread: 'worker', running: true, restarts: 2, writesLostToRestarts: 1 } as SinkStats['host'],
         spool: { dir: '/s', maxBytes: 1000, pending: 2, onDiskOnly: 0, bytes: 300, oldestAgeMs: 1500, bytesWritten: 4200 } as SinkStats['spool'],
         redriven: 7,
+        deadLettered: 4,
+        deadLetteredByReason: { 'not-retryable': 1, 'attempts-exhausted': 3 },
       }),
       callbacks: sink({ failedWrites: 4 }),
     },
@@ -41,11 +43,15 @@ describe('the self-metrics catalog', () => {
     expect(read('spool_written')).toEqual([[{ sink: 'jobs' }, 4200]]);
     // For the sinks whose stats carry the count (the callbacks sink here does not).
     expect(read('redriven_items')).toEqual([[{ sink: 'jobs' }, 7]]);
+    // By reason: a closed set (never an error message), every reason of every sink, 0 until seen.
+    const byReason = read('dead_lettered_items');
+    expect(byReason).toHaveLength(2 * 6);
+    expect(byReason).toEqual(expect.arrayContaining([[{ sink: 'jobs', reason: 'not-retryable' }, 1], [{ sink: 'jobs', reason: 'attempts-exhausted' }, 3], [{ sink: 'jobs', reason: 'shutdown' }, 0], [{ sink: 'callbacks', reason: 'timeout' }, 0]]));
   });
 
   it("names metrics by Prometheus' conventions", () => {
     const names = OBSERVED_METRICS.map((m) => prometheusName('deferred_work_', m));
-    expect(names).toEqual(expect.arrayContaining(['deferred_work_sent_items_total', 'deferred_work_queue_size', 'deferred_work_spool_bytes', 'deferred_work_spool_oldest_age_seconds', 'deferred_work_redriven_items_total', 'deferred_work_spool_written_bytes_total']));
+    expect(names).toEqual(expect.arrayContaining(['deferred_work_sent_items_total', 'deferred_work_queue_size', 'deferred_work_spool_bytes', 'deferred_work_spool_oldest_age_seconds', 'deferred_work_redriven_items_total', 'deferred_work_spool_written_bytes_total', 'deferred_work_dead_lettered_items_total']));
     expect(prometheusName('x_', WRITE_DURATION)).toBe('x_write_duration_seconds');
     expect(new Set(names).size).toBe(names.length);
   });

@@ -1,4 +1,8 @@
+import type { DeadLetteredReason } from '../core/stats.interface';
 import type { SelfMetricsSnapshot } from './self-metrics.snapshot';
+
+/** Every reason an item is dead-lettered for: the `reason` label's values (each sink shows all, at 0 until seen, so that rate() sees the first one). */
+export const DEAD_LETTERED_REASONS: readonly DeadLetteredReason[] = ['not-retryable', 'attempts-exhausted', 'timeout', 'shutdown', 'closed', 'unreadable'];
 
 /** Labels of one series. */
 export type Labels = Record<string, string>;
@@ -63,6 +67,15 @@ export const OBSERVED_METRICS: readonly ObservedMetric[] = [
   { name: 'accepted_items', type: 'counter', unit: '{item}', labels: SINK_KIND, help: 'Items accepted into a sink\'s queue (after validation; dropped ones included).', read: byKind('accepted') },
   { name: 'sent_items', type: 'counter', unit: '{item}', labels: SINK_KIND, help: 'Items delivered: the sink confirmed them (or, for callbacks, they ran).', read: byKind('delivered') },
   { name: 'send_failed_items', type: 'counter', unit: '{item}', labels: SINK_KIND, help: 'Items dead-lettered: not retryable, out of attempts, or given up at shutdown.', read: byKind('deadLettered') },
+  {
+    name: 'dead_lettered_items',
+    type: 'counter',
+    unit: '{item}',
+    labels: ['sink', 'reason'],
+    help: 'Items dead-lettered, by reason: not-retryable, attempts-exhausted, timeout, shutdown, closed, unreadable (a spooled item not read back).',
+    read: (s) =>
+      Object.entries(s.stats.sinks).flatMap(([sink, stats]) => DEAD_LETTERED_REASONS.map((reason): Sample => [{ sink, reason }, stats.deadLetteredByReason?.[reason] ?? 0])),
+  },
   { name: 'enqueue_failed_items', type: 'counter', unit: '{item}', labels: SINK_KIND, help: 'Items dropped because the sink\'s queue (or spool) was full.', read: byKind('dropped') },
   { name: 'retried_items', type: 'counter', unit: '{item}', labels: SINK_KIND, help: 'Item retries (an item retried twice counts twice).', read: byKind('retried') },
   { name: 'rejected_items', type: 'counter', unit: '{item}', labels: [], help: 'Items refused before acceptance (invalid, unserialisable, too large, unknown sink).', read: (s) => [[{}, s.stats.rejected]] },

@@ -51,7 +51,7 @@ export class DeferredWorkHealthIndicator {
 
   /**
    * Liveness: `down` only when the pipeline is wedged — a write in flight `wedgedWriteMs` past its
-   * timeout, items held and no write started for `stalledMs` beyond the sink's longest legitimate wait,
+   * timeout, a write given up on that ignored its abort signal and is still unsettled as long, items held and no write started for `stalledMs` beyond the sink's longest legitimate wait,
    * or every callback slot held by callbacks that ignore their timeout while others wait. A slow or
    * failing sink, full queues, drops and dead letters never make it `down`.
    */

@@ -43,7 +43,9 @@ export function outageReasons(name: string, s: SinkStats, failingForMs: number, 
 
 /**
  * @internal
- * A sink's pipeline that no longer moves: a write in flight `wedgedWriteMs` past its own timeout, or
+ * A sink's pipeline that no longer moves: a write in flight `wedgedWriteMs` past its own timeout, a
+ * write given up on that has not settled `wedgedWriteMs` past the timeout (its sink ignores the abort
+ * signal: each retry leaks one more), or
  * items held and no write started or ended for `stalledMs` beyond the longest wait the sink may
  * legitimately take (its write timeout plus its longest retry delay). A slow or failing sink never
  * trips either: its writes time out and are retried.
@@ -51,6 +53,13 @@ export function outageReasons(name: string, s: SinkStats, failingForMs: number, 
 export function wedgedReasons(name: string, s: SinkStats, o: SinkProcessorOptions, wedgedWriteMs: number, stalledMs: number, now: number): string[] {
   if (s.writeInFlightSince !== undefined && now - s.writeInFlightSince > o.writeTimeoutMs + wedgedWriteMs) {
     return [`sink "${name}" has had a write in flight for ${Math.round((now - s.writeInFlightSince) / 1000)} s, past its writeTimeoutMs of ${o.writeTimeoutMs}`];
+  }
+  // Writes given up on that never settled: the sink (or its client) ignores its abort signal and holds
+  // each timed-out write forever. The pipeline moves on, but every retry leaks one more.
+  if (s.unsettledWriteSince !== undefined && now - s.unsettledWriteSince > o.writeTimeoutMs + wedgedWriteMs) {
+    return [
+      `sink "${name}" has ${s.unsettledWrites} write(s) that ignored their abort signal and have not settled for ${Math.round((now - s.unsettledWriteSince) / 1000)} s, past its writeTimeoutMs of ${o.writeTimeoutMs}: the sink or its client has no timeout of its own`,
+    ];
   }
   const held = s.queueDepth + s.inFlight;
   const since = s.lastProgressAt ?? now - (s.oldestPendingAgeMs ?? 0);

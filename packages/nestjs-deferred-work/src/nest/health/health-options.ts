@@ -20,7 +20,10 @@ export interface DeferredWorkReadinessOptions extends DeferredWorkHealthOptions 
 
 /** Options of {@link DeferredWorkHealthIndicator.isLive}: only a wedged pipeline is `down`, never a slow or failing sink. */
 export interface DeferredWorkLivenessOptions {
-  /** A write still in flight this long past the sink's `writeTimeoutMs`, in ms, is wedged. Default `60000`. */
+  /**
+   * A write still in flight, or given up on and still unsettled (its sink ignores the abort signal),
+   * this long past the sink's `writeTimeoutMs`, in ms, is wedged. Default `60000`.
+   */
   wedgedWriteMs?: number;
   /**
    * Items held while no write started or ended for this long beyond the sink's longest legitimate wait

@@ -279,7 +279,7 @@ export class CallbackRunner {
   }
 
   private bury(task: CallbackTask, reason: DeadLetterReason, message: string): void {
-    const at = this.counters.buried(1);
+    const at = this.counters.buried(1, reason);
     this.counters.kind('callback').deadLettered++;
     const letter: DeadLetter = { item: task.item, sink: this.name, reason, error: message, attempts: task.attempts, at };
     this.waiters.settled(task.seq);

@@ -6,6 +6,8 @@ import type { HardStop } from './hard-stop';
 /** After a write's timeout, how long to let it settle before the next write may start. */
 const ABORT_GRACE_MS = 1000;
 
+const noop = () => undefined;
+
 class WriteTimeoutError extends Error {
   override readonly name = 'WriteTimeoutError';
 }
@@ -22,6 +24,7 @@ export async function guardedWrite(
   attempt: number,
   timeoutMs: number,
   hardStop: HardStop,
+  abandoned?: (settled: Promise<unknown>) => void,
 ): Promise<void | SinkWriteResult> {
   const controller = new AbortController();
   // The write's outcome or its abort, whichever comes first — without an 'abort' listener per write:
@@ -55,6 +58,9 @@ export async function guardedWrite(
     const grace = hardStop.signal.aborted ? 0 : Math.min(ABORT_GRACE_MS, timeoutMs);
     const late = await settleWithin(write, grace);
     if (late.status === 'fulfilled') return late.value;
+    // Still pending after its abort and the grace: the sink ignores its signal. Given up on here; the
+    // caller is told until it settles (if ever), for the liveness probe.
+    if (late.status === 'pending') abandoned?.(write.then(noop, noop));
     throw late.status === 'rejected' ? late.reason : error;
   } finally {
     clearTimeout(timeout);

@@ -137,7 +137,7 @@ export abstract class ProcessorBase {
     let cutByShutdown = false;
     try {
       const items = entries.map((e) => e.item);
-      const result = await guardedWrite(this.sink, items, attempt, this.options.writeTimeoutMs, this.hardStop);
+      const result = await guardedWrite(this.sink, items, attempt, this.options.writeTimeoutMs, this.hardStop, (settled) => this.counters.abandoned(started, settled));
       const outcome = outcomeOf(result, entries, this.sink.name);
       failures = outcome.failures;
       this.counters.duplicates += outcome.duplicates;
@@ -239,7 +239,7 @@ export abstract class ProcessorBase {
       }
       this.spool.ack(entries);
     }
-    const at = this.counters.buried(failures.length);
+    const at = this.counters.buried(failures.length, reason);
     for (const failure of failures) this.counters.kind(failure.entry.item.kind).deadLettered++;
     if (itemWatch.watching > 0) for (const failure of failures) itemWatch.settled(failure.entry.item, 'dead-lettered');
     return failures.map(({ entry, message, code }) => {
@@ -261,7 +261,7 @@ export abstract class ProcessorBase {
   /** Counts spooled items that could not be read back from disk as dead letters (no item to show). */
   protected buryUnreadable(count: number): void {
     if (count === 0) return;
-    this.counters.buried(count);
+    this.counters.buried(count, 'unreadable');
     this.hooks.writeFailed(this.sink.name, `${count} spooled item(s) could not be read back from disk`);
   }
 

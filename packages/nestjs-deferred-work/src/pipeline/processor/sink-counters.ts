@@ -1,4 +1,4 @@
-import type { ItemCounts, SinkStats } from '../../core/stats.interface';
+import type { DeadLetteredReason, ItemCounts, SinkStats } from '../../core/stats.interface';
 
 /** A sink's counters for one item kind (no `pending`: only the sink's total has it). */
 export type KindCounts = Omit<ItemCounts, 'pending'>;
@@ -24,12 +24,16 @@ export class SinkCounters {
   lastDropAt: number | undefined;
   lastDeadLetterAt: number | undefined;
   redriven = 0;
+  /** `deadLettered` by reason (the reasons seen). */
+  readonly deadLetteredByReason: Partial<Record<DeadLetteredReason, number>> = {};
   /** Since when every write failed (epoch ms), until one goes through completely. */
   failingSince: number | undefined;
   /** When the write in flight started (epoch ms), if one is. */
   writeStartedAt: number | undefined;
   /** When a write last started or ended (epoch ms). */
   lastProgressAt: number | undefined;
+  /** Writes given up on that ignored their abort signal and have not settled: their start (epoch ms). */
+  private readonly unsettled = new Set<{ since: number }>();
   /**
    * The same counts by item kind, for the kinds seen. Their sums equal the totals, except for items a
    * spool replays from a previous process (counted by kind once read back from disk) and spooled items
@@ -60,6 +64,16 @@ export class SinkCounters {
     this.lastProgressAt = Date.now();
   }
 
+  /**
+   * A write given up on after its timeout and abort grace is still pending (`startedAt`: its
+   * `performance.now()` start); counted until `settled` settles.
+   */
+  abandoned(startedAt: number, settled: Promise<unknown>): void {
+    const write = { since: Date.now() - (performance.now() - startedAt) };
+    this.unsettled.add(write);
+    void settled.then(() => this.unsettled.delete(write));
+  }
+
   /** A write went through completely: the sink is not failing any more. */
   succeeded(): void {
     this.failingSince = undefined;
@@ -73,12 +87,20 @@ export class SinkCounters {
     this.lastErrorCode = code;
   }
 
-  /** Counts `count` dead letters; returns the time to stamp them with. */
-  buried(count: number): number {
+  /** Counts `count` dead letters of `reason`; returns the time to stamp them with. */
+  buried(count: number, reason: DeadLetteredReason): number {
     const at = Date.now();
     this.deadLettered += count;
+    this.deadLetteredByReason[reason] = (this.deadLetteredByReason[reason] ?? 0) + count;
     this.lastDeadLetterAt = at;
     return at;
+  }
+
+  private unsettledStats(): Pick<SinkStats, 'unsettledWrites' | 'unsettledWriteSince'> {
+    if (this.unsettled.size === 0) return {};
+    let since = Infinity;
+    for (const write of this.unsettled) since = Math.min(since, write.since);
+    return { unsettledWrites: this.unsettled.size, unsettledWriteSince: Math.round(since) };
   }
 
   snapshot(pending: number, queueDepth: number, inFlight: number): SinkStats {
@@ -100,9 +122,11 @@ export class SinkCounters {
       lastWriteMs: this.lastWriteMs,
       lastDropAt: this.lastDropAt,
       lastDeadLetterAt: this.lastDeadLetterAt,
+      deadLetteredByReason: { ...this.deadLetteredByReason },
       redriven: this.redriven,
       failingSince: this.failingSince,
       writeInFlightSince: this.writeStartedAt,
+      ...this.unsettledStats(),
       lastProgressAt: this.lastProgressAt,
     };
   }
