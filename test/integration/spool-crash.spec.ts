@@ -485,8 +485,11 @@ describe.each(platforms.map((p) => p.name))('disk spool across SIGKILL, as real 
       expect(receiver.requests.every((request) => /^dw-[\w-]{32}$/.test(String(request.headers['idempotency-key'])))).toBe(true);
       // The replay sends the first process's batches with the same items: the same keys, which a
       // receiver honouring Idempotency-Key recognises.
+      // (A batch whose mark was written just before the kill, but whose POST had not gone out yet, is
+      // replayed under a key the receiver has not seen: so some, not every, replayed key was offered.)
       const keysOffered = new Set(receiver.requests.slice(0, refusedPosts).map((request) => request.headers['idempotency-key']));
-      expect(keysOffered.has(receiver.requests[refusedPosts]!.headers['idempotency-key'])).toBe(true);
+      const keysReplayed = receiver.requests.slice(refusedPosts).map((request) => request.headers['idempotency-key']);
+      expect(keysReplayed.some((key) => keysOffered.has(key))).toBe(true);
       process.stdout.write(
         `[spool-crash ${adapter} http] spooled ${N}, replayed ${after.spool.replayed}, received ${items.length} items ` +
           `(${duplicates} duplicates) in ${receiver.requests.length - refusedPosts} POSTs after ${refusedPosts} refused\n`,
