@@ -577,7 +577,7 @@ async function main(): Promise<void> {
                   (sample.unhandledRejections ? `, ${sample.unhandledRejections} unhandled rejections` : '');
                 log(
                   `  ${progress()} ${variant.padEnd(16)} #${r + 1}: ` +
-                    `${formatNumber(sample.reqPerSec, 0).padStart(7)} req/s, p99 ${formatNumber(sample.latencyP99Ms, 0)} ms, ` +
+                    `${formatNumber(sample.reqPerSec, 0).padStart(7)} req/s, p99 ${formatNumber(sample.latencyP99Ms, 1)} ms, ` +
                     `loop p99 ${formatNumber(sample.loopDelayP99Ms ?? Number.NaN, 1)} ms, ` +
                     `${formatNumber(sample.cpuUsPerRequest, 0)} µs CPU/req (worker ${formatNumber(sample.workerCpuUsPerRequest, 0)}, ` +
                     `request thread ${formatNumber(sample.requestThreadCpuUsPerRequest, 0)})${redisText}${items}${spoolText}${problems}`,
