@@ -137,7 +137,7 @@ export abstract class ProcessorBase {
     let cutByShutdown = false;
     try {
       const items = entries.map((e) => e.item);
-      const result = await guardedWrite(this.sink, items, attempt, this.options.writeTimeoutMs, this.hardStop, (settled) => this.counters.abandoned(started, settled));
+      const result = await guardedWrite(this.sink, items, attempt, this.options.writeTimeoutMs, this.hardStop, (settled) => this.counters.abandoned(settled));
       const outcome = outcomeOf(result, entries, this.sink.name);
       failures = outcome.failures;
       this.counters.duplicates += outcome.duplicates;

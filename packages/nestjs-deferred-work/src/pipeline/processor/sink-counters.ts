@@ -65,11 +65,11 @@ export class SinkCounters {
   }
 
   /**
-   * A write given up on after its timeout and abort grace is still pending (`startedAt`: its
-   * `performance.now()` start); counted until `settled` settles.
+   * The write in flight was given up on after its timeout and abort grace and is still pending;
+   * counted (from the write's start) until `settled` settles.
    */
-  abandoned(startedAt: number, settled: Promise<unknown>): void {
-    const write = { since: Date.now() - (performance.now() - startedAt) };
+  abandoned(settled: Promise<unknown>): void {
+    const write = { since: this.writeStartedAt ?? Date.now() };
     this.unsettled.add(write);
     void settled.then(() => this.unsettled.delete(write));
   }

@@ -1,5 +1,6 @@
 import type { SinkItem } from '../../core/items/deferred-item.interface';
 import { itemId } from '../kit/item-id';
+import { itemParts } from '../kit/item-parts';
 import { traceparent } from '../kit/traceparent';
 
 /** The default stream of an item: `deferred:<kind>`. */
@@ -13,11 +14,9 @@ export function defaultStream(item: SinkItem): string {
  * when the item carries them.
  */
 export function defaultFields(item: SinkItem): Record<string, string> {
-  const fields: Record<string, string> = { id: itemId(item), kind: item.kind, name: itemName(item), payload: payloadJson(item), createdAt: String(item.createdAt) };
-  const c = item.correlation;
-  if (c?.requestId !== undefined) fields.requestId = c.requestId;
-  const trace = traceparent(c);
-  if (trace !== undefined) fields.traceparent = trace;
+  const args = defaultFieldArgs(item);
+  const fields: Record<string, string> = {};
+  for (let i = 0; i < args.length; i += 2) fields[args[i]] = args[i + 1];
   return fields;
 }
 
@@ -26,27 +25,13 @@ export function defaultFields(item: SinkItem): Record<string, string> {
  * without the intermediate object: what the sink sends when `fields` is left out.
  */
 export function defaultFieldArgs(item: SinkItem): string[] {
-  const args = ['id', itemId(item), 'kind', item.kind, 'name', itemName(item), 'payload', payloadJson(item), 'createdAt', String(item.createdAt)];
+  const { name, payload } = itemParts(item);
+  const args = ['id', itemId(item), 'kind', item.kind, 'name', name, 'payload', JSON.stringify(payload), 'createdAt', String(item.createdAt)];
   const c = item.correlation;
   if (c?.requestId !== undefined) args.push('requestId', c.requestId);
   const trace = traceparent(c);
   if (trace !== undefined) args.push('traceparent', trace);
   return args;
-}
-
-/** A job's queue, a log record's level, a metric's name. */
-function itemName(item: SinkItem): string {
-  return item.kind === 'job' ? item.queue : item.kind === 'log' ? item.level : item.name;
-}
-
-/**
- * The rest of the item as JSON: a job's `name`, `data`, `opts`; a record's `message`, `fields`,
- * `context`; a point's `value`, `tags`, `op` (in that order; JSON leaves out those that are undefined).
- */
-function payloadJson(item: SinkItem): string {
-  if (item.kind === 'job') return JSON.stringify({ name: item.name, data: item.data, opts: item.opts });
-  if (item.kind === 'log') return JSON.stringify({ message: item.message, fields: item.fields, context: item.context });
-  return JSON.stringify({ value: item.value, tags: item.tags, op: item.op });
 }
 
 /** How an `XADD` trims its stream. */

@@ -4,6 +4,7 @@ import type { SinkItem, SinkKind } from '../../core/items/deferred-item.interfac
 import type { DeferredSink, SinkAttachContext, SinkProcessorOptions, SinkWriteContext, SinkWriteResult } from '../../core/sink.interface';
 import { itemId } from '../kit/item-id';
 import { describeValue } from '../kit/option-checks';
+import { Partitions } from '../kit/partitions';
 import { redisReply } from '../kit/redis-errors';
 import { redisState } from '../kit/redis-state';
 import { WriteProgress } from '../kit/write-progress';
@@ -86,32 +87,25 @@ export class RedisStreamSink implements DeferredSink<SinkItem> {
     const progress = new WriteProgress(batch.length);
     // One pipeline per batch; with a Cluster, one per group of nodes serving the entries' slots (a Cluster pipeline must hold keys one node serves).
     const groups = this.slotOf && isStreamCluster(redis) ? new SlotGroups(redis, this.slotOf) : undefined;
-    const entries: Entry[] = new Array(batch.length);
-    const parts = new Map<string, number[]>();
-    let all: number[] | undefined;
+    const parts = new Partitions<string, string, Entry>();
     for (let index = 0; index < batch.length; index++) {
       try {
-        const entry = (entries[index] = this.entry(batch[index]));
+        const entry = this.entry(batch[index]);
         const group = groups ? groups.of(entry.stream) : '';
-        let indexes = group === '' ? all : parts.get(group);
-        if (!indexes) {
-          parts.set(group, (indexes = []));
-          if (group === '') all = indexes;
-        }
-        indexes.push(index);
+        parts.add(group, index, entry, () => group);
       } catch (error) {
         progress.fail([index], error, false);
       }
     }
-    if (parts.size === 0) return progress.result(true);
+    const list = parts.list();
+    if (list.length === 0) return progress.result(true);
     const head = this.head ?? xaddHead(this.trim, this.noMkStream, Date.now());
-    const pipelines: Promise<void>[] = [];
-    for (const indexes of parts.values()) pipelines.push(this.send(redis, entries, indexes, head, progress));
+    const pipelines = list.map((part) => this.send(redis, part.values, part.indexes, head, progress));
     const ended = await progress.until(pipelines.length === 1 ? pipelines[0] : Promise.all(pipelines), signal);
     return ended ? progress.result(true) : progress.result(false, signal.reason);
   }
 
-  /** Sends the entries at `indexes` in one pipeline and records each one's outcome in `progress` as the replies come. */
+  /** Sends `entries` (the batch's items at `indexes`) in one pipeline and records each one's outcome in `progress` as the replies come. */
   private async send(redis: StreamRedis, entries: readonly Entry[], indexes: readonly number[], head: readonly string[], progress: WriteProgress): Promise<void> {
     let replies: Array<[Error | null, unknown]> | null = null;
     let failure: unknown;
@@ -120,7 +114,7 @@ export class RedisStreamSink implements DeferredSink<SinkItem> {
       const pipeline = redis.pipeline();
       // ioredis flattens array arguments (one level): the stream, the head and the fields make one XADD
       for (let i = 0; i < indexes.length; i++) {
-        const { stream, fields } = entries[indexes[i]];
+        const { stream, fields } = entries[i];
         pipeline.xadd(stream, head, fields);
       }
       replies = await pipeline.exec();
@@ -140,7 +134,7 @@ export class RedisStreamSink implements DeferredSink<SinkItem> {
         confirmed.push(index);
         continue;
       }
-      const stream = entries[index].stream;
+      const stream = entries[i].stream;
       if (error) {
         const { code, retryable } = redisReply(error);
         progress.failEntry({ index, error: new SinkWriteError(`${this.label}: Redis refused XADD to stream "${stream}": ${errorMessage(error)}`, { cause: error, code, retryable }), retryable, ...(code ? { code } : {}) });
