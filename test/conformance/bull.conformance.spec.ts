@@ -1,6 +1,6 @@
 import { BullModule } from '@nestjs/bull';
 import Bull from 'bull';
-import { BullSink } from 'nestjs-deferred-work/bull';
+import { BullSink, unpackJob } from 'nestjs-deferred-work/bull';
 import { RedisServer } from '../support/redis-server';
 import { describeSinkConformance } from '../support/sink-conformance';
 
@@ -20,27 +20,33 @@ afterAll(() => redis.dispose());
 // `ready` on a socket destroyed before it connected, every command parked in its offline queue. The
 // sink then fails its writes fast (it sends nothing on a socket it cannot write) until the client
 // reconnects; a Redis restart (below, and in test/integration/bull-sink.spec.ts) recovers cleanly.
-describeSinkConformance({
-  name: 'BullSink',
-  open: async () => {
-    prefix = `${RUN}-${++n}`;
-    // A debounce key of the wrong type: Bull's addJob script fails with WRONGTYPE for the job that uses it, and only it.
-    expect(await redis.command('HSET', `${prefix}:conf:de:poison`, 'not', 'a string')).toBe(':1');
-    return {
-      sink: new BullSink(),
-      imports: [BullModule.forRoot({ redis: connection(), prefix }), BullModule.registerQueue({ name: 'conf' })],
-    };
-  },
-  defer: (work, mark) => work.job('conf', 'item', { mark }),
-  poison: (work, mark) => work.job('conf', 'item', { mark }, { debounce: { id: 'poison' } }),
-  received: async () => {
-    const queue = new Bull('conf', { redis: connection(), prefix });
-    try {
-      const jobs = await queue.getJobs(['waiting', 'paused', 'delayed', 'active', 'completed', 'failed']);
-      return jobs.map((job) => String((job.data as { mark: string }).mark));
-    } finally {
-      await queue.close();
-    }
-  },
-  outage: redis,
+/** Once as is, once with `packJobs` (a write's jobs of one name packed into one job, read back unpacked). */
+describe.each([
+  { mode: '', packJobs: false },
+  { mode: ' (packJobs)', packJobs: true },
+])('BullSink$mode', ({ mode, packJobs }) => {
+  describeSinkConformance({
+    name: `BullSink${mode}`,
+    open: async () => {
+      prefix = `${RUN}-${++n}`;
+      // A debounce key of the wrong type: Bull's addJob script fails with WRONGTYPE for the job that uses it, and only it.
+      expect(await redis.command('HSET', `${prefix}:conf:de:poison`, 'not', 'a string')).toBe(':1');
+      return {
+        sink: new BullSink({ packJobs }),
+        imports: [BullModule.forRoot({ redis: connection(), prefix }), BullModule.registerQueue({ name: 'conf' })],
+      };
+    },
+    defer: (work, mark) => work.job('conf', 'item', { mark }),
+    poison: (work, mark) => work.job('conf', 'item', { mark }, { debounce: { id: 'poison' } }),
+    received: async () => {
+      const queue = new Bull('conf', { redis: connection(), prefix });
+      try {
+        const jobs = await queue.getJobs(['waiting', 'paused', 'delayed', 'active', 'completed', 'failed']);
+        return jobs.flatMap((job) => unpackJob<{ mark: string }>(job).map((item) => String(item.data.mark)));
+      } finally {
+        await queue.close();
+      }
+    },
+    outage: redis,
+  });
 });

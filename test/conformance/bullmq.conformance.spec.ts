@@ -1,7 +1,7 @@
 import { BullModule } from '@nestjs/bullmq';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import { BullMqSink } from 'nestjs-deferred-work/bullmq';
+import { BullMqSink, unpackJob } from 'nestjs-deferred-work/bullmq';
 import { RedisServer } from '../support/redis-server';
 import { TcpProxy } from '../support/tcp-proxy';
 import { describeSinkConformance } from '../support/sink-conformance';
@@ -24,31 +24,37 @@ afterAll(async () => {
   await redis.dispose();
 });
 
-describeSinkConformance({
-  name: 'BullMqSink',
-  open: async () => {
-    prefix = `${RUN}-${++n}`;
-    // A deduplication key of the wrong type: Redis refuses the job that uses it (WRONGTYPE), and only it.
-    const client = new Redis({ host: redis.host, port: redis.port });
-    await client.hset(`${prefix}:conf:de:poison`, { not: 'a string' });
-    client.disconnect();
-    return {
-      sink: new BullMqSink(),
-      imports: [BullModule.forRoot({ connection: { host: redis.host, port: proxy.port, retryStrategy: () => 50 }, prefix }), BullModule.registerQueue({ name: 'conf' })],
-    };
-  },
-  defer: (work, mark) => work.job('conf', 'item', { mark }),
-  poison: (work, mark) => work.job('conf', 'item', { mark }, { deduplication: { id: 'poison' } }),
-  received: async () => {
-    const queue = new Queue('conf', { connection: { host: redis.host, port: redis.port }, prefix });
-    try {
-      const jobs = await queue.getJobs(['waiting', 'prioritized', 'delayed', 'active', 'completed', 'failed']);
-      return jobs.map((job) => String((job.data as { mark: string }).mark));
-    } finally {
-      await queue.close();
-    }
-  },
-  // The link cut (connections reset, new ones refused) and restored; a Redis restart is in test/integration.
-  outage: { stop: () => proxy.stop(), start: () => proxy.start(), get running() { return proxy.running; } },
-  blackhole: { on: () => proxy.blackhole.on(), off: () => proxy.blackhole.off() },
+/** Once as is, once with `packJobs` (a write's jobs of one name packed into one job, read back unpacked). */
+describe.each([
+  { mode: '', packJobs: false },
+  { mode: ' (packJobs)', packJobs: true },
+])('BullMqSink$mode', ({ mode, packJobs }) => {
+  describeSinkConformance({
+    name: `BullMqSink${mode}`,
+    open: async () => {
+      prefix = `${RUN}-${++n}`;
+      // A deduplication key of the wrong type: Redis refuses the job that uses it (WRONGTYPE), and only it.
+      const client = new Redis({ host: redis.host, port: redis.port });
+      await client.hset(`${prefix}:conf:de:poison`, { not: 'a string' });
+      client.disconnect();
+      return {
+        sink: new BullMqSink({ packJobs }),
+        imports: [BullModule.forRoot({ connection: { host: redis.host, port: proxy.port, retryStrategy: () => 50 }, prefix }), BullModule.registerQueue({ name: 'conf' })],
+      };
+    },
+    defer: (work, mark) => work.job('conf', 'item', { mark }),
+    poison: (work, mark) => work.job('conf', 'item', { mark }, { deduplication: { id: 'poison' } }),
+    received: async () => {
+      const queue = new Queue('conf', { connection: { host: redis.host, port: redis.port }, prefix });
+      try {
+        const jobs = await queue.getJobs(['waiting', 'prioritized', 'delayed', 'active', 'completed', 'failed']);
+        return jobs.flatMap((job) => unpackJob<{ mark: string }>(job).map((item) => String(item.data.mark)));
+      } finally {
+        await queue.close();
+      }
+    },
+    // The link cut (connections reset, new ones refused) and restored; a Redis restart is in test/integration.
+    outage: { stop: () => proxy.stop(), start: () => proxy.start(), get running() { return proxy.running; } },
+    blackhole: { on: () => proxy.blackhole.on(), off: () => proxy.blackhole.off() },
+  });
 });

@@ -4,6 +4,7 @@ import type { JobItem, SinkItem } from '../../core/items/deferred-item.interface
 import type { SinkProcessorOptions } from '../../core/sink.interface';
 import { redisReply } from '../kit/redis-errors';
 import { redisState } from '../kit/redis-state';
+import type { PackedJobData } from '../queue/packed-jobs';
 import { QueueSink } from '../queue/queue-sink';
 import type { QueueState } from '../queue/queue-sink.options';
 import { BULL_PROCESSOR_DEFAULTS, BULL_SINK_NAME, type BullBulkJob, type BullQueueLike, type BullSinkOptions, bullQueueToken } from './bull-sink.options';
@@ -87,6 +88,10 @@ export class BullSink extends QueueSink<BullQueueLike, BullBulkJob> {
    * outside a MULTI, where ioredis reloads it. A command that failed inside the MULTI did not run, so
    * this adds nothing twice.
    */
+  protected packedJob(name: string, data: PackedJobData, jobId: string): BullBulkJob {
+    return { name, data, opts: { jobId } };
+  }
+
   protected async addJobs(queue: BullQueueLike, jobs: BullBulkJob[]): Promise<ReadonlyArray<{ id?: unknown } | { error: unknown } | null | undefined>> {
     const results = await queue.addBulk(jobs);
     const add = queue.add?.bind(queue);

@@ -6,6 +6,7 @@ import { isolate } from '../kit/isolate';
 import { itemId } from '../kit/item-id';
 import { redisReply } from '../kit/redis-errors';
 import { redisState } from '../kit/redis-state';
+import type { PackedJobData } from '../queue/packed-jobs';
 import { QueueSink } from '../queue/queue-sink';
 import type { QueueState } from '../queue/queue-sink.options';
 import { bullMqOptionsProblem } from './bullmq-job-options';
@@ -98,6 +99,10 @@ export class BullMqSink extends QueueSink<BullMqQueueLike, BullMqBulkJob> {
     const jobId = (job.opts?.jobId as string | undefined) ?? itemId(job);
     const opts = job.correlation ? { ...job.opts, jobId, correlation: job.correlation } : { ...job.opts, jobId };
     return { name: job.name, data: job.data, opts };
+  }
+
+  protected packedJob(name: string, data: PackedJobData, jobId: string): BullMqBulkJob {
+    return { name, data, opts: { jobId } };
   }
 
   protected async addJobs(queue: BullMqQueueLike, jobs: BullMqBulkJob[], signal: AbortSignal): Promise<ReadonlyArray<BullMqJobResult>> {

@@ -13,6 +13,7 @@ export {
   type BullMqQueueLike,
   type BullMqSinkOptions,
 } from './bullmq-sink.options';
-export type { ModuleRefLike, QueueSinkOptions } from '../queue/queue-sink.options';
+export type { ModuleRefLike, PackJobsOptions, QueueSinkOptions } from '../queue/queue-sink.options';
+export { isPackedJobData, unpackJob, type PackedJobData, type PackedJobItem, type UnpackableJob } from '../queue/packed-jobs';
 export type { QueueOffloadOptions } from '../queue/queue-offload';
 export type { BullMqOffloadOptions } from './bullmq.offload';

@@ -50,6 +50,28 @@ export interface QueueSinkOptions<Q extends NamedQueue> {
    * Default `true`.
    */
   drainBeforeQueueClose?: boolean;
+  /**
+   * Opt-in, for telemetry-like queues whose handlers are cheap and idempotent: each write adds one job
+   * per queue and job name holding up to `maxItems` deferred jobs, instead of one job each. A packed
+   * job costs the client (and Redis) about what one job does, so the process spends a fraction of the
+   * CPU per deferred job. The worker receives `job.data` as `PackedJobData`
+   * (`{ deferredWorkPacked: 1, items: [{ id, data, correlation? }] }`); read any job with
+   * `unpackJob(job)`, which returns a one-item list for a job that was not packed (one deferred alone
+   * in its write, or one with job options of its own: those are never packed).
+   *
+   * Trade-offs: the queue counts, retries, fails and shows packs, not items — a handler that throws
+   * retries its whole pack, so handlers must tolerate an item twice (dedupe by its `id`, which is
+   * the same on every retry and spool replay); a pack's `jobId` is derived from its items' ids, so a
+   * retried write adds the same pack once, as with single jobs. `true` means `{ maxItems: 100 }`.
+   * Default: off (`false`), one job per deferred job.
+   */
+  packJobs?: boolean | PackJobsOptions;
+}
+
+/** Settings of a queue sink's `packJobs` option. */
+export interface PackJobsOptions {
+  /** Most deferred jobs in one packed job (and in one add of a write), 2–10,000. Default `100`. */
+  maxItems?: number;
 }
 
 /** What a queue sink says about its library in messages. */

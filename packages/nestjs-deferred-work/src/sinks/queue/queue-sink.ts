@@ -7,6 +7,8 @@ import { chunk } from '../kit/chunks';
 import { type Part, Partitions } from '../kit/partitions';
 import { runLimited } from '../kit/run-limited';
 import { WriteProgress } from '../kit/write-progress';
+import { SinkConfigError } from '../kit/sink-config.error';
+import { type PackedJobData, type SendPlan, planPacking } from './packed-jobs';
 import { QueueLookup } from './queue-lookup';
 import type { NamedQueue, QueueFlavor, QueueSinkOptions, QueueState } from './queue-sink.options';
 
@@ -28,6 +30,23 @@ export const JOBS_PER_ADD = 32;
  */
 const ADDS_IN_FLIGHT = 2;
 
+/** Most deferred jobs in one packed job with `packJobs: true`. */
+const PACK_MAX_ITEMS = 100;
+
+/** `packJobs` as a number of items per pack, or `undefined` when off; throws on a bad value. */
+function packSize(option: QueueSinkOptions<NamedQueue>['packJobs'], sinkClass: string): number | undefined {
+  if (option === undefined || option === false) return undefined;
+  if (option === true) return PACK_MAX_ITEMS;
+  const maxItems = typeof option === 'object' && option !== null ? (option.maxItems ?? PACK_MAX_ITEMS) : NaN;
+  if (!Number.isInteger(maxItems) || maxItems < 2 || maxItems > 10_000) {
+    throw new SinkConfigError(
+      `${sinkClass}: packJobs must be true, false or { maxItems } with maxItems a whole number from 2 to 10000, got ${JSON.stringify(option)}.`,
+      'packJobs',
+    );
+  }
+  return maxItems;
+}
+
 /** Resolves on the next turn of the event loop, after the I/O that is ready now. */
 const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
@@ -45,6 +64,8 @@ export abstract class QueueSink<Q extends NamedQueue, J> implements DeferredSink
   private readonly lookup: QueueLookup<Q>;
   /** Holds a queue open until the drain ends (set at bootstrap). */
   private holdOpen: ((queue: Q) => void) | undefined;
+  /** Deferred jobs per packed job (`packJobs`), `undefined` when jobs are not packed. */
+  private readonly packItems: number | undefined;
 
   protected constructor(
     options: QueueSinkOptions<Q> | undefined,
@@ -52,6 +73,7 @@ export abstract class QueueSink<Q extends NamedQueue, J> implements DeferredSink
   ) {
     this.lookup = new QueueLookup(options, flavor, (value): value is Q => this.isQueue(value), (queue) => this.held(queue));
     this.name = this.lookup.sinkName;
+    this.packItems = packSize(options?.packJobs, flavor.sinkClass);
   }
 
   /** Whether `value` is a queue of this sink's library. */
@@ -64,6 +86,8 @@ export abstract class QueueSink<Q extends NamedQueue, J> implements DeferredSink
   protected abstract addJobs(queue: Q, jobs: J[], signal: AbortSignal): Promise<ReadonlyArray<unknown>>;
   /** The error for a job whose result says it was not added, or `undefined` when it was. */
   protected abstract jobNotAdded(queueName: string, job: J, result: unknown): SinkWriteError | undefined;
+  /** The job that carries several deferred jobs of one name (`packJobs`), under `jobId`. */
+  protected abstract packedJob(name: string, data: PackedJobData, jobId: string): J;
 
   /**
    * Why an item cannot go to this queue at all (not retryable), or `undefined`. Subclasses refuse
@@ -111,7 +135,7 @@ export abstract class QueueSink<Q extends NamedQueue, J> implements DeferredSink
     // were confirmed still count, and the rest are retried.
     const progress = new WriteProgress(batch.length);
     for (const failure of parts.failed) progress.failEntry(failure);
-    const work = runLimited(parts.list(), PARTS_AT_ONCE, (part) => this.addInChunks(part, signal, progress));
+    const work = runLimited(parts.list(), PARTS_AT_ONCE, (part) => this.addInChunks(part, batch, signal, progress));
     const complete = await progress.until(work, signal);
     return progress.result(complete, signal.reason);
   }
@@ -126,11 +150,12 @@ export abstract class QueueSink<Q extends NamedQueue, J> implements DeferredSink
   }
 
   /**
-   * A queue's part in adds of at most {@link JOBS_PER_ADD} jobs, each started a turn after the last,
-   * {@link ADDS_IN_FLIGHT} at a time; each add's jobs are confirmed or failed on their own.
+   * A queue's part in adds of at most {@link JOBS_PER_ADD} jobs (with `packJobs`, of at most a pack's
+   * items), each started a turn after the last, {@link ADDS_IN_FLIGHT} at a time; each add's jobs are
+   * confirmed or failed on their own.
    */
-  private async addInChunks(part: Part<Q, J>, signal: AbortSignal, progress: WriteProgress): Promise<void> {
-    const { chunks } = chunk(part.values, { maxCount: JOBS_PER_ADD });
+  private async addInChunks(part: Part<Q, J>, batch: readonly SinkItem[], signal: AbortSignal, progress: WriteProgress): Promise<void> {
+    const { chunks } = chunk(part.values, { maxCount: this.packItems ?? JOBS_PER_ADD });
     const adds: Array<Promise<void>> = [];
     for (let c = 0; c < chunks.length; c++) {
       if (c >= ADDS_IN_FLIGHT) await adds[c - ADDS_IN_FLIGHT];
@@ -138,7 +163,7 @@ export abstract class QueueSink<Q extends NamedQueue, J> implements DeferredSink
       const piece: Part<Q, J> =
         chunks.length === 1 ? part : { destination: part.destination, indexes: chunks[c].positions.map((p) => part.indexes[p]), values: chunks[c].values };
       adds.push(
-        this.addPart(piece, signal).then(
+        this.addPart(piece, batch, signal).then(
           (failures) => {
             for (const failure of failures) progress.failEntry(failure);
             progress.confirm(piece.indexes);
@@ -150,16 +175,27 @@ export abstract class QueueSink<Q extends NamedQueue, J> implements DeferredSink
     await Promise.all(adds);
   }
 
+  /**
+   * With `packJobs`, the jobs one add sends for `part`: those without options of their own packed by
+   * name. `undefined`: the part's jobs as they are.
+   */
+  private plan(part: Part<Q, J>, batch: readonly SinkItem[]): SendPlan<J> | undefined {
+    if (this.packItems === undefined || part.values.length < 2) return undefined;
+    const items = part.indexes.map((index) => batch[index] as JobItem);
+    return planPacking(items, part.values, (name, data, jobId) => this.packedJob(name, data, jobId));
+  }
+
   /** One batch add for one queue; returns the failures, or rejects when `signal` aborts. */
-  private async addPart(part: Part<Q, J>, signal: AbortSignal): Promise<SinkItemFailure[]> {
+  private async addPart(part: Part<Q, J>, batch: readonly SinkItem[], signal: AbortSignal): Promise<SinkItemFailure[]> {
     const queue = part.destination;
     const all = (failure: { error: SinkWriteError; retryable: boolean }) => part.indexes.map((index) => ({ index, ...failure }));
     const checked = this.connectionState(queue);
     const state = typeof checked === 'string' ? checked : await abortable(checked, signal);
     if (state !== 'up') return all(this.unavailable(queue.name, state));
+    const plan = this.plan(part, batch);
     let results: ReadonlyArray<unknown>;
     try {
-      results = await abortable(Promise.resolve().then(() => this.addJobs(queue, part.values, signal)), signal);
+      results = await abortable(Promise.resolve().then(() => this.addJobs(queue, plan?.jobs ?? part.values, signal)), signal);
     } catch (error) {
       if (signal.aborted) throw signal.reason;
       if ((await this.connectionState(queue)) === 'closed') return all(this.unavailable(queue.name, 'closed'));
@@ -167,6 +203,13 @@ export abstract class QueueSink<Q extends NamedQueue, J> implements DeferredSink
       return all({ error: new SinkWriteError(message, { cause: error }), retryable: true });
     }
     const failed: SinkItemFailure[] = [];
+    if (plan) {
+      plan.jobs.forEach((job, k) => {
+        const error = this.jobNotAdded(queue.name, job, results?.[k]);
+        if (error) for (const p of plan.covers[k]) failed.push({ index: part.indexes[p], error });
+      });
+      return failed;
+    }
     part.indexes.forEach((index, i) => {
       const error = this.jobNotAdded(queue.name, part.values[i], results?.[i]);
       if (error) failed.push({ index, error });
