@@ -31,6 +31,11 @@ export interface ScenarioInfo {
    * twin of its sink behind the module's disk spool. See {@link variantsOf}.
    */
   spool?: boolean;
+  /**
+   * The scenario also has the `deferred-packed` variant — its deferred route's jobs through a twin of
+   * its queue sink with `packJobs`. See {@link variantsOf}.
+   */
+  packed?: boolean;
   /** The variants this scenario has, when not the usual ones (the GraphQL scenario: plain, blocking, deferred). */
   variants?: readonly Variant[];
 }
@@ -48,6 +53,7 @@ export const SCENARIOS: readonly ScenarioInfo[] = [
     kind: 'variants',
     offload: true,
     spool: true,
+    packed: true,
   },
   {
     id: 'bull-proxy',
@@ -103,6 +109,7 @@ export const SCENARIOS: readonly ScenarioInfo[] = [
     needs: ['redis'],
     kind: 'variants',
     offload: true,
+    packed: true,
   },
   {
     id: 'bullmq-proxy',
@@ -267,30 +274,38 @@ export const VARIANTS: readonly Variant[] = ['plain', 'noop-interceptor', 'block
 export const OFFLOAD_VARIANT: Variant = 'deferred-offload';
 /** The deferred route with its sink behind the module's disk spool, in the scenarios marked `spool`. */
 export const SPOOL_VARIANT: Variant = 'deferred-spool';
+/** The deferred route with its queue sink packing jobs (`packJobs`), in the scenarios marked `packed`. */
+export const PACKED_VARIANT: Variant = 'deferred-packed';
 /** The variants that await the side-effect themselves (in the handler, a `tap`, a listener): the app counts what they deliver. */
 export const AWAITED_VARIANTS: readonly Variant[] = ['blocking', 'article-tap', 'event-emitter'];
 /** The variants that hand the side-effect to the library: what they deliver is counted by `stats()`. */
-export const DEFERRED_VARIANTS: readonly Variant[] = ['deferred', OFFLOAD_VARIANT, SPOOL_VARIANT, 'deferred-handle', 'deferred-injected'];
+export const DEFERRED_VARIANTS: readonly Variant[] = ['deferred', OFFLOAD_VARIANT, SPOOL_VARIANT, PACKED_VARIANT, 'deferred-handle', 'deferred-injected'];
 /** The variants whose sink runs in a worker thread: the only ones whose worker CPU is counted (see `cpuSplit`). */
 export const WORKER_VARIANTS: readonly Variant[] = [OFFLOAD_VARIANT];
 
 /**
  * The routes a scenario has, in the order the runner rotates them: the six of every `variants`
  * scenario, with `deferred-offload` after `deferred` where the scenario's sink can be offloaded and
- * `deferred-spool` after those where it has a spooled twin; none for the `encodings` scenario.
+ * `deferred-spool` after those where it has a spooled twin, then `deferred-packed` where its queue sink
+ * has a packing twin; none for the `encodings` scenario.
  */
 export function variantsOf(id: ScenarioId, only?: readonly Variant[]): Variant[] {
   if (only) return variantsOf(id).filter((v) => only.includes(v));
   const info = scenarioInfo(id);
   if (info.kind !== 'variants') return [];
   if (info.variants) return [...info.variants];
-  const twins: Variant[] = [...(info.offload ? [OFFLOAD_VARIANT] : []), ...(info.spool ? [SPOOL_VARIANT] : [])];
+  const twins: Variant[] = [...(info.offload ? [OFFLOAD_VARIANT] : []), ...(info.spool ? [SPOOL_VARIANT] : []), ...(info.packed ? [PACKED_VARIANT] : [])];
   return VARIANTS.flatMap((v) => (v === 'deferred' ? [v, ...twins] : [v]));
 }
 
 /** The name of a scenario's offloaded twin sink (the `deferred-offload` route's), e.g. `bull-proxy-offload`. */
 export function offloadSinkName(scenario: ScenarioId): string {
   return `${scenario}-offload`;
+}
+
+/** The name of a scenario's packing twin sink (the `deferred-packed` route's), e.g. `bullmq-local-packed`. */
+export function packedSinkName(scenario: ScenarioId): string {
+  return `${scenario}-packed`;
 }
 
 /** The name of a scenario's spooled twin sink (the `deferred-spool` route's), e.g. `bull-local-spool`; its spool is `<spool dir>/<name>`. */

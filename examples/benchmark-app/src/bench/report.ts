@@ -25,11 +25,12 @@ const VARIANT_ORDER: readonly Variant[] = [
   'deferred',
   'deferred-offload',
   'deferred-spool',
+  'deferred-packed',
   'article-tap',
   'event-emitter',
 ];
-/** The deferred routes: in-process and offloaded to a worker thread. */
-const DEFERRED: readonly Variant[] = ['deferred', 'deferred-offload'];
+/** The deferred routes: in-process, offloaded to a worker thread, and packing queue jobs. */
+const DEFERRED: readonly Variant[] = ['deferred', 'deferred-offload', 'deferred-packed'];
 /** Every route that hands the side-effect to the library: those, and the spooled one (its deliveries count too). */
 const LIBRARY_ROUTES: readonly Variant[] = [...DEFERRED, 'deferred-spool'];
 /** The heading of the delivery checks, in the Markdown report and on the terminal. */
@@ -175,6 +176,7 @@ export function computeRatios(rows: readonly ResultRow[]): ScenarioRatios[] {
     const deferred = get('deferred');
     const offload = get('deferred-offload');
     const spool = get('deferred-spool');
+    const packed = get('deferred-packed');
     const blocking = get('blocking');
     return {
       scenario,
@@ -189,6 +191,11 @@ export function computeRatios(rows: readonly ResultRow[]): ScenarioRatios[] {
       deferredOffloadVsDeferred: pairedRatio(offload, deferred),
       deferredOffloadVsArticleTap: pairedRatio(offload, get('article-tap')),
       deferredOffloadVsEventEmitter: pairedRatio(offload, get('event-emitter')),
+      deferredPackedVsBlocking: pairedRatio(packed, blocking),
+      deferredPackedVsPlain: pairedRatio(packed, get('plain')),
+      deferredPackedVsArticleTap: pairedRatio(packed, get('article-tap')),
+      deferredPackedVsEventEmitter: pairedRatio(packed, get('event-emitter')),
+      deferredPackedVsDeferred: pairedRatio(packed, deferred),
       deferredSpoolVsPlain: pairedRatio(spool, get('plain')),
       deferredSpoolVsDeferred: pairedRatio(spool, deferred),
     };
@@ -358,6 +365,7 @@ function cells(row: ResultRow, ratios: readonly ScenarioRatios[]): string[] {
   const isDeferred = row.variant === 'deferred';
   const isOffload = row.variant === 'deferred-offload';
   const isSpool = row.variant === 'deferred-spool';
+  const isPacked = row.variant === 'deferred-packed';
   return [
     row.scenario,
     row.adapter,
@@ -370,11 +378,19 @@ function cells(row: ResultRow, ratios: readonly ScenarioRatios[]): string[] {
     formatNumber(row.workerCpuUsPerRequest, 0),
     formatNumber(row.requestThreadCpuUsPerRequest, 0),
     items(row),
-    isDeferred ? times(r?.deferredVsBlocking) : '',
-    isDeferred ? times(r?.deferredVsPlain) : isOffload ? times(r?.deferredOffloadVsPlain) : isSpool ? times(r?.deferredSpoolVsPlain) : '',
-    isDeferred ? times(r?.deferredVsArticleTap) : isOffload ? times(r?.deferredOffloadVsArticleTap) : '',
-    isDeferred ? times(r?.deferredVsEventEmitter) : isOffload ? times(r?.deferredOffloadVsEventEmitter) : '',
-    isOffload ? times(r?.deferredOffloadVsDeferred) : isSpool ? times(r?.deferredSpoolVsDeferred) : '',
+    isDeferred ? times(r?.deferredVsBlocking) : isPacked ? times(r?.deferredPackedVsBlocking) : '',
+    isDeferred
+      ? times(r?.deferredVsPlain)
+      : isOffload
+        ? times(r?.deferredOffloadVsPlain)
+        : isSpool
+          ? times(r?.deferredSpoolVsPlain)
+          : isPacked
+            ? times(r?.deferredPackedVsPlain)
+            : '',
+    isDeferred ? times(r?.deferredVsArticleTap) : isOffload ? times(r?.deferredOffloadVsArticleTap) : isPacked ? times(r?.deferredPackedVsArticleTap) : '',
+    isDeferred ? times(r?.deferredVsEventEmitter) : isOffload ? times(r?.deferredOffloadVsEventEmitter) : isPacked ? times(r?.deferredPackedVsEventEmitter) : '',
+    isOffload ? times(r?.deferredOffloadVsDeferred) : isSpool ? times(r?.deferredSpoolVsDeferred) : isPacked ? times(r?.deferredPackedVsDeferred) : '',
     row.spool ? formatNumber(row.spool.fsyncsPerSec, 1) : '',
     row.loopDelayP99Ms !== undefined ? formatNumber(row.loopDelayP99Ms, 1) : '',
   ];
@@ -608,13 +624,20 @@ export function summaryLines(rows: readonly ResultRow[]): string[] {
       p99.length > 0 ? `p99 ${p99.join(', ')}` : '',
       deferred.loopDelayP99Ms !== undefined ? `loop delay p99 ${formatNumber(deferred.loopDelayP99Ms, 1)} ms` : '',
     ].filter((x) => x !== '');
-    return [`${r.scenario} ${r.adapter}: ${parts.join('; ')}`];
+    const packed = get('deferred-packed')
+      ? [
+          `${r.scenario} ${r.adapter} (packJobs): deferred-packed ÷ plain ${times(r.deferredPackedVsPlain)}, ÷ blocking ${times(r.deferredPackedVsBlocking)}, ` +
+            `÷ article-tap ${times(r.deferredPackedVsArticleTap)}, ÷ event-emitter ${times(r.deferredPackedVsEventEmitter)}; ` +
+            `p99 ${formatNumber(get('deferred-packed')!.latencyP99Ms, 1)} ms`,
+        ]
+      : [];
+    return [`${r.scenario} ${r.adapter}: ${parts.join('; ')}`, ...packed];
   });
 }
 
 /** What the delivery section counts, said once above its table. */
 export const DELIVERY_NOTE =
-  'Per scenario and adapter, the routes that hand items on — `deferred`, `deferred-offload`, `deferred-spool` and, as the baseline, `blocking` — ' +
+  'Per scenario and adapter, the routes that hand items on — `deferred`, `deferred-offload`, `deferred-spool`, `deferred-packed` and, as the baseline, `blocking` — ' +
   'with their items delivered over expected, summed over the repeats. A route passes when every item arrived and none was lost, ' +
   "the destination's own count agrees where it has one (receiver records, queued jobs, table rows, stream entries), the server saw no " +
   'unhandled rejection, no request failed or answered other than 2xx, and, on `deferred-spool`, every record was acked with none left pending after the drain. ' +
@@ -752,6 +775,9 @@ export function renderMarkdown(report: BenchReport, svgFileName: string): string
     '- `deferred-spool` (`bull-local`, `http-log` and `mix`): the same deferred route, routed to a twin of the scenario\'s sink (same queue, receiver or ' +
       'kind of memory sink) behind the module\'s `spool` option (a fresh temporary directory per server, default `syncIntervalMs`): each item is ' +
       'serialised and written to the spool\'s segment file when accepted, fsynced by group commit, and acked once delivered.',
+    '- `deferred-packed` (`bull-local`, `bullmq-local`): the same deferred route, routed to a twin of the scenario\'s queue sink with `packJobs: true` ' +
+      '(same queue): the jobs of a write are added as one queue job holding up to 100 of them, which the worker reads with `unpackJob()`. ' +
+      'The destination holds packs, not jobs, so its own count is not compared; the queue\'s conformance tests read every item back.',
     '- `article-tap`: a route interceptor returning `next.handle().pipe(tap(async () => { await effect(); }))`, as the published articles write it.',
     '- `event-emitter`: the handler emits `<scenario>.effect` (`@nestjs/event-emitter`); an `@OnEvent(..., { async: true })` listener awaits the effect.',
     '',

@@ -26,6 +26,7 @@ import {
   ENCODINGS,
   expectedItems,
   OFFLOAD_VARIANT,
+  PACKED_VARIANT,
   parseArgs,
   scenarioInfo,
   SPOOL_SETTLE_MS,
@@ -548,7 +549,9 @@ async function main(): Promise<void> {
             for (let r = 0; r < options.repeats; r++) {
               for (const variant of variantOrder(variants, r)) {
                 const redisCpu = redis && redisScenarios.includes(scenario) ? () => redisCpuUs(redis!.port) : undefined;
-                const sample = await measure(server, scenario, variant, options, destination(scenario, server), redisCpu);
+                // a packing route's queue holds packs, not jobs: its own count is not comparable
+                const counter = variant === PACKED_VARIANT ? undefined : destination(scenario, server);
+                const sample = await measure(server, scenario, variant, options, counter, redisCpu);
                 samples.get(variant)!.push(sample);
                 done++;
                 const atDestination =

@@ -11,12 +11,13 @@ const COLORS: Record<Variant, string> = {
   deferred: '#2e86ab',
   'deferred-offload': '#1b998b',
   'deferred-spool': '#3d5a80',
+  'deferred-packed': '#e07a5f',
   'deferred-handle': '#5b8def',
   'deferred-injected': '#8e6bd8',
   'article-tap': '#f2a541',
   'event-emitter': '#8e6c8a',
 };
-const ORDER: readonly Variant[] = ['plain', 'noop-interceptor', 'blocking', 'deferred', 'deferred-offload', 'deferred-spool', 'article-tap', 'event-emitter'];
+const ORDER: readonly Variant[] = ['plain', 'noop-interceptor', 'blocking', 'deferred', 'deferred-offload', 'deferred-spool', 'deferred-packed', 'article-tap', 'event-emitter'];
 
 /** Escapes text for SVG content and attribute values. */
 export function escapeXml(text: string): string {

@@ -9,6 +9,8 @@ export type Adapter = 'express' | 'fastify';
  * route, its sink an `OffloadedSink` whose client work runs in a worker thread;
  * `deferred-spool` (`bull-local`, `http-log` and `mix`): the same deferred route, its sink
  * (a twin of the `deferred` route's, same destination) behind the module's disk spool.
+ * `deferred-packed` (`bull-local`, `bullmq-local`): the same deferred route, its sink a twin of the
+ * `deferred` route's with `packJobs` (a write's jobs packed into one queue job, same queue).
  * `deferred-handle` (`mix` and the queue scenarios): the same items through the deferred handles as
  * handler parameters (`@Deferred.queue()`, …); `deferred-injected`, on a server started with
  * `BENCH_INJECTED=1` only (`dist/server/main-injected.js`): through handles injected into a service,
@@ -23,6 +25,7 @@ export type Variant =
   | 'deferred'
   | 'deferred-offload'
   | 'deferred-spool'
+  | 'deferred-packed'
   | 'deferred-handle'
   | 'deferred-injected'
   | 'article-tap'
@@ -261,6 +264,16 @@ export interface ScenarioRatios {
   deferredOffloadVsArticleTap?: number;
   /** deferred-offload req/s ÷ event-emitter req/s. */
   deferredOffloadVsEventEmitter?: number;
+  /** deferred-packed req/s ÷ blocking req/s (`bull-local`, `bullmq-local`). */
+  deferredPackedVsBlocking?: number;
+  /** deferred-packed req/s ÷ plain req/s. */
+  deferredPackedVsPlain?: number;
+  /** deferred-packed req/s ÷ article-tap req/s. */
+  deferredPackedVsArticleTap?: number;
+  /** deferred-packed req/s ÷ event-emitter req/s. */
+  deferredPackedVsEventEmitter?: number;
+  /** deferred-packed req/s ÷ deferred req/s. */
+  deferredPackedVsDeferred?: number;
   /** deferred-spool req/s ÷ plain req/s (`bull-local`, `http-log`, `mix`). */
   deferredSpoolVsPlain?: number;
   /** deferred-spool req/s ÷ deferred req/s: what the spool costs in throughput. */

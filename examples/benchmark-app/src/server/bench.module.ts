@@ -15,7 +15,7 @@ import { effectsDone, effectsInFlight, handled, routeKey, totalInFlight, unhandl
 import { effectListener } from './effect.listener.js';
 import type { ScenarioResources } from './effects.js';
 import { NoopInterceptor } from './noop.interceptor.js';
-import { offloadController, scenarioController, spoolController } from './scenario.controller.js';
+import { offloadController, packedController, scenarioController, spoolController } from './scenario.controller.js';
 import { handleController, injectedController } from './handles.controller.js';
 import { realisticController } from './realistic.controller.js';
 
@@ -159,6 +159,8 @@ export class BenchModule {
       if (offload) controllers.push(offload);
       const spooled = spoolController(id, effect);
       if (spooled) controllers.push(spooled);
+      const packed = packedController(id, effect);
+      if (packed) controllers.push(packed);
       const handle = handleController(id, effect);
       if (handle) controllers.push(handle);
       const injected = injectedController(id, effect);

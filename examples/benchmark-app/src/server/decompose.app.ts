@@ -17,7 +17,7 @@ import { NestFactory } from '@nestjs/core';
 import { EventEmitter2, EventEmitterModule, OnEvent } from '@nestjs/event-emitter';
 import { ExpressAdapter } from '@nestjs/platform-express';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
-import { AfterResponse, Deferred, type DeferredScope, DeferredWorkModule } from 'nestjs-deferred-work';
+import { AfterResponse, Deferred, type DeferredScope, DeferredWorkModule, MemorySink, type SinkItem } from 'nestjs-deferred-work';
 import { DeferredWorkMetricsModule } from 'nestjs-deferred-work/metrics';
 import { Registry } from 'prom-client';
 
@@ -36,6 +36,27 @@ class EffectListener {
   @OnEvent('decompose.effect', { async: true })
   async handle(): Promise<void> {
     await effect();
+  }
+}
+
+const ORDER = { id: 'o-1', total: 42.5, lines: [{ sku: 'a', qty: 1 }, { sku: 'b', qty: 2 }] };
+const FIELDS = { orderId: 'o-1', user: 'u-1' };
+const TAGS = { route: 'orders', status: '200' };
+const direct = new MemorySink({ name: 'emitter-memory', capacity: 100 });
+const writeSignal = new AbortController().signal;
+const write = (item: SinkItem) => direct.write([item], { signal: writeSignal, attempt: 1 });
+
+@Injectable()
+class MixListener {
+  @OnEvent('decompose.mix', { async: true })
+  async handle(): Promise<void> {
+    const base = () => ({ when: 'always' as const, createdAt: Date.now() });
+    await write({ kind: 'job', queue: 'orders', name: 'confirm', data: ORDER, ...base() });
+    await write({ kind: 'log', level: 'info', message: 'order accepted', fields: FIELDS, ...base() });
+    await write({ kind: 'log', level: 'debug', message: 'stock reserved', fields: FIELDS, ...base() });
+    await write({ kind: 'metric', name: 'orders.created', value: 1, tags: TAGS, ...base() });
+    await write({ kind: 'metric', name: 'orders.value', value: ORDER.total, tags: TAGS, ...base() });
+    done++;
   }
 }
 
@@ -85,6 +106,25 @@ class DecomposeController {
     return OK;
   }
 
+  /** `mix`'s five items (a job, two log records, two metric points) to the memory sink. */
+  @Get('mix')
+  @AfterResponse()
+  mix(@Deferred() work: DeferredScope) {
+    work.job('orders', 'confirm', ORDER);
+    work.log('info', 'order accepted', FIELDS);
+    work.log('debug', 'stock reserved', FIELDS);
+    work.metric('orders.created', 1, TAGS);
+    work.metric('orders.value', ORDER.total, TAGS);
+    return OK;
+  }
+
+  /** The same five writes by an event-emitter listener, each awaited on a memory sink (`mix`'s emitter route). */
+  @Get('emit-mix')
+  emitMix() {
+    this.emitter.emit('decompose.mix', OK);
+    return OK;
+  }
+
   @Get('emit-timer')
   emitTimer() {
     this.emitter.emit('decompose.effect', OK);
@@ -123,7 +163,7 @@ class DecomposeController {
     ...(withMetrics ? [DeferredWorkMetricsModule.forRoot({ prometheus: { registry }, deliveryLag })] : []),
   ],
   controllers: [DecomposeController],
-  providers: [EffectListener],
+  providers: [EffectListener, MixListener],
 })
 class DecomposeModule {}
 

@@ -10,7 +10,7 @@ import type { AfterResponseOptions, DeferredScope, DeferredSink, LogItem, SinkIt
 import { HttpSink, MemorySink } from 'nestjs-deferred-work';
 import { BullSink } from 'nestjs-deferred-work/bull';
 import { randomUUID } from 'node:crypto';
-import { benchQueueName, benchTableName, offloadSinkName, scenarioInfo, spoolSinkName } from '../bench/args.js';
+import { benchQueueName, benchTableName, offloadSinkName, packedSinkName, scenarioInfo, spoolSinkName } from '../bench/args.js';
 import type { ScenarioId, ServerConfig } from '../bench/types.js';
 import { type GraphqlParts, graphqlParts } from './graphql.js';
 import { type RealisticParts, realisticParts } from './realistic.js';
@@ -55,6 +55,11 @@ export interface ScenarioEffect {
    * spool. Only for the scenarios marked `spool`, on a server given a spool directory.
    */
   spoolAfterResponse?: AfterResponseOptions;
+  /**
+   * Route options of the `deferred-packed` variant: the same jobs, routed to a twin of the scenario's
+   * queue sink with `packJobs` (same queue). Only for the scenarios marked `packed`.
+   */
+  packedAfterResponse?: AfterResponseOptions;
 }
 
 export interface ScenarioResources {
@@ -162,7 +167,8 @@ async function bullJob(
   const effect = queueJob(queueName, queue, new BullSink({ name: scenario, queues: { [queueName]: queue } }), sinks);
   // the twin's worker creates its own Bull queue of the same name (default prefix `bull`): same wait list
   const offload = withOffload(scenario, effect, sinks, () => BullSink.offloaded({ name: offloadSinkName(scenario), redis: redisUrl, queues: [queueName] }));
-  return withSpool(scenario, offload, config, sinks, spooled, (name) => new BullSink({ name, queues: { [queueName]: queue } }));
+  const packed = withPacked(scenario, offload, sinks, (name) => new BullSink({ name, queues: { [queueName]: queue }, packJobs: true }));
+  return withSpool(scenario, packed, config, sinks, spooled, (name) => new BullSink({ name, queues: { [queueName]: queue } }));
 }
 
 /**
@@ -176,6 +182,17 @@ function withOffload(scenario: ScenarioId, effect: ScenarioEffect, sinks: Deferr
   const kinds = Object.keys(effect.afterResponse.sinks ?? {}) as SinkKind[];
   const routed: NonNullable<AfterResponseOptions['sinks']> = Object.fromEntries(kinds.map((kind) => [kind, sink.name]));
   return { ...effect, offloadAfterResponse: { ...effect.afterResponse, sinks: routed } };
+}
+
+/**
+ * Where the scenario has a `deferred-packed` variant, adds a twin of its queue sink with `packJobs`
+ * (built by `twin`, named `<scenario>-packed`, same queue) and routes that variant's jobs to it.
+ */
+function withPacked(scenario: ScenarioId, effect: ScenarioEffect, sinks: DeferredSink[], twin: (name: string) => DeferredSink): ScenarioEffect {
+  if (!scenarioInfo(scenario).packed) return effect;
+  const sink = twin(packedSinkName(scenario));
+  sinks.push(sink);
+  return { ...effect, packedAfterResponse: { ...effect.afterResponse, sinks: { job: sink.name } } };
 }
 
 /**
@@ -254,9 +271,10 @@ async function bullMqJob(
 ): Promise<ScenarioEffect> {
   const { queueName, queue, sink, BullMqSink } = await bullMqQueue(scenario, redisUrl, closers);
   const effect = queueJob(queueName, queue, sink, sinks);
-  return withOffload(scenario, effect, sinks, () =>
+  const offload = withOffload(scenario, effect, sinks, () =>
     BullMqSink.offloaded({ name: offloadSinkName(scenario), connection: redisUrl, queues: [queueName] }),
   );
+  return withPacked(scenario, offload, sinks, (name) => new BullMqSink({ name, queues: { [queueName]: queue }, packJobs: true }));
 }
 
 /** A log record per request to an HTTP receiver: `perform` POSTs it (one record); `deferred` batches. */

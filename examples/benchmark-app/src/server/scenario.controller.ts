@@ -115,6 +115,14 @@ export function offloadController(id: ScenarioId, effect: ScenarioEffect): Type<
 }
 
 /**
+ * `GET /<scenario>/deferred-packed`, the `deferred` route again routed to the twin of the scenario's
+ * queue sink that packs a write's jobs (`packJobs`). `undefined` for a scenario without one.
+ */
+export function packedController(id: ScenarioId, effect: ScenarioEffect): Type<unknown> | undefined {
+  return twinController(id, 'deferred-packed', effect, effect.packedAfterResponse, 'PackedController');
+}
+
+/**
  * `GET /<scenario>/deferred-spool`, the `deferred` route again routed to the spooled twin of
  * the scenario's sink (each item appended to the disk spool when accepted, acked when delivered).
  * `undefined` for a scenario without one, or on a server without a spool directory.
