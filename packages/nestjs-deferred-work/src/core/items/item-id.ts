@@ -9,6 +9,10 @@ import { randomBytes } from 'node:crypto';
 let prefix = '';
 let next = 0;
 const COUNTER_LIMIT = 2 ** 48;
+/** The last 3 hex digits of an id, by the counter's low 12 bits: one string concatenation per id. */
+const LOW = Array.from({ length: 4096 }, (_, i) => i.toString(16).padStart(3, '0'));
+/** `prefix` and the counter's other 9 hex digits, recomputed every 4,096 ids. */
+let block = '';
 
 function newPrefix(): string {
   const hex = randomBytes(10).toString('hex'); // 20 hex digits, 18 of them used
@@ -23,5 +27,7 @@ export function newItemId(): string {
     next = 0;
   }
   const n = next++;
-  return prefix + n.toString(16).padStart(12, '0');
+  const low = n & 0xfff; // the low 12 bits (ToInt32 keeps them for any counter below 2^48)
+  if (low === 0) block = prefix + Math.floor(n / 4096).toString(16).padStart(9, '0');
+  return block + LOW[low];
 }
