@@ -158,7 +158,7 @@ export const SCENARIOS: readonly ScenarioInfo[] = [
     alwaysItemsPerRequest: 2,
     needs: ['redis', 'postgres'],
     kind: 'variants',
-    variants: ['plain', 'blocking', 'article-tap', 'event-emitter', 'deferred'],
+    variants: ['plain', 'blocking', 'article-tap', 'event-emitter', 'deferred', 'deferred-packed'],
   },
   // an entry per request appended to a Redis Stream (RedisStreamSink), on the runner's private Redis
   {

@@ -775,7 +775,7 @@ export function renderMarkdown(report: BenchReport, svgFileName: string): string
     '- `deferred-spool` (`bull-local`, `http-log` and `mix`): the same deferred route, routed to a twin of the scenario\'s sink (same queue, receiver or ' +
       'kind of memory sink) behind the module\'s `spool` option (a fresh temporary directory per server, default `syncIntervalMs`): each item is ' +
       'serialised and written to the spool\'s segment file when accepted, fsynced by group commit, and acked once delivered.',
-    '- `deferred-packed` (`bull-local`, `bullmq-local`): the same deferred route, routed to a twin of the scenario\'s queue sink with `packJobs: true` ' +
+    '- `deferred-packed` (`realistic`, `bull-local`, `bullmq-local`): the same deferred route, routed to a twin of the scenario\'s queue sink with `packJobs: true` ' +
       '(same queue): the jobs of a write are added as one queue job holding up to 100 of them, which the worker reads with `unpackJob()`. ' +
       'The destination holds packs, not jobs, so its own count is not compared; the queue\'s conformance tests read every item back.',
     '- `article-tap`: a route interceptor returning `next.handle().pipe(tap(async () => { await effect(); }))`, as the published articles write it.',

@@ -9,7 +9,7 @@ export type Adapter = 'express' | 'fastify';
  * route, its sink an `OffloadedSink` whose client work runs in a worker thread;
  * `deferred-spool` (`bull-local`, `http-log` and `mix`): the same deferred route, its sink
  * (a twin of the `deferred` route's, same destination) behind the module's disk spool.
- * `deferred-packed` (`bull-local`, `bullmq-local`): the same deferred route, its sink a twin of the
+ * `deferred-packed` (`realistic`, `bull-local`, `bullmq-local`): the same deferred route, its sink a twin of the
  * `deferred` route's with `packJobs` (a write's jobs packed into one queue job, same queue).
  * `deferred-handle` (`mix` and the queue scenarios): the same items through the deferred handles as
  * handler parameters (`@Deferred.queue()`, …); `deferred-injected`, on a server started with

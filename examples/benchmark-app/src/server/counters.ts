@@ -12,8 +12,24 @@ export function countHandled(route: string): void {
 }
 
 /** Awaited side-effects still running, over every route. */
+/**
+ * Handlers still running that await something before their side-effect (the realistic routes' query):
+ * a stats snapshot waits for them too, or a request it counted would defer its items after it.
+ */
+let handlersInFlight = 0;
+
+/** Runs a handler's body, counted in {@link totalInFlight} until it settles. */
+export async function inHandler<T>(body: () => Promise<T>): Promise<T> {
+  handlersInFlight++;
+  try {
+    return await body();
+  } finally {
+    handlersInFlight--;
+  }
+}
+
 export function totalInFlight(): number {
-  let total = 0;
+  let total = handlersInFlight;
   for (const route in effectsInFlight) total += effectsInFlight[route];
   return total;
 }

@@ -4,7 +4,8 @@
  * (a nested address, an array of lines), one PostgreSQL query through `pg`, a JSON response of about
  * 2 KB — then the side-effect (a BullMQ job, a log record, a metric point) five ways: none (`plain`),
  * awaited in the handler (`blocking`), in an interceptor's `tap` (`article-tap`), through
- * `@nestjs/event-emitter` (`event-emitter`) and deferred with the library (`deferred`).
+ * `@nestjs/event-emitter` (`event-emitter`) and deferred with the library (`deferred`, and
+ * `deferred-packed` with the BullMQ sink's `packJobs`).
  */
 import {
   Body,
@@ -41,7 +42,7 @@ import {
 } from 'class-validator';
 import { AfterResponse, Deferred, type DeferredScope } from 'nestjs-deferred-work';
 import { articleTapInterceptor } from './article-tap.interceptor.js';
-import { countHandled, routeKey, runEffect } from './counters.js';
+import { countHandled, inHandler, routeKey, runEffect } from './counters.js';
 import { type EffectEvent, effectEventName } from './effect.listener.js';
 import type { ProductRow, RealisticParts } from './realistic.js';
 
@@ -141,16 +142,18 @@ export function realisticController(parts: RealisticParts): Type<unknown> {
     @HttpCode(200)
     async plain(@Body() order: CreateOrderDto, @Req() request: AuthedRequest) {
       countHandled(key('plain'));
-      return respond(order, request);
+      return inHandler(() => respond(order, request));
     }
 
     @Post('blocking')
     @HttpCode(200)
     async blocking(@Body() order: CreateOrderDto, @Req() request: AuthedRequest) {
       countHandled(key('blocking'));
-      const body = await respond(order, request);
-      await runEffect(key('blocking'), perform);
-      return body;
+      return inHandler(async () => {
+        const body = await respond(order, request);
+        await runEffect(key('blocking'), perform);
+        return body;
+      });
     }
 
     @Post('article-tap')
@@ -158,16 +161,18 @@ export function realisticController(parts: RealisticParts): Type<unknown> {
     @UseInterceptors(articleTapInterceptor(key('article-tap'), perform))
     async articleTap(@Body() order: CreateOrderDto, @Req() request: AuthedRequest) {
       countHandled(key('article-tap'));
-      return respond(order, request);
+      return inHandler(() => respond(order, request));
     }
 
     @Post('event-emitter')
     @HttpCode(200)
     async emitEvent(@Body() order: CreateOrderDto, @Req() request: AuthedRequest) {
       countHandled(key('event-emitter'));
-      const body = await respond(order, request);
-      this.eventEmitter.emit(eventName, event);
-      return body;
+      return inHandler(async () => {
+        const body = await respond(order, request);
+        this.eventEmitter.emit(eventName, event);
+        return body;
+      });
     }
 
     @Post('deferred')
@@ -175,9 +180,24 @@ export function realisticController(parts: RealisticParts): Type<unknown> {
     @AfterResponse(effect.afterResponse)
     async deferred(@Body() order: CreateOrderDto, @Req() request: AuthedRequest, @Deferred() work: DeferredScope) {
       countHandled(key('deferred'));
-      const body = await respond(order, request);
-      effect.defer(work);
-      return body;
+      return inHandler(async () => {
+        const body = await respond(order, request);
+        effect.defer(work);
+        return body;
+      });
+    }
+
+    /** The deferred route again, its BullMQ job to a twin of the sink with `packJobs`. */
+    @Post('deferred-packed')
+    @HttpCode(200)
+    @AfterResponse(effect.packedAfterResponse)
+    async deferredPacked(@Body() order: CreateOrderDto, @Req() request: AuthedRequest, @Deferred() work: DeferredScope) {
+      countHandled(key('deferred-packed'));
+      return inHandler(async () => {
+        const body = await respond(order, request);
+        effect.defer(work);
+        return body;
+      });
     }
   }
   return RealisticController;

@@ -7,7 +7,7 @@
  */
 import type { DeferredSink, SinkItem } from 'nestjs-deferred-work';
 import { MemorySink } from 'nestjs-deferred-work';
-import { benchTableName } from '../bench/args.js';
+import { benchTableName, packedSinkName } from '../bench/args.js';
 import { bullMqQueue, type ScenarioEffect } from './effects.js';
 
 /** A product row, as the handler's query returns it. */
@@ -64,8 +64,10 @@ export async function realisticParts(
   });
   const select = `SELECT sku, name, price_cents, stock, description FROM "${table}" WHERE sku = ANY($1::text[])`;
 
-  const { queueName, queue, sink } = await bullMqQueue('realistic', redisUrl, closers);
-  sinks.push(sink);
+  const { queueName, queue, sink, BullMqSink } = await bullMqQueue('realistic', redisUrl, closers);
+  // the `deferred-packed` route's twin: the same queue, a write's jobs packed into one BullMQ job
+  const packed = new BullMqSink({ name: packedSinkName('realistic'), queues: { [queueName]: queue }, packJobs: true });
+  sinks.push(sink, packed);
   const direct = new MemorySink({ name: 'realistic-blocking-memory', capacity: 100 });
   const signal = new AbortController().signal;
   const write = (item: SinkItem) => direct.write([item], { signal, attempt: 1 });
@@ -82,6 +84,7 @@ export async function realisticParts(
       work.metric('orders.created', 1, TAGS);
     },
     afterResponse: { sinks: { job: sink.name, log: memorySinkName, metric: memorySinkName } },
+    packedAfterResponse: { sinks: { job: packed.name, log: memorySinkName, metric: memorySinkName } },
   };
   return {
     effect,
