@@ -11,7 +11,7 @@ import {
   type DeferredSink,
 } from 'nestjs-deferred-work';
 import { BullSink } from 'nestjs-deferred-work/bull';
-import { BullMqSink } from 'nestjs-deferred-work/bullmq';
+import { BullMqSink, unpackJob } from 'nestjs-deferred-work/bullmq';
 import { identityHolds, load, loadThroughOutage, range } from '../support/load';
 import { failOnUnhandledRejection, type Platform, platforms, startApp, type StartedApp } from '../support/platforms';
 import { RedisServer } from '../support/redis-server';
@@ -121,6 +121,29 @@ describe.each(platforms)('offloaded queue sinks against a real Redis ($name)', (
     expect(stats.sinks[flavour.sink].failedWrites).toBeGreaterThan(0);
     expect(stats.sinks[flavour.sink].host).toMatchObject({ thread: 'worker', restarts: 0 });
     expect((await flavour.jobIds(prefix)).sort()).toEqual([...ids].sort());
+  });
+
+  it('bullmq with packJobs: the worker thread’s sink packs the jobs; every item is in Redis once, in packs', async () => {
+    const prefix = `${RUN}-${++prefixes}`;
+    const sink = BullMqSink.offloaded({ connection: `redis://${redis.host}:${redis.port}`, queues: [QUEUE], prefix, packJobs: { maxItems: 8 } });
+    started = await startApp(platform, { imports: [DeferredWorkModule.forRoot({ flushIntervalMs: 20, sinks: [sink] })], controllers: [JobsController] });
+    const work = started.app.get(DeferredWork);
+    const ids = range(0, 120).map(String);
+    expect((await load(started.url, ids.map((id) => `/bullmq/${id}`), 20)).every((s) => s === 200)).toBe(true);
+    expect(await work.flush(10_000)).toBe(true);
+    expect(work.stats().sinks.bullmq).toMatchObject({ accepted: 120, delivered: 120, pending: 0, dropped: 0, deadLettered: 0 });
+
+    const queue = new BullMqQueue(QUEUE, { connection: { host: redis.host, port: redis.port }, prefix });
+    try {
+      const jobs = await queue.getJobs(['waiting']);
+      const items = jobs.flatMap((job) => unpackJob<{ id: string }>(job));
+      expect(items.map((item) => item.data.id).sort()).toEqual([...ids].sort());
+      expect(new Set(items.map((item) => item.id)).size).toBe(120);
+      expect(jobs.filter((job) => String(job.id).startsWith('dw-pack-')).length).toBeGreaterThan(0);
+      expect(Math.max(...jobs.map((job) => unpackJob(job).length))).toBeLessThanOrEqual(8);
+    } finally {
+      await queue.close();
+    }
   });
 
   it.each(flavours)('$sink: a job for a queue the worker does not have is rejected (and counted) on the request thread when deferred', async (flavour) => {

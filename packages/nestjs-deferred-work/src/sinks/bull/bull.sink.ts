@@ -80,6 +80,10 @@ export class BullSink extends QueueSink<BullQueueLike, BullBulkJob> {
     return job.opts ? { name: job.name, data: job.data, opts: { ...job.opts } } : { name: job.name, data: job.data };
   }
 
+  protected packedJob(name: string, data: PackedJobData, jobId: string): BullBulkJob {
+    return { name, data, opts: { jobId } };
+  }
+
   /**
    * One `addBulk` (one MULTI). The jobs it returns without an id are added again one by one: Bull 4
    * hides why a command inside the MULTI failed, and the usual reason is `NOSCRIPT` after Redis lost
@@ -88,10 +92,6 @@ export class BullSink extends QueueSink<BullQueueLike, BullBulkJob> {
    * outside a MULTI, where ioredis reloads it. A command that failed inside the MULTI did not run, so
    * this adds nothing twice.
    */
-  protected packedJob(name: string, data: PackedJobData, jobId: string): BullBulkJob {
-    return { name, data, opts: { jobId } };
-  }
-
   protected async addJobs(queue: BullQueueLike, jobs: BullBulkJob[]): Promise<ReadonlyArray<{ id?: unknown } | { error: unknown } | null | undefined>> {
     const results = await queue.addBulk(jobs);
     const add = queue.add?.bind(queue);

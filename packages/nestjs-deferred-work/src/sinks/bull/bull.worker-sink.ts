@@ -22,5 +22,5 @@ export async function bullWorkerSink(options: BullOffloadOptions, host?: SinkHos
   );
   if (host) reportQueueErrors(queues, host.warn);
   await connected(queues.map(clientReady));
-  return closingQueues(new BullSink({ name: options.name, queues, drainBeforeQueueClose: false }), queues);
+  return closingQueues(new BullSink({ name: options.name, queues, drainBeforeQueueClose: false, packJobs: options.packJobs }), queues);
 }

@@ -28,5 +28,5 @@ export async function bullMqWorkerSink(options: BullMqOffloadOptions, host?: Sin
   const queues = options.queues.map((name) => new Queue(name, queueOptions));
   if (host) reportQueueErrors(queues, host.warn);
   await connected(queues.map((queue) => queue.waitUntilReady()));
-  return closingQueues(new BullMqSink({ name: options.name, queues, drainBeforeQueueClose: false }), queues);
+  return closingQueues(new BullMqSink({ name: options.name, queues, drainBeforeQueueClose: false, packJobs: options.packJobs }), queues);
 }

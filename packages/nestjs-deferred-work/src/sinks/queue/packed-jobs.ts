@@ -1,10 +1,15 @@
 import { createHash } from 'node:crypto';
 import type { ItemCorrelation, JobItem } from '../../core/items/deferred-item.interface';
 import { itemId } from '../kit/item-id';
+import { SinkConfigError } from '../kit/sink-config.error';
+import type { PackJobsOptions } from './queue-sink.options';
 
 /** One deferred job inside a packed job. */
 export interface PackedJobItem<T = unknown> {
-  /** The item's id (`dw-<uuid>`): the same on every retry and spool replay; dedupe by it. */
+  /**
+   * The item's id (`dw-<uuid>`, the same on every retry, spool replay and redrive: dedupe by it); for a
+   * job that was not packed, what `unpackJob` gives is the job's id (its own `jobId`, or the item's id).
+   */
   id: string;
   /** The job's data, as deferred. */
   data: T;
@@ -25,6 +30,23 @@ export interface UnpackableJob {
   id?: string | number | null;
   data: unknown;
   opts?: { correlation?: ItemCorrelation } | object;
+}
+
+/** Most deferred jobs in one packed job with `packJobs: true`. */
+const PACK_MAX_ITEMS = 100;
+
+/** `packJobs` as a number of items per pack, or `undefined` when off; throws on a bad value. */
+export function packSize(option: boolean | PackJobsOptions | undefined, sinkClass: string): number | undefined {
+  if (option === undefined || option === false) return undefined;
+  if (option === true) return PACK_MAX_ITEMS;
+  const maxItems = typeof option === 'object' && option !== null ? (option.maxItems ?? PACK_MAX_ITEMS) : NaN;
+  if (!Number.isInteger(maxItems) || maxItems < 2 || maxItems > 10_000) {
+    throw new SinkConfigError(
+      `${sinkClass}: packJobs must be true, false or { maxItems } with maxItems a whole number from 2 to 10000, got ${JSON.stringify(option)}.`,
+      'packJobs',
+    );
+  }
+  return maxItems;
 }
 
 /** Whether `data` is a packed job's data. */
@@ -70,25 +92,31 @@ export function packedJobId(ids: readonly string[]): string {
   return `dw-pack-${createHash('sha1').update(ids.join(',')).digest('hex')}`;
 }
 
-/** The jobs one add sends for a piece of a write, and which of the piece's positions each covers. */
+/** Jobs as they will be sent, and which items each carries (positions, or batch indexes). */
 export interface SendPlan<J> {
   jobs: J[];
   covers: number[][];
 }
 
 /**
- * Packs a piece of a write: items without job options of their own are grouped by job name, each
- * group of two or more into one packed job (`pack(name, data, jobId)`); the others go as their own
- * job (`jobs[p]`). Order: unpacked jobs first, then the packs, by the first position of each name.
+ * Packs a queue's share of a write: items without job options of their own are grouped by job name
+ * and each group cut into packs of at most `maxItems` (`pack(name, data, jobId)`), in the order they
+ * were deferred; the others — and an item left alone in its group or as a group's last — go as their
+ * own job (`jobs[p]`). Jobs and packs come out in the order of their first item. Every pack but a
+ * group's last is full, so a retry of whole packs rebuilds the same packs (and their ids).
  */
-export function planPacking<J>(items: readonly JobItem[], jobs: readonly J[], pack: (name: string, data: PackedJobData, jobId: string) => J): SendPlan<J> {
-  const plan: SendPlan<J> = { jobs: [], covers: [] };
+export function planPacking<J>(
+  items: readonly JobItem[],
+  jobs: readonly J[],
+  maxItems: number,
+  pack: (name: string, data: PackedJobData, jobId: string) => J,
+): SendPlan<J> {
   const groups = new Map<string, number[]>();
+  const planned: Array<{ first: number; job: J; cover: number[] }> = [];
   for (let p = 0; p < items.length; p++) {
     const item = items[p];
     if (!isPackable(item)) {
-      plan.jobs.push(jobs[p]);
-      plan.covers.push([p]);
+      planned.push({ first: p, job: jobs[p], cover: [p] });
       continue;
     }
     const group = groups.get(item.name);
@@ -96,21 +124,23 @@ export function planPacking<J>(items: readonly JobItem[], jobs: readonly J[], pa
     else groups.set(item.name, [p]);
   }
   for (const [name, positions] of groups) {
-    if (positions.length === 1) {
-      plan.jobs.push(jobs[positions[0]]);
-      plan.covers.push(positions);
-      continue;
+    for (let from = 0; from < positions.length; from += maxItems) {
+      const cover = positions.slice(from, from + maxItems);
+      if (cover.length === 1) {
+        planned.push({ first: cover[0], job: jobs[cover[0]], cover });
+        continue;
+      }
+      const packed: PackedJobItem[] = [];
+      const ids: string[] = [];
+      for (const p of cover) {
+        const item = items[p];
+        const id = itemId(item);
+        ids.push(id);
+        packed.push(item.correlation ? { id, data: item.data, correlation: item.correlation } : { id, data: item.data });
+      }
+      planned.push({ first: cover[0], job: pack(name, { deferredWorkPacked: 1, items: packed }, packedJobId(ids)), cover });
     }
-    const packed: PackedJobItem[] = [];
-    const ids: string[] = [];
-    for (const p of positions) {
-      const item = items[p];
-      const id = itemId(item);
-      ids.push(id);
-      packed.push(item.correlation ? { id, data: item.data, correlation: item.correlation } : { id, data: item.data });
-    }
-    plan.jobs.push(pack(name, { deferredWorkPacked: 1, items: packed }, packedJobId(ids)));
-    plan.covers.push(positions);
   }
-  return plan;
+  planned.sort((a, b) => a.first - b.first);
+  return { jobs: planned.map((entry) => entry.job), covers: planned.map((entry) => entry.cover) };
 }

@@ -1,6 +1,8 @@
 import type { SinkItem } from '../../core/items/deferred-item.interface';
 import { SinkConfigError } from '../kit/sink-config.error';
 import { checkPlainData } from '../offload/plain-data';
+import { packSize } from './packed-jobs';
+import type { PackJobsOptions } from './queue-sink.options';
 
 /** What `BullSink.offloaded()` and `BullMqSink.offloaded()` share: the queues the worker creates. */
 export interface QueueOffloadOptions {
@@ -15,6 +17,8 @@ export interface QueueOffloadOptions {
   prefix?: string;
   /** Job options applied to every job of these queues, under the job's own. Default none. */
   defaultJobOptions?: Record<string, unknown>;
+  /** The worker's sink packs jobs, as the in-process sink's `packJobs` option does. Default `false`. */
+  packJobs?: boolean | PackJobsOptions;
 }
 
 /** Checks the options shared by the queue sinks' `offloaded()` (plain data, queue names). */
@@ -39,6 +43,7 @@ export function checkQueueOffloadOptions(sinkClass: string, connectionOption: st
       connectionOption,
     );
   }
+  packSize(options.packJobs, prefix);
   checkPlainData(prefix, 'options', options);
 }
 

@@ -51,8 +51,9 @@ export interface QueueSinkOptions<Q extends NamedQueue> {
    */
   drainBeforeQueueClose?: boolean;
   /**
-   * Opt-in, for telemetry-like queues whose handlers are cheap and idempotent: each write adds one job
-   * per queue and job name holding up to `maxItems` deferred jobs, instead of one job each. A packed
+   * Opt-in, for telemetry-like queues whose handlers are cheap and idempotent: each write adds the
+   * deferred jobs of one queue and job name as packs of up to `maxItems`, instead of one job each (in
+   * the order of each pack's first job; a write holds at most `maxBatchSize` items). A packed
    * job costs the client (and Redis) about what one job does, so the process spends a fraction of the
    * CPU per deferred job. The worker receives `job.data` as `PackedJobData`
    * (`{ deferredWorkPacked: 1, items: [{ id, data, correlation? }] }`); read any job with
@@ -61,8 +62,10 @@ export interface QueueSinkOptions<Q extends NamedQueue> {
    *
    * Trade-offs: the queue counts, retries, fails and shows packs, not items — a handler that throws
    * retries its whole pack, so handlers must tolerate an item twice (dedupe by its `id`, which is
-   * the same on every retry and spool replay); a pack's `jobId` is derived from its items' ids, so a
-   * retried write adds the same pack once, as with single jobs. `true` means `{ maxItems: 100 }`.
+   * the same on every retry, spool replay and redrive). A pack's `jobId` is derived from its items'
+   * ids: a pack sent again as it was is added once; an item sent again with other items (after part of
+   * a write failed, a spool requeue, a redrive) goes out in a new pack and can reach the worker twice.
+   * `true` means `{ maxItems: 100 }`.
    * Default: off (`false`), one job per deferred job.
    */
   packJobs?: boolean | PackJobsOptions;
@@ -70,7 +73,7 @@ export interface QueueSinkOptions<Q extends NamedQueue> {
 
 /** Settings of a queue sink's `packJobs` option. */
 export interface PackJobsOptions {
-  /** Most deferred jobs in one packed job (and in one add of a write), 2–10,000. Default `100`. */
+  /** Most deferred jobs in one packed job, 2–10,000 (a write holds at most the sink's `maxBatchSize` items). Default `100`. */
   maxItems?: number;
 }
 

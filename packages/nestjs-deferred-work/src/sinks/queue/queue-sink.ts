@@ -7,8 +7,7 @@ import { chunk } from '../kit/chunks';
 import { type Part, Partitions } from '../kit/partitions';
 import { runLimited } from '../kit/run-limited';
 import { WriteProgress } from '../kit/write-progress';
-import { SinkConfigError } from '../kit/sink-config.error';
-import { type PackedJobData, type SendPlan, planPacking } from './packed-jobs';
+import { type PackedJobData, packSize, type SendPlan, planPacking } from './packed-jobs';
 import { QueueLookup } from './queue-lookup';
 import type { NamedQueue, QueueFlavor, QueueSinkOptions, QueueState } from './queue-sink.options';
 
@@ -29,23 +28,6 @@ export const JOBS_PER_ADD = 32;
  * signal's listeners below Node's warning threshold (10).
  */
 const ADDS_IN_FLIGHT = 2;
-
-/** Most deferred jobs in one packed job with `packJobs: true`. */
-const PACK_MAX_ITEMS = 100;
-
-/** `packJobs` as a number of items per pack, or `undefined` when off; throws on a bad value. */
-function packSize(option: QueueSinkOptions<NamedQueue>['packJobs'], sinkClass: string): number | undefined {
-  if (option === undefined || option === false) return undefined;
-  if (option === true) return PACK_MAX_ITEMS;
-  const maxItems = typeof option === 'object' && option !== null ? (option.maxItems ?? PACK_MAX_ITEMS) : NaN;
-  if (!Number.isInteger(maxItems) || maxItems < 2 || maxItems > 10_000) {
-    throw new SinkConfigError(
-      `${sinkClass}: packJobs must be true, false or { maxItems } with maxItems a whole number from 2 to 10000, got ${JSON.stringify(option)}.`,
-      'packJobs',
-    );
-  }
-  return maxItems;
-}
 
 /** Resolves on the next turn of the event loop, after the I/O that is ready now. */
 const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
@@ -150,25 +132,26 @@ export abstract class QueueSink<Q extends NamedQueue, J> implements DeferredSink
   }
 
   /**
-   * A queue's part in adds of at most {@link JOBS_PER_ADD} jobs (with `packJobs`, of at most a pack's
-   * items), each started a turn after the last, {@link ADDS_IN_FLIGHT} at a time; each add's jobs are
-   * confirmed or failed on their own.
+   * A queue's part in adds of at most {@link JOBS_PER_ADD} jobs (with `packJobs`, packs and jobs),
+   * each started a turn after the last, {@link ADDS_IN_FLIGHT} at a time; each add's jobs are confirmed
+   * or failed on their own.
    */
   private async addInChunks(part: Part<Q, J>, batch: readonly SinkItem[], signal: AbortSignal, progress: WriteProgress): Promise<void> {
-    const { chunks } = chunk(part.values, { maxCount: this.packItems ?? JOBS_PER_ADD });
+    const plan = this.plan(part, batch);
+    const { chunks } = chunk(plan.jobs, { maxCount: JOBS_PER_ADD });
     const adds: Array<Promise<void>> = [];
     for (let c = 0; c < chunks.length; c++) {
       if (c >= ADDS_IN_FLIGHT) await adds[c - ADDS_IN_FLIGHT];
       if (c > 0) await nextTurn();
-      const piece: Part<Q, J> =
-        chunks.length === 1 ? part : { destination: part.destination, indexes: chunks[c].positions.map((p) => part.indexes[p]), values: chunks[c].values };
+      const piece: SendPlan<J> = chunks.length === 1 ? plan : { jobs: chunks[c].values, covers: chunks[c].positions.map((k) => plan.covers[k]) };
+      const indexes = piece.covers.flat();
       adds.push(
-        this.addPart(piece, batch, signal).then(
+        this.addPiece(part.destination, piece, signal).then(
           (failures) => {
             for (const failure of failures) progress.failEntry(failure);
-            progress.confirm(piece.indexes);
+            progress.confirm(indexes);
           },
-          (error: unknown) => progress.fail(piece.indexes, error), // cut short by the signal
+          (error: unknown) => progress.fail(indexes, error), // cut short by the signal
         ),
       );
     }
@@ -176,26 +159,27 @@ export abstract class QueueSink<Q extends NamedQueue, J> implements DeferredSink
   }
 
   /**
-   * With `packJobs`, the jobs one add sends for `part`: those without options of their own packed by
-   * name. `undefined`: the part's jobs as they are.
+   * The jobs of `part` as they will be sent, each with the batch indexes of the items it carries: one
+   * job per item, or, with `packJobs`, those without options of their own packed by name.
    */
-  private plan(part: Part<Q, J>, batch: readonly SinkItem[]): SendPlan<J> | undefined {
-    if (this.packItems === undefined || part.values.length < 2) return undefined;
-    const items = part.indexes.map((index) => batch[index] as JobItem);
-    return planPacking(items, part.values, (name, data, jobId) => this.packedJob(name, data, jobId));
+  private plan(part: Part<Q, J>, batch: readonly SinkItem[]): SendPlan<J> {
+    if (this.packItems !== undefined && part.values.length > 1) {
+      const items = part.indexes.map((index) => batch[index] as JobItem);
+      const plan = planPacking(items, part.values, this.packItems, (name, data, jobId) => this.packedJob(name, data, jobId));
+      return { jobs: plan.jobs, covers: plan.covers.map((positions) => positions.map((p) => part.indexes[p])) };
+    }
+    return { jobs: part.values, covers: part.indexes.map((index) => [index]) };
   }
 
-  /** One batch add for one queue; returns the failures, or rejects when `signal` aborts. */
-  private async addPart(part: Part<Q, J>, batch: readonly SinkItem[], signal: AbortSignal): Promise<SinkItemFailure[]> {
-    const queue = part.destination;
-    const all = (failure: { error: SinkWriteError; retryable: boolean }) => part.indexes.map((index) => ({ index, ...failure }));
+  /** One batch add of `piece`'s jobs to `queue`; returns the failures of their items, or rejects when `signal` aborts. */
+  private async addPiece(queue: Q, piece: SendPlan<J>, signal: AbortSignal): Promise<SinkItemFailure[]> {
+    const all = (failure: { error: SinkWriteError; retryable: boolean }) => piece.covers.flatMap((cover) => cover.map((index) => ({ index, ...failure })));
     const checked = this.connectionState(queue);
     const state = typeof checked === 'string' ? checked : await abortable(checked, signal);
     if (state !== 'up') return all(this.unavailable(queue.name, state));
-    const plan = this.plan(part, batch);
     let results: ReadonlyArray<unknown>;
     try {
-      results = await abortable(Promise.resolve().then(() => this.addJobs(queue, plan?.jobs ?? part.values, signal)), signal);
+      results = await abortable(Promise.resolve().then(() => this.addJobs(queue, piece.jobs, signal)), signal);
     } catch (error) {
       if (signal.aborted) throw signal.reason;
       if ((await this.connectionState(queue)) === 'closed') return all(this.unavailable(queue.name, 'closed'));
@@ -203,17 +187,10 @@ export abstract class QueueSink<Q extends NamedQueue, J> implements DeferredSink
       return all({ error: new SinkWriteError(message, { cause: error }), retryable: true });
     }
     const failed: SinkItemFailure[] = [];
-    if (plan) {
-      plan.jobs.forEach((job, k) => {
-        const error = this.jobNotAdded(queue.name, job, results?.[k]);
-        if (error) for (const p of plan.covers[k]) failed.push({ index: part.indexes[p], error });
-      });
-      return failed;
+    for (let k = 0; k < piece.jobs.length; k++) {
+      const error = this.jobNotAdded(queue.name, piece.jobs[k], results?.[k]);
+      if (error) for (const index of piece.covers[k]) failed.push({ index, error });
     }
-    part.indexes.forEach((index, i) => {
-      const error = this.jobNotAdded(queue.name, part.values[i], results?.[i]);
-      if (error) failed.push({ index, error });
-    });
     return failed;
   }
 
