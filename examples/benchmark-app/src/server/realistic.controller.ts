@@ -132,6 +132,16 @@ export function realisticController(parts: RealisticParts): Type<unknown> {
       await parts.products(order.lines.map((line) => line.sku)),
     );
 
+  /** The deferred routes' body: count, answer, then defer the effect's items into `work`. */
+  const answerThenDefer = (variant: string, order: CreateOrderDto, request: AuthedRequest, work: DeferredScope) => {
+    countHandled(key(variant));
+    return inHandler(async () => {
+      const body = await respond(order, request);
+      effect.defer(work);
+      return body;
+    });
+  };
+
   @Controller('realistic')
   @UseGuards(BearerGuard)
   @UsePipes(new ValidationPipe({ whitelist: true, forbidNonWhitelisted: true, transform: true }))
@@ -179,12 +189,7 @@ export function realisticController(parts: RealisticParts): Type<unknown> {
     @HttpCode(200)
     @AfterResponse(effect.afterResponse)
     async deferred(@Body() order: CreateOrderDto, @Req() request: AuthedRequest, @Deferred() work: DeferredScope) {
-      countHandled(key('deferred'));
-      return inHandler(async () => {
-        const body = await respond(order, request);
-        effect.defer(work);
-        return body;
-      });
+      return answerThenDefer('deferred', order, request, work);
     }
 
     /** The deferred route again, its BullMQ job to a twin of the sink with `packJobs`. */
@@ -192,12 +197,7 @@ export function realisticController(parts: RealisticParts): Type<unknown> {
     @HttpCode(200)
     @AfterResponse(effect.packedAfterResponse)
     async deferredPacked(@Body() order: CreateOrderDto, @Req() request: AuthedRequest, @Deferred() work: DeferredScope) {
-      countHandled(key('deferred-packed'));
-      return inHandler(async () => {
-        const body = await respond(order, request);
-        effect.defer(work);
-        return body;
-      });
+      return answerThenDefer('deferred-packed', order, request, work);
     }
   }
   return RealisticController;
