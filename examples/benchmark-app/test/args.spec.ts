@@ -10,6 +10,8 @@ import {
   DEFERRED_VARIANTS,
   expectedItems,
   offloadSinkName,
+  PACKED_VARIANT,
+  packedSinkName,
   parseArgs,
   routeHeaders,
   routeRequest,
@@ -162,7 +164,7 @@ describe('scenario catalog', () => {
     expect(benchTableName('mysql-local', 4242)).toBe('bench_mysql_local_4242');
     // the realistic endpoint: a POST with a JSON body and a bearer token; a job, a log and a metric, the log and metric `always`
     expect(scenarioInfo('realistic')).toMatchObject({ needs: ['redis', 'postgres'], itemsPerRequest: 3, alwaysItemsPerRequest: 2 });
-    expect(variantsOf('realistic')).toEqual(['plain', 'blocking', 'article-tap', 'event-emitter', 'deferred']);
+    expect(variantsOf('realistic')).toEqual(['plain', 'blocking', 'article-tap', 'event-emitter', 'deferred', 'deferred-packed']);
     expect(routeRequest('realistic')).toMatchObject({ method: 'POST', headers: { 'content-type': 'application/json', authorization: expect.stringMatching(/^Bearer /) } });
     expect(JSON.parse(routeRequest('realistic').body!)).toMatchObject({ customerId: expect.any(String), shipping: expect.any(Object), lines: expect.any(Array) });
     expect(routeRequest('sim5')).toEqual({ method: 'GET', headers: undefined });
@@ -198,10 +200,13 @@ describe('variantsOf', () => {
   const SEVEN = ['plain', 'noop-interceptor', 'blocking', 'deferred', 'deferred-offload', 'article-tap', 'event-emitter'];
   const WITH_SPOOL = ['plain', 'noop-interceptor', 'blocking', 'deferred', 'deferred-spool', 'article-tap', 'event-emitter'];
   const EIGHT = ['plain', 'noop-interceptor', 'blocking', 'deferred', 'deferred-offload', 'deferred-spool', 'article-tap', 'event-emitter'];
+  const WITH_PACKED = ['plain', 'noop-interceptor', 'blocking', 'deferred', 'deferred-offload', 'deferred-packed', 'article-tap', 'event-emitter'];
+  const NINE = ['plain', 'noop-interceptor', 'blocking', 'deferred', 'deferred-offload', 'deferred-spool', 'deferred-packed', 'article-tap', 'event-emitter'];
 
   it('adds deferred-offload, after deferred, only where the sink can be offloaded: the Bull and BullMQ pairs and http-log', () => {
     expect(SCENARIOS.filter((s) => s.offload).map((s) => s.id)).toEqual(['bull-local', 'bull-proxy', 'http-log', 'bullmq-local', 'bullmq-proxy']);
-    for (const id of ['bull-proxy', 'bullmq-local', 'bullmq-proxy'] as const) expect(variantsOf(id)).toEqual(SEVEN);
+    for (const id of ['bull-proxy', 'bullmq-proxy'] as const) expect(variantsOf(id)).toEqual(SEVEN);
+    expect(variantsOf('bullmq-local')).toEqual(WITH_PACKED);
     for (const id of ['sim5', 'sim25', 'sim5-tail'] as const) expect(variantsOf(id)).toEqual(SIX);
     expect(variantsOf('compression')).toEqual([]);
     // a copy: the runner may not change the catalog
@@ -212,17 +217,26 @@ describe('variantsOf', () => {
   it('adds deferred-spool after deferred and deferred-offload in bull-local, http-log and mix only', () => {
     expect(SPOOL_VARIANT).toBe('deferred-spool');
     expect(SCENARIOS.filter((s) => s.spool).map((s) => s.id)).toEqual(['bull-local', 'http-log', 'mix']);
-    for (const id of ['bull-local', 'http-log'] as const) expect(variantsOf(id)).toEqual(EIGHT);
+    expect(variantsOf('http-log')).toEqual(EIGHT);
+    expect(variantsOf('bull-local')).toEqual(NINE);
     expect(variantsOf('mix')).toEqual(WITH_SPOOL);
     expect(variantsOf('graphql')).toEqual(['plain', 'blocking', 'deferred']);
     expect(spoolSinkName('bull-local')).toBe('bull-local-spool');
     // one group commit at the library's default syncIntervalMs (200 ms), and a margin
     expect(SPOOL_SETTLE_MS).toBeGreaterThan(200);
-    expect(USAGE).toContain('plus deferred-spool (the sink behind the disk spool) in bull-local, http-log, mix.');
+    expect(USAGE).toContain('plus deferred-spool (the sink behind the disk spool) in bull-local, http-log, mix;');
   });
 
-  it('counts deferred-offload, deferred-spool and the handle routes like deferred (from stats()), and only the offloaded one has a worker', () => {
-    expect(DEFERRED_VARIANTS).toEqual(['deferred', 'deferred-offload', 'deferred-spool', 'deferred-handle', 'deferred-injected']);
+  it('adds deferred-packed after the other twins in the local Bull and BullMQ scenarios (and realistic), its sink named after the scenario', () => {
+    expect(PACKED_VARIANT).toBe('deferred-packed');
+    expect(SCENARIOS.filter((s) => s.packed).map((s) => s.id)).toEqual(['bull-local', 'bullmq-local']);
+    expect(variantsOf('bull-proxy')).not.toContain('deferred-packed');
+    expect(packedSinkName('bullmq-local')).toBe('bullmq-local-packed');
+    expect(USAGE).toContain('plus deferred-packed (the queue sink with packJobs) in bull-local, bullmq-local, realistic.');
+  });
+
+  it('counts deferred-offload, deferred-spool, deferred-packed and the handle routes like deferred (from stats()), and only the offloaded one has a worker', () => {
+    expect(DEFERRED_VARIANTS).toEqual(['deferred', 'deferred-offload', 'deferred-spool', 'deferred-packed', 'deferred-handle', 'deferred-injected']);
     expect(WORKER_VARIANTS).toEqual(['deferred-offload']);
     // the same items per request as the deferred route
     expect(expectedItems(scenarioInfo('http-log'), 40, 10)).toBe(50);

@@ -324,6 +324,31 @@ describe('computeRatios: deferred-offload', () => {
   });
 });
 
+describe('computeRatios and summaryLines: deferred-packed', () => {
+  it('gives deferred-packed ÷ blocking, ÷ plain, ÷ article-tap, ÷ event-emitter and ÷ deferred, and a summary line of its own', () => {
+    const rows = [
+      row('bullmq-local', 'fastify', 'plain', { reqPerSec: 10000 }),
+      row('bullmq-local', 'fastify', 'blocking', { reqPerSec: 4000 }),
+      row('bullmq-local', 'fastify', 'deferred', { reqPerSec: 3000 }),
+      row('bullmq-local', 'fastify', 'deferred-packed', { reqPerSec: 8000 }),
+      row('bullmq-local', 'fastify', 'article-tap', { reqPerSec: 2000 }),
+      row('bullmq-local', 'fastify', 'event-emitter', { reqPerSec: 5000 }),
+    ];
+    const [ratios] = computeRatios(rows);
+    expect(ratios).toMatchObject({
+      deferredVsBlocking: 0.75,
+      deferredPackedVsBlocking: 2,
+      deferredPackedVsPlain: 0.8,
+      deferredPackedVsArticleTap: 4,
+      deferredPackedVsEventEmitter: 1.6,
+    });
+    expect(ratios.deferredPackedVsDeferred).toBeCloseTo(8000 / 3000, 6);
+    const lines = summaryLines(rows);
+    expect(lines).toHaveLength(2);
+    expect(lines[1]).toMatch(/^bullmq-local fastify \(packJobs\): deferred-packed ÷ plain 0\.80×, ÷ blocking 2\.00×, ÷ article-tap 4\.00×, ÷ event-emitter 1\.60×; p99 /);
+  });
+});
+
 describe('deferred-spool (the disk spool)', () => {
   const spoolSample = (fsyncsPerSec: number, overrides: Partial<RunSample['spool'] & object> = {}): RunSample['spool'] => ({
     fsyncs: fsyncsPerSec * 2,

@@ -353,6 +353,8 @@ Variants per scenario: ${VARIANTS.join(', ')}; plus ${OFFLOAD_VARIANT} (the sink
   .map((s) => s.id)
   .join(', ')}; plus ${SPOOL_VARIANT} (the sink behind the disk spool) in ${SCENARIOS.filter((s) => s.spool)
   .map((s) => s.id)
+  .join(', ')}; plus ${PACKED_VARIANT} (the queue sink with packJobs) in ${SCENARIOS.filter((s) => s.packed || s.variants?.includes(PACKED_VARIANT))
+  .map((s) => s.id)
   .join(', ')}.`;
 
 /** A bad command line; the message says what to pass instead. */
