@@ -6,12 +6,14 @@ import { isPackable, packedJobId, planPacking, unpackJob } from './packed-jobs';
 
 const job = (id: string, name: string, opts?: JobItem['opts']): JobItem => ({ kind: 'job', queue: 'q', name, data: { id }, opts, when: 'always', createdAt: 0, id });
 const pack = (name: string, data: unknown, jobId: string) => ({ name, data, jobId });
+/** Every position of `xs` (the whole batch is the queue's share). */
+const all = (xs: readonly unknown[]) => xs.map((_, i) => i);
 
 describe('planPacking', () => {
   it('packs items without options of their own by name; items with options, and a name alone, go as their own job', () => {
     const items = [job('a', 'x'), job('b', 'y'), job('c', 'x', { priority: 2 }), job('d', 'x'), job('e', 'z'), job('f', 'z')];
     const own = items.map((item) => ({ own: item.id }));
-    const plan = planPacking<unknown>(items, own, 100, pack);
+    const plan = planPacking<unknown>(items, all(items), own, 100, pack);
 
     // in the order of each job's first item
     expect(plan.covers).toEqual([[0, 3], [1], [2], [4, 5]]);
@@ -23,17 +25,17 @@ describe('planPacking', () => {
 
   it('cuts a name’s items into full packs of maxItems, the rest in a last pack (alone: as its own job)', () => {
     const items = Array.from({ length: 11 }, (_, i) => job(`i${i}`, i % 2 === 0 ? 'even' : 'odd'));
-    const plan = planPacking<unknown>(items, items, 3, pack);
+    const plan = planPacking<unknown>(items, all(items), items, 3, pack);
     expect(plan.covers).toEqual([[0, 2, 4], [1, 3, 5], [6, 8, 10], [7, 9]]);
     expect(plan.jobs[3]).toMatchObject({ name: 'odd', jobId: packedJobId(['i7', 'i9']) });
-    const alone = planPacking<unknown>(items.slice(0, 7), items.slice(0, 7), 3, pack);
+    const alone = planPacking<unknown>(items.slice(0, 7), all(items.slice(0, 7)), items.slice(0, 7), 3, pack);
     expect(alone.covers).toEqual([[0, 2, 4], [1, 3, 5], [6]]);
     expect(alone.jobs[2]).toBe(items[6]); // not a pack of one
   });
 
   it('keeps each item’s correlation in the pack', () => {
     const items = [{ ...job('a', 'x'), correlation: { requestId: 'r1' } }, job('b', 'x')];
-    const plan = planPacking<unknown>(items, items, 100, pack);
+    const plan = planPacking<unknown>(items, all(items), items, 100, pack);
     expect((plan.jobs[0] as { data: unknown }).data).toEqual({ deferredWorkPacked: 1, items: [{ id: 'a', data: { id: 'a' }, correlation: { requestId: 'r1' } }, { id: 'b', data: { id: 'b' } }] });
   });
 });

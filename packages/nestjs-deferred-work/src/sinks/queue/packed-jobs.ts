@@ -92,31 +92,37 @@ export function packedJobId(ids: readonly string[]): string {
   return `dw-pack-${createHash('sha1').update(ids.join(',')).digest('hex')}`;
 }
 
-/** Jobs as they will be sent, and which items each carries (positions, or batch indexes). */
+/**
+ * Jobs as they will be sent, with the batch indexes of the items they carry: `indexes` all of them;
+ * `covers[k]` those of `jobs[k]` when jobs were packed (without `covers`, job `k` carries item `indexes[k]`).
+ */
 export interface SendPlan<J> {
   jobs: J[];
-  covers: number[][];
+  indexes: number[];
+  covers?: number[][];
 }
 
 /**
- * Packs a queue's share of a write: items without job options of their own are grouped by job name
- * and each group cut into packs of at most `maxItems` (`pack(name, data, jobId)`), in the order they
- * were deferred; the others — and an item left alone in its group or as a group's last — go as their
- * own job (`jobs[p]`). Jobs and packs come out in the order of their first item. Every pack but a
- * group's last is full, so a retry of whole packs rebuilds the same packs (and their ids).
+ * Packs a queue's share of a write — the items of `batch` at `indexes`, whose own jobs are `jobs` —:
+ * items without job options of their own are grouped by job name and each group cut into packs of
+ * at most `maxItems` (`pack(name, data, jobId)`), in the order they were deferred; the others — and an
+ * item left alone in its group or as a group's last — go as their own job. Jobs and packs come out in
+ * the order of their first item. Every pack but a group's last is full, so a retry of whole packs
+ * rebuilds the same packs (and their ids).
  */
 export function planPacking<J>(
-  items: readonly JobItem[],
+  batch: readonly JobItem[],
+  indexes: readonly number[],
   jobs: readonly J[],
   maxItems: number,
   pack: (name: string, data: PackedJobData, jobId: string) => J,
 ): SendPlan<J> {
   const groups = new Map<string, number[]>();
   const planned: Array<{ first: number; job: J; cover: number[] }> = [];
-  for (let p = 0; p < items.length; p++) {
-    const item = items[p];
+  for (let p = 0; p < indexes.length; p++) {
+    const item = batch[indexes[p]];
     if (!isPackable(item)) {
-      planned.push({ first: p, job: jobs[p], cover: [p] });
+      planned.push({ first: p, job: jobs[p], cover: [indexes[p]] });
       continue;
     }
     const group = groups.get(item.name);
@@ -125,22 +131,24 @@ export function planPacking<J>(
   }
   for (const [name, positions] of groups) {
     for (let from = 0; from < positions.length; from += maxItems) {
-      const cover = positions.slice(from, from + maxItems);
-      if (cover.length === 1) {
-        planned.push({ first: cover[0], job: jobs[cover[0]], cover });
+      const chosen = positions.slice(from, from + maxItems);
+      const cover = chosen.map((p) => indexes[p]);
+      if (chosen.length === 1) {
+        planned.push({ first: chosen[0], job: jobs[chosen[0]], cover });
         continue;
       }
       const packed: PackedJobItem[] = [];
       const ids: string[] = [];
-      for (const p of cover) {
-        const item = items[p];
+      for (const index of cover) {
+        const item = batch[index];
         const id = itemId(item);
         ids.push(id);
         packed.push(item.correlation ? { id, data: item.data, correlation: item.correlation } : { id, data: item.data });
       }
-      planned.push({ first: cover[0], job: pack(name, { deferredWorkPacked: 1, items: packed }, packedJobId(ids)), cover });
+      planned.push({ first: chosen[0], job: pack(name, { deferredWorkPacked: 1, items: packed }, packedJobId(ids)), cover });
     }
   }
   planned.sort((a, b) => a.first - b.first);
-  return { jobs: planned.map((entry) => entry.job), covers: planned.map((entry) => entry.cover) };
+  const covers = planned.map((entry) => entry.cover);
+  return { jobs: planned.map((entry) => entry.job), indexes: covers.flat(), covers };
 }

@@ -29,6 +29,14 @@ export const JOBS_PER_ADD = 32;
  */
 const ADDS_IN_FLIGHT = 2;
 
+/** The jobs of `plan` at `positions` (`jobs`, already picked), with the batch indexes of their items. */
+function pieceOf<J>(plan: SendPlan<J>, positions: readonly number[], jobs: J[]): SendPlan<J> {
+  const covers = plan.covers;
+  if (!covers) return { jobs, indexes: positions.map((k) => plan.indexes[k]) };
+  const mine = positions.map((k) => covers[k]);
+  return { jobs, indexes: mine.flat(), covers: mine };
+}
+
 /** Resolves on the next turn of the event loop, after the I/O that is ready now. */
 const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
@@ -143,8 +151,8 @@ export abstract class QueueSink<Q extends NamedQueue, J> implements DeferredSink
     for (let c = 0; c < chunks.length; c++) {
       if (c >= ADDS_IN_FLIGHT) await adds[c - ADDS_IN_FLIGHT];
       if (c > 0) await nextTurn();
-      const piece: SendPlan<J> = chunks.length === 1 ? plan : { jobs: chunks[c].values, covers: chunks[c].positions.map((k) => plan.covers[k]) };
-      const indexes = piece.covers.flat();
+      const piece = chunks.length === 1 ? plan : pieceOf(plan, chunks[c].positions, chunks[c].values);
+      const indexes = piece.indexes;
       adds.push(
         this.addPiece(part.destination, piece, signal).then(
           (failures) => {
@@ -159,21 +167,17 @@ export abstract class QueueSink<Q extends NamedQueue, J> implements DeferredSink
   }
 
   /**
-   * The jobs of `part` as they will be sent, each with the batch indexes of the items it carries: one
-   * job per item, or, with `packJobs`, those without options of their own packed by name.
+   * The jobs of `part` as they will be sent: one job per item, or, with `packJobs`, those without
+   * options of their own packed by name.
    */
   private plan(part: Part<Q, J>, batch: readonly SinkItem[]): SendPlan<J> {
-    if (this.packItems !== undefined && part.values.length > 1) {
-      const items = part.indexes.map((index) => batch[index] as JobItem);
-      const plan = planPacking(items, part.values, this.packItems, (name, data, jobId) => this.packedJob(name, data, jobId));
-      return { jobs: plan.jobs, covers: plan.covers.map((positions) => positions.map((p) => part.indexes[p])) };
-    }
-    return { jobs: part.values, covers: part.indexes.map((index) => [index]) };
+    if (this.packItems === undefined || part.values.length < 2) return { jobs: part.values, indexes: part.indexes };
+    return planPacking(batch as readonly JobItem[], part.indexes, part.values, this.packItems, (name, data, jobId) => this.packedJob(name, data, jobId));
   }
 
   /** One batch add of `piece`'s jobs to `queue`; returns the failures of their items, or rejects when `signal` aborts. */
   private async addPiece(queue: Q, piece: SendPlan<J>, signal: AbortSignal): Promise<SinkItemFailure[]> {
-    const all = (failure: { error: SinkWriteError; retryable: boolean }) => piece.covers.flatMap((cover) => cover.map((index) => ({ index, ...failure })));
+    const all = (failure: { error: SinkWriteError; retryable: boolean }) => piece.indexes.map((index) => ({ index, ...failure }));
     const checked = this.connectionState(queue);
     const state = typeof checked === 'string' ? checked : await abortable(checked, signal);
     if (state !== 'up') return all(this.unavailable(queue.name, state));
@@ -189,7 +193,9 @@ export abstract class QueueSink<Q extends NamedQueue, J> implements DeferredSink
     const failed: SinkItemFailure[] = [];
     for (let k = 0; k < piece.jobs.length; k++) {
       const error = this.jobNotAdded(queue.name, piece.jobs[k], results?.[k]);
-      if (error) for (const index of piece.covers[k]) failed.push({ index, error });
+      if (!error) continue;
+      if (piece.covers) for (const index of piece.covers[k]) failed.push({ index, error });
+      else failed.push({ index: piece.indexes[k], error });
     }
     return failed;
   }
