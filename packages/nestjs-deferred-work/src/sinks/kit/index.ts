@@ -8,6 +8,7 @@ export { awsBatchEntry, awsEntryId, type AwsMessage, type AwsMessageAttribute, b
 export { type AppClientSpec, describeToken, findAppClient, type ModuleRefLike, resolveToken } from './app-client';
 export { type Chunk, chunk, type ChunkLimits } from './chunks';
 export { eachItem } from './each-item';
+export { inTurns, nextTurn } from './in-turns';
 export { CLOSE_METHODS, ClientHolds } from './hold-open';
 export { isolate, type IsolateOptions } from './isolate';
 export { itemId } from './item-id';

@@ -4,6 +4,7 @@ import type { JobItem, SinkItem, SinkKind } from '../../core/items/deferred-item
 import type { DeferredSink, SinkAttachContext, SinkItemFailure, SinkWriteContext, SinkWriteResult } from '../../core/sink.interface';
 import { abortable } from '../kit/abortable';
 import { chunk } from '../kit/chunks';
+import { inTurns } from '../kit/in-turns';
 import { type Part, Partitions } from '../kit/partitions';
 import { runLimited } from '../kit/run-limited';
 import { WriteProgress } from '../kit/write-progress';
@@ -36,9 +37,6 @@ function pieceOf<J>(plan: SendPlan<J>, positions: readonly number[], jobs: J[]):
   const mine = positions.map((k) => covers[k]);
   return { jobs, indexes: mine.flat(), covers: mine };
 }
-
-/** Resolves on the next turn of the event loop, after the I/O that is ready now. */
-const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 /**
  * What every queue sink (Bull, BullMQ) guarantees, written once: jobs only; one batch add per queue
@@ -147,23 +145,17 @@ export abstract class QueueSink<Q extends NamedQueue, J> implements DeferredSink
   private async addInChunks(part: Part<Q, J>, batch: readonly SinkItem[], signal: AbortSignal, progress: WriteProgress): Promise<void> {
     const plan = this.plan(part, batch);
     const { chunks } = chunk(plan.jobs, { maxCount: JOBS_PER_ADD });
-    const adds: Array<Promise<void>> = [];
-    for (let c = 0; c < chunks.length; c++) {
-      if (c >= ADDS_IN_FLIGHT) await adds[c - ADDS_IN_FLIGHT];
-      if (c > 0) await nextTurn();
+    await inTurns(chunks.length, ADDS_IN_FLIGHT, (c) => {
       const piece = chunks.length === 1 ? plan : pieceOf(plan, chunks[c].positions, chunks[c].values);
       const indexes = piece.indexes;
-      adds.push(
-        this.addPiece(part.destination, piece, signal).then(
-          (failures) => {
-            for (const failure of failures) progress.failEntry(failure);
-            progress.confirm(indexes);
-          },
-          (error: unknown) => progress.fail(indexes, error), // cut short by the signal
-        ),
+      return this.addPiece(part.destination, piece, signal).then(
+        (failures) => {
+          for (const failure of failures) progress.failEntry(failure);
+          progress.confirm(indexes);
+        },
+        (error: unknown) => progress.fail(indexes, error), // cut short by the signal
       );
-    }
-    await Promise.all(adds);
+    });
   }
 
   /**

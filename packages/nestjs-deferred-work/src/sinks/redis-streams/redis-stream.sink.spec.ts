@@ -5,7 +5,7 @@ import { itemParts } from '../kit/item-parts';
 import { SinkConfigError } from '../kit/sink-config.error';
 import { defaultFieldArgs, defaultFields, defaultStream, xaddArgs, xaddHead } from './redis-stream-entries';
 import { REDIS_STREAM_PROCESSOR_DEFAULTS, REDIS_STREAM_SINK_DEFAULTS } from './redis-stream-sink.options';
-import { RedisStreamSink } from './redis-stream.sink';
+import { ENTRIES_PER_PIPELINE, RedisStreamSink } from './redis-stream.sink';
 
 const log = (fields?: Record<string, unknown>): LogItem => ({ kind: 'log', level: 'info', message: 'hello', fields, when: 'always', createdAt: 1_700_000_000_000, id: 'dw-1' });
 const signal = () => new AbortController().signal;
@@ -153,6 +153,52 @@ describe('RedisStreamSink writes', () => {
     await sink.attach(attachContext);
     await expect(sink.write([log()], { signal: signal(), attempt: 1 })).rejects.toMatchObject({ retryable: true, message: expect.stringContaining('Redis is not connected') });
     expect(sent).toHaveLength(0);
+  });
+});
+
+describe('RedisStreamSink writes of more than one pipeline', () => {
+  const many = (count: number) => Array.from({ length: count }, (_, n) => ({ ...log({ n }), id: `dw-${n}` }));
+  const ok = (commands: string[][]) => commands.map((): [null, string] => [null, '1-0']);
+
+  it(`sends a large batch as pipelines of ${ENTRIES_PER_PIPELINE}, in order, the next one a turn of the event loop later; every entry confirmed once`, async () => {
+    const { client, sent } = fakeRedis(ok);
+    const sink = new RedisStreamSink({ client });
+    await sink.attach(attachContext);
+    const batch = many(2 * ENTRIES_PER_PIPELINE + 50);
+    const written = sink.write(batch, { signal: signal(), attempt: 1 });
+    expect(sent).toHaveLength(1); // the rest waits for the requests that arrived meanwhile
+    await expect(written).resolves.toBeUndefined();
+    expect(sent.map((pipeline) => pipeline.length)).toEqual([ENTRIES_PER_PIPELINE, ENTRIES_PER_PIPELINE, 50]);
+    const ids = sent.flat().map((args) => args.flat()[args.flat().indexOf('id') + 1]);
+    expect(ids).toEqual(batch.map((item) => item.id));
+  });
+
+  it('a connection lost after the first pipeline: the pipelines not yet sent stay unsent (no offline-queue copies), their entries retried', async () => {
+    const { client, sent } = fakeRedis((commands) => {
+      client.status = 'reconnecting';
+      return ok(commands);
+    });
+    const sink = new RedisStreamSink({ client });
+    await sink.attach(attachContext);
+    const result = await sink.write(many(ENTRIES_PER_PIPELINE + 30), { signal: signal(), attempt: 1 });
+    expect(sent).toHaveLength(1);
+    expect(result?.failed?.map((f) => f.index)).toEqual(Array.from({ length: 30 }, (_, k) => ENTRIES_PER_PIPELINE + k));
+    expect(result?.failed?.every((f) => f.retryable === true && String(f.error).includes('Redis is not connected'))).toBe(true);
+  });
+
+  it('a write cut short by its signal: the first pipeline\'s entries confirmed, nothing sent after the abort, the rest retried', async () => {
+    const controller = new AbortController();
+    const { client, sent } = fakeRedis((commands) => {
+      controller.abort(new Error('write timed out'));
+      return ok(commands);
+    });
+    const sink = new RedisStreamSink({ client });
+    await sink.attach(attachContext);
+    const result = await sink.write(many(3 * ENTRIES_PER_PIPELINE), { signal: controller.signal, attempt: 1 });
+    for (let turn = 0; turn < 5; turn++) await new Promise((resolve) => setImmediate(resolve));
+    expect(sent).toHaveLength(1);
+    expect(result?.failed).toHaveLength(2 * ENTRIES_PER_PIPELINE);
+    expect(result?.failed?.[0]).toMatchObject({ index: ENTRIES_PER_PIPELINE, retryable: true });
   });
 });
 

@@ -3,6 +3,8 @@ import { SinkWriteError } from '../../core/errors/sink-write.error';
 import type { SinkItem, SinkKind } from '../../core/items/deferred-item.interface';
 import type { DeferredSink, SinkAttachContext, SinkProcessorOptions, SinkWriteContext, SinkWriteResult } from '../../core/sink.interface';
 import { itemId } from '../kit/item-id';
+import { chunk } from '../kit/chunks';
+import { inTurns } from '../kit/in-turns';
 import { describeValue } from '../kit/option-checks';
 import { Partitions } from '../kit/partitions';
 import { redisReply } from '../kit/redis-errors';
@@ -13,6 +15,18 @@ import { defaultFields, defaultFieldArgs, type Trim, xaddHead } from './redis-st
 import { isStreamCluster, loadSlotOf, SlotGroups, type SlotOf } from './redis-stream-slots';
 import { checkRedisStreamSinkOptions } from './redis-stream-sink.checks';
 import { REDIS_STREAM_PROCESSOR_DEFAULTS, type RedisStreamSinkOptions } from './redis-stream-sink.options';
+
+/**
+ * Most `XADD`s in one pipeline. A pipeline is built and its replies read in one task of the event
+ * loop (about 10–20 µs of CPU an entry, ioredis's own work), so a batch of 500 in one pipeline would
+ * hold every waiting request for several milliseconds; a larger part is sent as several pipelines,
+ * each started a turn of the event loop after the previous one. Pipelines of 100 also cost less CPU
+ * an entry than one of 500 (see docs/sinks/redis-streams.md).
+ */
+export const ENTRIES_PER_PIPELINE = 100;
+
+/** Pipelines of one part in flight at once: the next one is built while the previous is on the wire. */
+const PIPELINES_IN_FLIGHT = 2;
 
 /** An item ready to append: its stream and its fields as `XADD` arguments (`field value …`). */
 interface Entry {
@@ -100,9 +114,26 @@ export class RedisStreamSink implements DeferredSink<SinkItem> {
     const list = parts.list();
     if (list.length === 0) return progress.result(true);
     const head = this.head ?? xaddHead(this.trim, this.noMkStream, Date.now());
-    const pipelines = list.map((part) => this.send(redis, part.values, part.indexes, head, progress));
+    const pipelines = list.map((part) => this.sendPart(redis, part.values, part.indexes, head, progress, signal));
     const ended = await progress.until(pipelines.length === 1 ? pipelines[0] : Promise.all(pipelines), signal);
     return ended ? progress.result(true) : progress.result(false, signal.reason);
+  }
+
+  /**
+   * Sends a part's entries in pipelines of at most {@link ENTRIES_PER_PIPELINE}, each started a turn
+   * after the last; a pipeline not yet started when the signal aborts or the connection drops is not
+   * sent (its entries fail, retryable: nothing waits in ioredis's offline queue).
+   */
+  private async sendPart(redis: StreamRedis, entries: readonly Entry[], indexes: readonly number[], head: readonly string[], progress: WriteProgress, signal: AbortSignal): Promise<void> {
+    if (entries.length <= ENTRIES_PER_PIPELINE) return this.send(redis, entries, indexes, head, progress);
+    const { chunks } = chunk(entries, { maxCount: ENTRIES_PER_PIPELINE });
+    await inTurns(chunks.length, PIPELINES_IN_FLIGHT, async (c) => {
+      const mine = chunks[c].positions.map((position) => indexes[position]);
+      if (signal.aborted) return progress.fail(mine, signal.reason, true);
+      const state = redisState(redis);
+      if (state !== 'up') return progress.fail(mine, new SinkWriteError(`${this.label}: Redis is not connected (client status "${redis.status}"); these entries were not sent`, { retryable: true }), true);
+      return this.send(redis, chunks[c].values, mine, head, progress);
+    });
   }
 
   /** Sends `entries` (the batch's items at `indexes`) in one pipeline and records each one's outcome in `progress` as the replies come. */

@@ -1,0 +1,20 @@
+/** Resolves on the next turn of the event loop, after the I/O that is ready now. */
+export const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/**
+ * Sends the pieces `0 … count - 1` of one large write in order, each started a turn of the event loop
+ * after the previous one (`setImmediate`), at most `inFlight` at once: the next piece is built while
+ * the previous one is on the wire, and the requests that arrived meanwhile are served between two
+ * pieces instead of waiting behind the whole write. `send` records its piece's outcome itself and
+ * must not reject; resolves once every piece has settled. One piece is sent at once, without a turn.
+ */
+export async function inTurns(count: number, inFlight: number, send: (piece: number) => Promise<void>): Promise<void> {
+  if (count === 1) return send(0);
+  const running: Array<Promise<void>> = [];
+  for (let piece = 0; piece < count; piece++) {
+    if (piece >= inFlight) await running[piece - inFlight];
+    if (piece > 0) await nextTurn();
+    running.push(send(piece));
+  }
+  await Promise.all(running);
+}
