@@ -271,3 +271,61 @@ describe('ClientProxySink and ClientRMQ channels', () => {
     }
   });
 });
+
+/** A large write in pieces, through a real `ClientRedis` whose publisher connection records each pipeline (no broker). */
+describe('ClientProxySink writes of more than one send', () => {
+  function redisClient(onExec: (pub: { status: string }) => void = () => undefined) {
+    const pipelines: string[][] = [];
+    const pub = {
+      status: 'ready',
+      pipeline() {
+        const channels: string[] = [];
+        return {
+          publish: (channel: string) => void channels.push(channel),
+          exec: async () => {
+            pipelines.push(channels);
+            onExec(pub);
+            return channels.map((): [null, number] => [null, 1]);
+          },
+        };
+      },
+    };
+    const client = new ClientRedis({});
+    Object.assign(client, { pubClient: pub, connect: async () => pub });
+    return { client, pipelines };
+  }
+  const jobs = (count: number) => Array.from({ length: count }, (_, n) => job('events', `e.${n}`, { n }));
+
+  it('hands a large batch to the client 50 messages at a time, in order, the next piece a turn of the event loop later; each message sent once', async () => {
+    const { client, pipelines } = redisClient();
+    const sink = new ClientProxySink({ client, name: 'events' });
+    await sink.attach(context());
+    const written = write(sink, jobs(120));
+    await Promise.resolve();
+    await Promise.resolve();
+    expect(pipelines).toHaveLength(1); // the rest waits for the requests that arrived meanwhile
+    await expect(written).resolves.toBeUndefined();
+    expect(pipelines.map((p) => p.length)).toEqual([50, 50, 20]);
+    expect(pipelines.flat()).toEqual(jobs(120).map((j) => j.name));
+  });
+
+  it('the connection lost after the first piece: the pieces not yet sent stay unsent, their items retried', async () => {
+    const { client, pipelines } = redisClient((pub) => (pub.status = 'reconnecting'));
+    const sink = new ClientProxySink({ client, name: 'events' });
+    await sink.attach(context());
+    const result = await write(sink, jobs(120));
+    expect(pipelines).toHaveLength(1);
+    expect(result?.failed?.map((f) => f.index)).toEqual(Array.from({ length: 70 }, (_, k) => 50 + k));
+    expect(result?.failed?.every((f) => f.retryable === true)).toBe(true);
+  });
+
+  it('a write cut short by its signal sends nothing after the abort', async () => {
+    const controller = new AbortController();
+    const { client, pipelines } = redisClient(() => controller.abort(new Error('write timed out')));
+    const sink = new ClientProxySink({ client, name: 'events' });
+    await sink.attach(context());
+    await expect(sink.write(jobs(200), { signal: controller.signal, attempt: 1 })).rejects.toThrow('write timed out');
+    for (let turn = 0; turn < 5; turn++) await new Promise((resolve) => setImmediate(resolve));
+    expect(pipelines).toHaveLength(1);
+  });
+});

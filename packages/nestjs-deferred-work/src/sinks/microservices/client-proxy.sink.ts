@@ -3,6 +3,8 @@ import { SinkWriteError } from '../../core/errors/sink-write.error';
 import type { JobItem, SinkItem, SinkKind } from '../../core/items/deferred-item.interface';
 import type { DeferredSink, HeldClient, SinkAttachContext, SinkItemFailure, SinkProcessorOptions, SinkWriteContext, SinkWriteResult } from '../../core/sink.interface';
 import { abortable } from '../kit/abortable';
+import { chunk } from '../kit/chunks';
+import { inTurns } from '../kit/in-turns';
 import { findAppClient } from '../kit/app-client';
 import { itemId } from '../kit/item-id';
 import { readyState, unavailableError } from './client-connection';
@@ -15,10 +17,13 @@ import {
   type ClientProxySinkOptions,
 } from './client-proxy-sink.options';
 import { loadNatsHeaders, loadNestRecords } from './microservices-packages';
-import type { OutgoingMessage, Transport } from './transport.interface';
+import { MESSAGES_PER_SEND, type OutgoingMessage, type Transport } from './transport.interface';
 import { createTransport, detectTransport, expectedConfirmed } from './transports';
 
 /** A send of one item still waiting for the broker's confirmation (kept across retries). */
+/** Pieces of one write being sent at once: the next is built while the previous waits for its confirmations. */
+const SENDS_IN_FLIGHT = 2;
+
 interface PendingSend {
   promise: Promise<void>;
   settled: boolean;
@@ -143,30 +148,12 @@ export class ClientProxySink implements DeferredSink<SinkItem> {
       else toSend.push({ index, item, message: { pattern: item.name, data: item.data, id: this.idOf(item) } });
     });
     if (toSend.length > 0) {
-      const state = await readyState(this.client!, transport, this.held, signal);
-      if (state !== 'up') {
-        const error = unavailableError(this.name, this.transportName, state);
-        for (const { index } of toSend) failed.push({ index, error, retryable: state !== 'closed' });
-      } else {
-        let sends: Array<Promise<void>>;
-        try {
-          sends = transport.send(toSend.map((s) => s.message));
-        } catch (error) {
-          sends = toSend.map(() => Promise.reject(error));
-        }
-        toSend.forEach(({ index, item }, i) => {
-          const send: PendingSend = { promise: sends[i], settled: false, confirmed: false };
-          const settle = () => {
-            send.settled = true;
-          };
-          send.promise.then(() => {
-            send.confirmed = transport.confirmed;
-            settle();
-          }, settle);
-          this.pending.set(item, send);
-          waiting.push({ index, send });
-        });
-      }
+      // a large batch in pieces, a turn of the event loop apart (requests are served in between), two in flight
+      const { chunks } = chunk(toSend, { maxCount: transport.messagesPerSend ?? MESSAGES_PER_SEND });
+      await abortable(
+        inTurns(chunks.length, SENDS_IN_FLIGHT, (c) => this.sendPiece(transport, chunks[c].values, signal, failed, waiting)),
+        signal,
+      );
     }
     const outcomes = await abortable(Promise.all(waiting.map(({ send }) => send.promise.then(() => undefined, (error: unknown) => error ?? new Error('failed')))), signal);
     let anySent = false;
@@ -187,6 +174,49 @@ export class ClientProxySink implements DeferredSink<SinkItem> {
     if (failed.length === 0) return undefined;
     failed.sort((a, b) => a.index - b.index);
     return { failed };
+  }
+
+  /**
+   * Sends one piece of a write when the client is up (else fails its items: retryable unless the client
+   * is closed for good), registering each send in `pending` (never sent twice) and in `waiting`;
+   * resolves once the piece's sends settled. Nothing is sent once the write's signal aborted.
+   */
+  private async sendPiece(transport: Transport, piece: ReadonlyArray<{ index: number; item: JobItem; message: OutgoingMessage }>, signal: AbortSignal, failed: SinkItemFailure[], waiting: Array<{ index: number; send: PendingSend }>): Promise<void> {
+    if (signal.aborted) return;
+    let state: Awaited<ReturnType<typeof readyState>>;
+    try {
+      state = await readyState(this.client!, transport, this.held, signal);
+    } catch {
+      return; // aborted: the write ends with the signal's reason
+    }
+    if (signal.aborted) return;
+    if (state !== 'up') {
+      const error = unavailableError(this.name, this.transportName, state);
+      for (const { index } of piece) failed.push({ index, error, retryable: state !== 'closed' });
+      return;
+    }
+    let sends: Array<Promise<void>>;
+    try {
+      sends = transport.send(piece.map((s) => s.message));
+    } catch (error) {
+      sends = piece.map(() => Promise.reject(error));
+    }
+    const settled: Array<Promise<void>> = new Array(piece.length);
+    piece.forEach(({ index, item }, i) => {
+      const send: PendingSend = { promise: sends[i], settled: false, confirmed: false };
+      settled[i] = send.promise.then(
+        () => {
+          send.confirmed = transport.confirmed;
+          send.settled = true;
+        },
+        () => {
+          send.settled = true;
+        },
+      );
+      this.pending.set(item, send);
+      waiting.push({ index, send });
+    });
+    await Promise.all(settled);
   }
 
   /** Stops watching the client. The sink never closes a client: a registered one is closed by `ClientsModule`, a given one by you. */

@@ -30,6 +30,7 @@ export function kafkaTransport(ctx: TransportContext): Transport {
   return {
     transport: 'kafka',
     confirmed: true,
+    messagesPerSend: Number.POSITIVE_INFINITY,
     delivered: "the Kafka producer's send resolved: acked by the partition leader and, with the default acks = -1, by every in-sync replica",
     messageId: `the Kafka header "${MESSAGE_ID_HEADER}" (context.getMessage().headers)`,
     state() {

@@ -48,6 +48,13 @@ export interface TransportContext {
   warn(message: string): void;
 }
 
+/**
+ * Messages handed to a transport's `send` at once. A client builds, serialises and writes each message
+ * of a `send` synchronously (ClientProxy's `emit`, an rxjs pipeline and a socket or channel write per
+ * message), so 256 at once would hold every waiting request for milliseconds.
+ */
+export const MESSAGES_PER_SEND = 50;
+
 /** How one transport sends, confirms and tells its connection state. */
 export interface Transport {
   readonly transport: BrokerTransport;
@@ -56,6 +63,12 @@ export interface Transport {
   readonly delivered: string;
   readonly messageId: string;
   state(): ClientState;
+  /**
+   * Most messages one `send` call is given; a larger batch is handed over in pieces, each a turn of the
+   * event loop after the last (see `ClientProxySink`). Default {@link MESSAGES_PER_SEND}; Kafka: the
+   * whole batch (one `sendBatch` request per topic).
+   */
+  readonly messagesPerSend?: number;
   /** Sends the messages; one promise per message, settled by the broker's confirmation (or at once where there is none). */
   send(messages: readonly OutgoingMessage[]): Array<Promise<void>>;
   /** Run once a batch's sends resolved (core NATS: a flush, so a dead connection is not taken for delivery). */
