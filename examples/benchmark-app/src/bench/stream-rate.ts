@@ -1,12 +1,12 @@
 /**
  * The Redis Streams sink's own rate, without HTTP: entries per second and Node CPU µs per entry of
- * `RedisStreamSink.write()` (one pipeline of `XADD`s per batch) against one awaited `XADD` per entry,
+ * `RedisStreamSink.write()` (batches of 100 and 500 entries; the sink pipelines up to 50 `XADD`s at a time) against one awaited `XADD` per entry,
  * on a private Redis. The modes alternate within each repeat, so they share the machine's load.
  *
  *   node dist/bench/stream-rate.js [--entries 20000] [--repeats 3] [--out results/<folder>] [--baseline <path>]
  *
  * `--baseline path/to/nestjs-deferred-work/dist/redis-streams/index.js` adds the sink of another build
- * (pipelines of 100 and 500), alternating with this one in the same run.
+ * (writes of 100 and 500 entries), alternating with this one in the same run.
  *
  * Writes `stream-rate.json` and `stream-rate.md` to `--out` (relative to examples/benchmark-app).
  */
@@ -33,8 +33,8 @@ interface Mode {
 const BASE_MODES: readonly Mode[] = [
   { name: 'awaited XADD, one at a time', batch: 1 },
   { name: 'ioredis pipeline of 100, arguments built in advance (no sink)', batch: 100, raw: true },
-  { name: 'sink write, pipeline of 100', batch: 100 },
-  { name: 'sink write, pipeline of 500 (the default maxBatchSize)', batch: 500 },
+  { name: 'sink write of 100 entries', batch: 100 },
+  { name: 'sink write of 500 entries (the default maxBatchSize)', batch: 500 },
 ];
 
 interface Sample {
@@ -60,7 +60,7 @@ function items(count: number): LogItem[] {
 async function main(): Promise<void> {
   const baselinePath = arg('baseline', '');
   const MODES: readonly Mode[] = baselinePath
-    ? [...BASE_MODES, { name: 'baseline build: sink write, pipeline of 100', batch: 100, baseline: true }, { name: 'baseline build: sink write, pipeline of 500', batch: 500, baseline: true }]
+    ? [...BASE_MODES, { name: 'baseline build: sink write of 100 entries', batch: 100, baseline: true }, { name: 'baseline build: sink write of 500 entries', batch: 500, baseline: true }]
     : BASE_MODES;
   const entries = Number(arg('entries', '20000'));
   const repeats = Number(arg('repeats', '3'));

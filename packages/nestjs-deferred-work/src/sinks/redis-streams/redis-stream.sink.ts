@@ -37,8 +37,9 @@ interface Entry {
 
 /**
  * Appends deferred items to Redis Streams (`XADD`) through the app's own ioredis client, found by
- * injection token at bootstrap: one pipeline per batch (one `XADD` per item, to as many streams as the
- * batch's items name; with an ioredis `Cluster`, one pipeline per node the batch's streams hash to), each entry carrying the item's id so that a consumer can drop the copy a retry
+ * injection token at bootstrap: a batch pipelined, {@link ENTRIES_PER_PIPELINE} `XADD`s a pipeline (one
+ * per item, to as many streams as the batch's items name; with an ioredis `Cluster`, per node the
+ * batch's streams hash to), each entry carrying the item's id so that a consumer can drop the copy a retry
  * after a lost reply or a spool replay appends again. An entry Redis refuses (WRONGTYPE, a missing
  * stream with `noMkStream`) is dead-lettered alone; one that failed for a transient reason (connection
  * lost, LOADING, BUSY, READONLY) is retried alone. Nothing is sent while the client is not connected
