@@ -94,7 +94,7 @@ export interface ClientProxySinkDescription {
 
 /**
  * Dispatcher settings of a broker sink (the module's `sinkOptions[name]` wins): a write is one round
- * of confirms (a few ms locally); `writeTimeoutMs: 5000` leaves room for a broker that is slow to
+ * of confirms (a few ms locally; its pieces of 50 messages are handed over a turn of the event loop apart, their confirms awaited together); `writeTimeoutMs: 5000` leaves room for a broker that is slow to
  * confirm; `maxAttempts: 10` with `initialBackoffMs: 250` and `maxBackoffMs: 10000` is a retry budget
  * of roughly 20–45 s, so a broker restart loses nothing. While the broker is not connected a write
  * fails at once without sending, so attempts cost nothing.

@@ -319,6 +319,21 @@ describe('ClientProxySink writes of more than one send', () => {
     expect(result?.failed?.every((f) => f.retryable === true)).toBe(true);
   });
 
+  it('a connection state that cannot be read fails the piece retryably: nothing counted delivered unsent', async () => {
+    const { client, pipelines } = redisClient();
+    const sink = new ClientProxySink({ client, name: 'events' });
+    await sink.attach(context());
+    const transport = (sink as unknown as { transport: { state: () => string } }).transport;
+    transport.state = () => {
+      if (pipelines.length > 0) throw new Error('state unreadable');
+      return 'up';
+    };
+    const result = await write(sink, jobs(120));
+    expect(pipelines).toHaveLength(1);
+    expect(result?.failed?.map((f) => f.index)).toEqual(Array.from({ length: 70 }, (_, k) => 50 + k));
+    expect(result?.failed?.every((f) => f.retryable === true && String(f.error).includes('state unreadable'))).toBe(true);
+  });
+
   it('a write cut short by its signal sends nothing after the abort', async () => {
     const controller = new AbortController();
     const { client, pipelines } = redisClient(() => controller.abort(new Error('write timed out')));

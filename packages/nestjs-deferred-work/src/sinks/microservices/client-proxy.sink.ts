@@ -20,10 +20,10 @@ import { loadNatsHeaders, loadNestRecords } from './microservices-packages';
 import { MESSAGES_PER_SEND, type OutgoingMessage, type Transport } from './transport.interface';
 import { createTransport, detectTransport, expectedConfirmed } from './transports';
 
-/** A send of one item still waiting for the broker's confirmation (kept across retries). */
-/** Pieces of one write being sent at once: the next is built while the previous waits for its confirmations. */
+/** Pieces of one write being handed to the client at once (a piece is done once handed over; its confirmations are awaited with the rest). */
 const SENDS_IN_FLIGHT = 2;
 
+/** A send of one item still waiting for the broker's confirmation (kept across retries). */
 interface PendingSend {
   promise: Promise<void>;
   settled: boolean;
@@ -151,7 +151,14 @@ export class ClientProxySink implements DeferredSink<SinkItem> {
       // a large batch in pieces, a turn of the event loop apart (requests are served in between), two in flight
       const { chunks } = chunk(toSend, { maxCount: transport.messagesPerSend ?? MESSAGES_PER_SEND });
       await abortable(
-        inTurns(chunks.length, SENDS_IN_FLIGHT, (c) => this.sendPiece(transport, chunks[c].values, signal, failed, waiting)),
+        inTurns(
+          chunks.length,
+          SENDS_IN_FLIGHT,
+          (c) => this.sendPiece(transport, chunks[c].values, signal, failed, waiting),
+          (c, error) => {
+            for (const { index } of chunks[c].values) failed.push({ index, error: this.sendError(error), retryable: true });
+          },
+        ),
         signal,
       );
     }
@@ -177,17 +184,20 @@ export class ClientProxySink implements DeferredSink<SinkItem> {
   }
 
   /**
-   * Sends one piece of a write when the client is up (else fails its items: retryable unless the client
-   * is closed for good), registering each send in `pending` (never sent twice) and in `waiting`;
-   * resolves once the piece's sends settled. Nothing is sent once the write's signal aborted.
+   * Hands one piece of a write to the client when it is up (else fails its items: retryable unless the
+   * client is closed for good, or when its state could not be read), registering each send in `pending`
+   * (never sent twice) and in `waiting` (whose confirmations the write awaits). Nothing is sent once
+   * the write's signal aborted.
    */
   private async sendPiece(transport: Transport, piece: ReadonlyArray<{ index: number; item: JobItem; message: OutgoingMessage }>, signal: AbortSignal, failed: SinkItemFailure[], waiting: Array<{ index: number; send: PendingSend }>): Promise<void> {
     if (signal.aborted) return;
     let state: Awaited<ReturnType<typeof readyState>>;
     try {
       state = await readyState(this.client!, transport, this.held, signal);
-    } catch {
-      return; // aborted: the write ends with the signal's reason
+    } catch (error) {
+      if (signal.aborted) return; // the write ends with the signal's reason
+      for (const { index } of piece) failed.push({ index, error: this.sendError(error), retryable: true });
+      return;
     }
     if (signal.aborted) return;
     if (state !== 'up') {
@@ -201,10 +211,9 @@ export class ClientProxySink implements DeferredSink<SinkItem> {
     } catch (error) {
       sends = piece.map(() => Promise.reject(error));
     }
-    const settled: Array<Promise<void>> = new Array(piece.length);
     piece.forEach(({ index, item }, i) => {
       const send: PendingSend = { promise: sends[i], settled: false, confirmed: false };
-      settled[i] = send.promise.then(
+      send.promise.then(
         () => {
           send.confirmed = transport.confirmed;
           send.settled = true;
@@ -216,7 +225,6 @@ export class ClientProxySink implements DeferredSink<SinkItem> {
       this.pending.set(item, send);
       waiting.push({ index, send });
     });
-    await Promise.all(settled);
   }
 
   /** Stops watching the client. The sink never closes a client: a registered one is closed by `ClientsModule`, a given one by you. */

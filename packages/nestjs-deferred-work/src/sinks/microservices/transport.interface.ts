@@ -66,7 +66,7 @@ export interface Transport {
   /**
    * Most messages one `send` call is given; a larger batch is handed over in pieces, each a turn of the
    * event loop after the last (see `ClientProxySink`). Default {@link MESSAGES_PER_SEND}; Kafka: the
-   * whole batch (one `sendBatch` request per topic).
+   * whole batch (one `sendBatch` across its topics).
    */
   readonly messagesPerSend?: number;
   /** Sends the messages; one promise per message, settled by the broker's confirmation (or at once where there is none). */

@@ -145,17 +145,20 @@ export abstract class QueueSink<Q extends NamedQueue, J> implements DeferredSink
   private async addInChunks(part: Part<Q, J>, batch: readonly SinkItem[], signal: AbortSignal, progress: WriteProgress): Promise<void> {
     const plan = this.plan(part, batch);
     const { chunks } = chunk(plan.jobs, { maxCount: JOBS_PER_ADD });
-    await inTurns(chunks.length, ADDS_IN_FLIGHT, (c) => {
-      const piece = chunks.length === 1 ? plan : pieceOf(plan, chunks[c].positions, chunks[c].values);
-      const indexes = piece.indexes;
-      return this.addPiece(part.destination, piece, signal).then(
-        (failures) => {
-          for (const failure of failures) progress.failEntry(failure);
-          progress.confirm(indexes);
-        },
-        (error: unknown) => progress.fail(indexes, error), // cut short by the signal
-      );
-    });
+    const pieces = chunks.length === 1 ? [plan] : chunks.map((c) => pieceOf(plan, c.positions, c.values));
+    await inTurns(
+      pieces.length,
+      ADDS_IN_FLIGHT,
+      (c) =>
+        this.addPiece(part.destination, pieces[c], signal).then(
+          (failures) => {
+            for (const failure of failures) progress.failEntry(failure);
+            progress.confirm(pieces[c].indexes);
+          },
+          (error: unknown) => progress.fail(pieces[c].indexes, error), // cut short by the signal
+        ),
+      (c, error) => progress.fail(pieces[c].indexes, error),
+    );
   }
 
   /**

@@ -135,7 +135,7 @@ export class RedisStreamSink implements DeferredSink<SinkItem> {
       const state = redisState(redis);
       if (state !== 'up') return progress.fail(mine, new SinkWriteError(`${this.label}: Redis is not connected (client status "${redis.status}"); these entries were not sent`, { retryable: true }), true);
       return this.send(redis, chunks[c].values, mine, head, progress);
-    });
+    }, (c, error) => progress.fail(chunks[c].positions.map((position) => indexes[position]), new SinkWriteError(`${this.label}: the pipeline failed: ${errorMessage(error)}`, { cause: error, retryable: true }), true));
   }
 
   /** Sends `entries` (the batch's items at `indexes`) in one pipeline and records each one's outcome in `progress` as the replies come. */
