@@ -173,6 +173,27 @@ describe('RedisStreamSink writes of more than one pipeline', () => {
     expect(ids).toEqual(batch.map((item) => item.id));
   });
 
+  it('a Cluster client: each node group cut into pipelines, the groups taking turns, every outcome at its batch index', async () => {
+    const { client, sent } = fakeRedis((commands) => commands.map((args) => (args[0] === '{b}' && commands.length === 10 ? [new Error('TRYAGAIN rehashing'), undefined] : [null, '1-0'])));
+    const slots: string[][] = [];
+    const { Command } = await import('ioredis');
+    const slotOf = (key: string) => new Command('xadd', [key]).getSlot();
+    slots[slotOf('{a}')] = ['n1:1'];
+    slots[slotOf('{b}')] = ['n2:1'];
+    const sink = new RedisStreamSink({ client: Object.assign(client, { isCluster: true, slots }), stream: (item) => `${(item as LogItem).fields?.s}` });
+    await sink.attach(attachContext);
+    // 120 entries for {a} (3 pipelines) and 10 for {b} (1), interleaved in the batch: {b} at every 13th index
+    const batch = Array.from({ length: 130 }, (_, n) => ({ ...log({ s: n % 13 === 12 ? '{b}' : '{a}' }), id: `dw-${n}` }));
+    const result = await sink.write(batch, { signal: signal(), attempt: 1 });
+    expect(sent.map((pipeline) => [pipeline[0][0], pipeline.length])).toEqual([
+      ['{a}', ENTRIES_PER_PIPELINE],
+      ['{b}', 10],
+      ['{a}', ENTRIES_PER_PIPELINE],
+      ['{a}', 120 - 2 * ENTRIES_PER_PIPELINE],
+    ]);
+    expect(result?.failed?.map((f) => f.index)).toEqual(batch.map((_, n) => n).filter((n) => n % 13 === 12));
+  });
+
   it('a connection lost after the first pipeline: the pipelines not yet sent stay unsent (no offline-queue copies), their entries retried', async () => {
     const { client, sent } = fakeRedis((commands) => {
       client.status = 'reconnecting';

@@ -29,6 +29,31 @@ export const ENTRIES_PER_PIPELINE = 50;
 /** Pipelines of one part in flight at once: the next one is built while the previous is on the wire. */
 const PIPELINES_IN_FLIGHT = 2;
 
+/** The entries of one pipeline, with their indexes in the batch. */
+interface Pipeline {
+  entries: readonly Entry[];
+  indexes: readonly number[];
+}
+
+/**
+ * A write's pipelines: each part (one per node group of a Cluster, else one) cut into pipelines of at
+ * most {@link ENTRIES_PER_PIPELINE}, the parts taking turns (first pipeline of each part, then the
+ * second of each, …) so that no node waits behind another's whole share.
+ */
+function pipelinesOf(parts: ReadonlyArray<{ values: readonly Entry[]; indexes: readonly number[] }>): Pipeline[] {
+  const perPart = parts.map((part) =>
+    part.values.length <= ENTRIES_PER_PIPELINE
+      ? [{ entries: part.values, indexes: part.indexes }]
+      : chunk(part.values, { maxCount: ENTRIES_PER_PIPELINE }).chunks.map((c) => ({ entries: c.values, indexes: c.positions.map((position) => part.indexes[position]) })),
+  );
+  const total = perPart.reduce((sum, list) => sum + list.length, 0);
+  const pipelines: Pipeline[] = [];
+  for (let round = 0; pipelines.length < total; round++) {
+    for (const list of perPart) if (round < list.length) pipelines.push(list[round]);
+  }
+  return pipelines;
+}
+
 /** An item ready to append: its stream and its fields as `XADD` arguments (`field value …`). */
 interface Entry {
   stream: string;
@@ -116,26 +141,28 @@ export class RedisStreamSink implements DeferredSink<SinkItem> {
     const list = parts.list();
     if (list.length === 0) return progress.result(true);
     const head = this.head ?? xaddHead(this.trim, this.noMkStream, Date.now());
-    const pipelines = list.map((part) => this.sendPart(redis, part.values, part.indexes, head, progress, signal));
-    const ended = await progress.until(pipelines.length === 1 ? pipelines[0] : Promise.all(pipelines), signal);
+    const pieces = pipelinesOf(list);
+    const sent =
+      pieces.length === 1
+        ? this.send(redis, pieces[0].entries, pieces[0].indexes, head, progress)
+        : inTurns(pieces.length, Math.max(PIPELINES_IN_FLIGHT, list.length), (c) => this.sendLater(redis, pieces[c], head, progress, signal), (c, error) =>
+            progress.fail(pieces[c].indexes, new SinkWriteError(`${this.label}: the pipeline failed: ${errorMessage(error)}`, { cause: error, retryable: true }), true),
+          );
+    const ended = await progress.until(sent, signal);
     return ended ? progress.result(true) : progress.result(false, signal.reason);
   }
 
   /**
-   * Sends a part's entries in pipelines of at most {@link ENTRIES_PER_PIPELINE}, each started a turn
-   * after the last; a pipeline not yet started when the signal aborts or the connection drops is not
-   * sent (its entries fail, retryable: nothing waits in ioredis's offline queue).
+   * Sends one pipeline of a write of several, a turn after the previous one: not when the signal has
+   * aborted or the connection has dropped since the write began (its entries fail, retryable: nothing
+   * waits in ioredis's offline queue to be appended behind the dispatcher's back).
    */
-  private async sendPart(redis: StreamRedis, entries: readonly Entry[], indexes: readonly number[], head: readonly string[], progress: WriteProgress, signal: AbortSignal): Promise<void> {
-    if (entries.length <= ENTRIES_PER_PIPELINE) return this.send(redis, entries, indexes, head, progress);
-    const { chunks } = chunk(entries, { maxCount: ENTRIES_PER_PIPELINE });
-    await inTurns(chunks.length, PIPELINES_IN_FLIGHT, async (c) => {
-      const mine = chunks[c].positions.map((position) => indexes[position]);
-      if (signal.aborted) return progress.fail(mine, signal.reason, true);
-      const state = redisState(redis);
-      if (state !== 'up') return progress.fail(mine, new SinkWriteError(`${this.label}: Redis is not connected (client status "${redis.status}"); these entries were not sent`, { retryable: true }), true);
-      return this.send(redis, chunks[c].values, mine, head, progress);
-    }, (c, error) => progress.fail(chunks[c].positions.map((position) => indexes[position]), new SinkWriteError(`${this.label}: the pipeline failed: ${errorMessage(error)}`, { cause: error, retryable: true }), true));
+  private async sendLater(redis: StreamRedis, piece: Pipeline, head: readonly string[], progress: WriteProgress, signal: AbortSignal): Promise<void> {
+    if (signal.aborted) return progress.fail(piece.indexes, signal.reason, true);
+    if (redisState(redis) !== 'up') {
+      return progress.fail(piece.indexes, new SinkWriteError(`${this.label}: Redis is not connected (client status "${redis.status}"); these entries were not sent`, { retryable: true }), true);
+    }
+    return this.send(redis, piece.entries, piece.indexes, head, progress);
   }
 
   /** Sends `entries` (the batch's items at `indexes`) in one pipeline and records each one's outcome in `progress` as the replies come. */
