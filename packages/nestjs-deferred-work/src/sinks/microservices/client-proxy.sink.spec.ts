@@ -334,6 +334,41 @@ describe('ClientProxySink writes of more than one send', () => {
     expect(result?.failed?.every((f) => f.retryable === true && String(f.error).includes('state unreadable'))).toBe(true);
   });
 
+  it('a retry after a timeout: messages still awaiting their reply are waited for, not sent again; the rest go out in pieces', async () => {
+    const controller = new AbortController();
+    let answerFirst: (() => void) | undefined;
+    const pipelines: string[][] = [];
+    const pub = {
+      status: 'ready',
+      pipeline() {
+        const channels: string[] = [];
+        return {
+          publish: (channel: string) => void channels.push(channel),
+          exec: () => {
+            pipelines.push(channels);
+            const replies = channels.map((): [null, number] => [null, 1]);
+            if (pipelines.length > 1) return Promise.resolve(replies);
+            controller.abort(new Error('write timed out')); // the first piece's replies are late
+            return new Promise((resolve) => (answerFirst = () => resolve(replies)));
+          },
+        };
+      },
+    };
+    const client = new ClientRedis({});
+    Object.assign(client, { pubClient: pub, connect: async () => pub });
+    const sink = new ClientProxySink({ client, name: 'events' });
+    await sink.attach(context());
+    const batch = jobs(120);
+    await expect(sink.write(batch, { signal: controller.signal, attempt: 1 })).rejects.toThrow('write timed out');
+    expect(pipelines.map((p) => p.length)).toEqual([50]);
+    const retry = sink.write(batch, { signal: new AbortController().signal, attempt: 2 });
+    for (let turn = 0; turn < 5; turn++) await new Promise((resolve) => setImmediate(resolve));
+    expect(pipelines.map((p) => p.length)).toEqual([50, 50, 20]); // the 50 awaiting their reply are not in these
+    answerFirst!();
+    await expect(retry).resolves.toBeUndefined();
+    expect(pipelines.flat().sort()).toEqual(batch.map((j) => j.name).sort()); // each message sent once
+  });
+
   it('a write cut short by its signal sends nothing after the abort', async () => {
     const controller = new AbortController();
     const { client, pipelines } = redisClient(() => controller.abort(new Error('write timed out')));
