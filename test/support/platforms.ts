@@ -36,7 +36,29 @@ export async function startApp(platform: Platform, metadata: ModuleMetadata, bef
   await app.listen(0, '127.0.0.1');
   const address = app.getHttpServer().address() as { port: number };
   const url = `http://127.0.0.1:${address.port}`;
-  return { app, url, close: () => app.close() };
+  return { app, url, close: () => closeApp(app) };
+}
+
+/** How long a test app's close may wait for its HTTP connections before they are cut. */
+const CLOSE_CONNECTIONS_AFTER_MS = 10_000;
+
+/**
+ * Closes a test app. Node's `server.close()` waits for every connection still serving a request; a
+ * connection a test's client left behind (an aborted fetch whose socket the client kept) would hold the
+ * close until the test's hook times out. After {@link CLOSE_CONNECTIONS_AFTER_MS} the remaining
+ * connections are cut, saying so, so that such a leftover shows as a warning instead of a timeout.
+ */
+async function closeApp(app: INestApplication): Promise<void> {
+  const server = app.getHttpServer() as { closeAllConnections?: () => void; getConnections?: (cb: (error: Error | null, count: number) => void) => void };
+  const timer = setTimeout(() => {
+    server.getConnections?.((_, count) => console.warn(`startApp: app.close() still waiting after ${CLOSE_CONNECTIONS_AFTER_MS} ms with ${count} HTTP connection(s) open; closing them`));
+    server.closeAllConnections?.();
+  }, CLOSE_CONNECTIONS_AFTER_MS);
+  try {
+    await app.close();
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** Fails the current test file if an unhandled rejection happens while it runs. */
