@@ -62,7 +62,7 @@ interface Entry {
 
 /**
  * Appends deferred items to Redis Streams (`XADD`) through the app's own ioredis client, found by
- * injection token at bootstrap: a batch pipelined, {@link ENTRIES_PER_PIPELINE} `XADD`s a pipeline (one
+ * injection token at bootstrap: a batch pipelined, 50 `XADD`s a pipeline (one
  * per item, to as many streams as the batch's items name; with an ioredis `Cluster`, per node the
  * batch's streams hash to), each entry carrying the item's id so that a consumer can drop the copy a retry
  * after a lost reply or a spool replay appends again. An entry Redis refuses (WRONGTYPE, a missing
