@@ -274,7 +274,8 @@ describe('ClientProxySink and ClientRMQ channels', () => {
 
 /** A large write in pieces, through a real `ClientRedis` whose publisher connection records each pipeline (no broker). */
 describe('ClientProxySink writes of more than one send', () => {
-  function redisClient(onExec: (pub: { status: string }) => void = () => undefined) {
+  /** `onExec` runs as each pipeline is sent (its number, from 1); the replies wait for what it returns. */
+  function redisClient(onExec: (pub: { status: string }, sent: number) => void | Promise<void> = () => undefined) {
     const pipelines: string[][] = [];
     const pub = {
       status: 'ready',
@@ -284,7 +285,7 @@ describe('ClientProxySink writes of more than one send', () => {
           publish: (channel: string) => void channels.push(channel),
           exec: async () => {
             pipelines.push(channels);
-            onExec(pub);
+            await onExec(pub, pipelines.length);
             return channels.map((): [null, number] => [null, 1]);
           },
         };
@@ -310,7 +311,7 @@ describe('ClientProxySink writes of more than one send', () => {
   });
 
   it('the connection lost after the first piece: the pieces not yet sent stay unsent, their items retried', async () => {
-    const { client, pipelines } = redisClient((pub) => (pub.status = 'reconnecting'));
+    const { client, pipelines } = redisClient((pub) => void (pub.status = 'reconnecting'));
     const sink = new ClientProxySink({ client, name: 'events' });
     await sink.attach(context());
     const result = await write(sink, jobs(120));
@@ -337,25 +338,11 @@ describe('ClientProxySink writes of more than one send', () => {
   it('a retry after a timeout: messages still awaiting their reply are waited for, not sent again; the rest go out in pieces', async () => {
     const controller = new AbortController();
     let answerFirst: (() => void) | undefined;
-    const pipelines: string[][] = [];
-    const pub = {
-      status: 'ready',
-      pipeline() {
-        const channels: string[] = [];
-        return {
-          publish: (channel: string) => void channels.push(channel),
-          exec: () => {
-            pipelines.push(channels);
-            const replies = channels.map((): [null, number] => [null, 1]);
-            if (pipelines.length > 1) return Promise.resolve(replies);
-            controller.abort(new Error('write timed out')); // the first piece's replies are late
-            return new Promise((resolve) => (answerFirst = () => resolve(replies)));
-          },
-        };
-      },
-    };
-    const client = new ClientRedis({});
-    Object.assign(client, { pubClient: pub, connect: async () => pub });
+    const { client, pipelines } = redisClient((_, sent) => {
+      if (sent > 1) return;
+      controller.abort(new Error('write timed out')); // the first piece's replies are late
+      return new Promise<void>((resolve) => (answerFirst = resolve));
+    });
     const sink = new ClientProxySink({ client, name: 'events' });
     await sink.attach(context());
     const batch = jobs(120);
