@@ -168,6 +168,29 @@ describe('RedisStreamSink writes', () => {
     }
   });
 
+  it('a batch of 120 goes out in one socket write per 50 entries, not one per XADD, and leaves the socket uncorked', async () => {
+    const stream = nextStream();
+    const client = new Redis({ host: server.host, port: server.port });
+    await client.ping();
+    const socket = client.stream as unknown as { _write: (...args: unknown[]) => void; _writev: (...args: unknown[]) => void; writableCorked: number };
+    const writes = { single: 0, vectored: 0 };
+    const write = socket._write.bind(socket);
+    const writev = socket._writev.bind(socket);
+    socket._write = (...args) => (writes.single++, write(...args));
+    socket._writev = (...args) => (writes.vectored++, writev(...args));
+    const sink = new RedisStreamSink({ client, stream });
+    try {
+      await sink.attach(sinkAttachContext());
+      const result = await sink.write(range(0, 120).map((i) => item(`w${i}`, i)), { signal: signal(), attempt: 1 });
+      expect(result).toBeUndefined();
+      expect(writes.single + writes.vectored).toBe(3);
+      expect(socket.writableCorked).toBe(0);
+      expect((await consume(stream)).map(markOf)).toEqual(range(0, 120).map((i) => `w${i}`));
+    } finally {
+      client.disconnect();
+    }
+  });
+
   it('noMkStream: an entry for a missing stream fails for good; MAXLEN ~ trims the stream', async () => {
     const missing = nextStream();
     const client = new Redis({ host: server.host, port: server.port });

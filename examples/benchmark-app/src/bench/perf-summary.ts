@@ -27,6 +27,8 @@ export interface PerfFunction {
   group: FrameGroup;
   /** Samples whose stack holds this function (once per sample, however deep). */
   inclusive: number;
+  /** Samples where it is the leaf-most JavaScript frame (native code and garbage collection it called included). */
+  self: number;
 }
 
 export interface PerfSummary {
@@ -149,15 +151,17 @@ export function summarisePerf(stacks: Array<Array<[string, string]>>): PerfSumma
         continue;
       }
       const group = frameGroup(frame.url, frame.name);
+      const leaf = owner === undefined;
       owner ??= group as PerfOwner;
       groups.add(group);
       const key = `${frame.name}@${frame.url}:${frame.line}`;
       let fn = functions.get(key);
-      if (!fn) functions.set(key, (fn = { name: frame.name, where: `${shortUrl(frame.url)}:${frame.line}`, group, inclusive: 0 }));
+      if (!fn) functions.set(key, (fn = { name: frame.name, where: `${shortUrl(frame.url)}:${frame.line}`, group, inclusive: 0, self: 0 }));
       if (!seen.has(fn)) {
         seen.add(fn);
         fn.inclusive++;
       }
+      if (leaf) fn.self++;
     }
     // a collection started by an allocation in JavaScript is that code's; one on its own is `gc`
     const charged = gc && owner === undefined ? 'gc' : (owner ?? 'native');

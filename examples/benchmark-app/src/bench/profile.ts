@@ -143,6 +143,13 @@ interface CpuRun {
   reqPerSec: number;
   /** The event loop's delay over the run and its drain, 99th percentile, ms (NaN from a server without it). */
   loopDelayP99Ms: number;
+  /** autocannon's 99th percentile of the response time, ms. */
+  p99Ms: number;
+  /** Garbage-collection pauses over the run and its drain: ms per second of the run, and the longest (NaN from a server without it). */
+  gcMsPerSec: number;
+  gcMaxMs: number;
+  /** Full (mark-compact) collections per second of the run. */
+  majorGcPerSec: number;
 }
 
 /** One measured run: the server's CPU over the requests it handled, drained before and after. */
@@ -159,6 +166,10 @@ async function measureCpu(server: ServerHandle, key: string, options: Options): 
     workerUsPerRequest: ((after.workerActiveMs - before.workerActiveMs) * 1000) / handled,
     reqPerSec: result.requests.total / result.duration,
     loopDelayP99Ms: after.loopDelay?.p99Ms ?? NaN,
+    p99Ms: result.latency.p99,
+    gcMsPerSec: after.gc ? after.gc.totalMs / result.duration : NaN,
+    gcMaxMs: after.gc?.maxMs ?? NaN,
+    majorGcPerSec: after.gc ? after.gc.majorCount / result.duration : NaN,
   };
 }
 
@@ -201,9 +212,9 @@ async function cpuMode(options: Options): Promise<void> {
       const rate = options.rate > 0 ? `, ${options.rate} req/s offered` : '';
       console.log(`\n${adapter}, ${options.duration} s × ${options.repeats} repeats, ${options.connections} connections${rate} (medians)`);
       console.log(
-        '| scenario | build | variant | CPU µs/req | request-thread µs/req | worker µs/req | req/s | CPU ÷ plain | request-thread − plain µs | CPU ÷ event-emitter | req/s ÷ plain | req/s ÷ event-emitter | request-thread − event-emitter µs | loop delay p99 ms |',
+        '| scenario | build | variant | CPU µs/req | request-thread µs/req | worker µs/req | req/s | CPU ÷ plain | request-thread − plain µs | CPU ÷ event-emitter | req/s ÷ plain | req/s ÷ event-emitter | request-thread − event-emitter µs | loop delay p99 ms | p99 ms | gc ms/s | longest gc ms | full gcs/s |',
       );
-      console.log('| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+      console.log('| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
       for (const scenario of options.scenarios) {
         for (const s of servers) {
           const med = (variant: string, pick: (run: CpuRun) => number) => median((runs.get(id(s.label, scenario, variant)) ?? []).map(pick));
@@ -226,6 +237,10 @@ async function cpuMode(options: Options): Promise<void> {
               fixed(rps / med('event-emitter', (x) => x.reqPerSec), 2),
               fixed(main - med('event-emitter', (x) => x.mainUsPerRequest)),
               fixed(med(variant, (x) => x.loopDelayP99Ms), 2),
+              fixed(med(variant, (x) => x.p99Ms), 1),
+              fixed(med(variant, (x) => x.gcMsPerSec), 1),
+              fixed(med(variant, (x) => x.gcMaxMs), 2),
+              fixed(med(variant, (x) => x.majorGcPerSec), 2),
             ];
             console.log(`| ${cells.join(' | ')} |`);
           }
@@ -353,8 +368,8 @@ async function perfMode(options: Options): Promise<void> {
     }
     const ours = summary.functions.filter((f) => f.group === 'deferred-work').slice(0, options.top);
     if (ours.length > 0) {
-      console.log('\nthis library, by inclusive CPU µs/request:');
-      for (const f of ours) console.log(`  ${fixed(us(f.inclusive), 2)}  ${f.name} (${f.where})`);
+      console.log('\nthis library, by inclusive CPU µs/request (self: as the leaf-most JavaScript frame):');
+      for (const f of ours) console.log(`  ${fixed(us(f.inclusive), 2)}  self ${fixed(us(f.self), 2)}  ${f.name} (${f.where})`);
     }
     summaries[name] = {
       handled,
@@ -364,7 +379,7 @@ async function perfMode(options: Options): Promise<void> {
       ownersUsPerRequest: Object.fromEntries(Object.entries(summary.owners).map(([k, n]) => [k, us(n)])),
       kernelUsPerRequest: Object.fromEntries(Object.entries(summary.kernel).map(([k, n]) => [k, us(n)])),
       inclusiveUsPerRequest: Object.fromEntries(Object.entries(summary.inclusive).map(([k, n]) => [k, us(n)])),
-      functions: summary.functions.slice(0, 200).map((f) => ({ ...f, inclusiveUsPerRequest: us(f.inclusive) })),
+      functions: summary.functions.slice(0, 200).map((f) => ({ ...f, inclusiveUsPerRequest: us(f.inclusive), selfUsPerRequest: us(f.self) })),
     };
     await rm(file, { force: true });
     await rm(mapFile, { force: true });

@@ -376,6 +376,11 @@ export interface ServerSnapshot {
    * read after this one's flush and then reset: between a run's two snapshots, the run and its drain.
    */
   loopDelay?: { p99Ms: number; maxMs: number };
+  /**
+   * Garbage-collection pauses since the previous snapshot (a `gc` PerformanceObserver): how many, their
+   * total and the longest (ms), and of them the full (mark-compact) collections.
+   */
+  gc?: { count: number; totalMs: number; maxMs: number; majorCount: number; majorMs: number };
 }
 
 /** Configuration the runner passes to the server process (env `BENCH_SERVER_CONFIG`, JSON). */

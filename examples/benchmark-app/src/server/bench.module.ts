@@ -4,7 +4,7 @@
  * `GET /__bench/stats` the runner reads.
  */
 import { readFileSync } from 'node:fs';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { constants, monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import { Controller, type DynamicModule, Get, Inject, Module, Query, type Type } from '@nestjs/common';
 import { EventEmitterModule } from '@nestjs/event-emitter';
 import { DeferredWork, DeferredWorkModule } from 'nestjs-deferred-work';
@@ -60,6 +60,27 @@ loopDelay.enable();
 function takeLoopDelay(): { p99Ms: number; maxMs: number } {
   const taken = { p99Ms: loopDelay.percentile(99) / 1e6, maxMs: loopDelay.max / 1e6 };
   loopDelay.reset();
+  return taken;
+}
+
+/** Garbage-collection pauses since the last snapshot: how many, their total and the longest (ms). */
+let gcPauses = { count: 0, totalMs: 0, maxMs: 0, majorCount: 0, majorMs: 0 };
+new PerformanceObserver((list) => {
+  for (const entry of list.getEntries()) {
+    gcPauses.count++;
+    gcPauses.totalMs += entry.duration;
+    if (entry.duration > gcPauses.maxMs) gcPauses.maxMs = entry.duration;
+    if (((entry as { detail?: { kind?: number } }).detail)?.kind === constants.NODE_PERFORMANCE_GC_MAJOR) {
+      gcPauses.majorCount++;
+      gcPauses.majorMs += entry.duration;
+    }
+  }
+}).observe({ entryTypes: ['gc'] });
+
+/** The pauses since the last call, then a fresh count. */
+function takeGcPauses(): { count: number; totalMs: number; maxMs: number; majorCount: number; majorMs: number } {
+  const taken = gcPauses;
+  gcPauses = { count: 0, totalMs: 0, maxMs: 0, majorCount: 0, majorMs: 0 };
   return taken;
 }
 
@@ -126,6 +147,7 @@ class StatsController {
       },
       flushed,
       loopDelay: takeLoopDelay(),
+      gc: takeGcPauses(),
     };
   }
 }

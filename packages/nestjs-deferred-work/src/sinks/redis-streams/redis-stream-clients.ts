@@ -5,8 +5,11 @@ import { SinkConfigError } from '../kit/sink-config.error';
 /** What the sink uses of an ioredis `Redis`. */
 export interface StreamRedis {
   status?: string;
+  /** The client's socket (corked while a piece of a write is issued). */
+  stream?: unknown;
   pipeline(): { xadd(...args: Array<string | readonly string[]>): unknown; exec(): Promise<Array<[Error | null, unknown]> | null> };
-  xadd(...args: string[]): Promise<unknown>;
+  /** ioredis flattens array arguments one level: `xadd(stream, head, fields)` is one `XADD`. */
+  xadd(...args: Array<string | readonly string[]>): Promise<unknown>;
   quit(): Promise<unknown>;
 }
 

@@ -5,22 +5,47 @@ import { itemParts } from '../kit/item-parts';
 import { SinkConfigError } from '../kit/sink-config.error';
 import { defaultFieldArgs, defaultFields, defaultStream, xaddArgs, xaddHead } from './redis-stream-entries';
 import { REDIS_STREAM_PROCESSOR_DEFAULTS, REDIS_STREAM_SINK_DEFAULTS } from './redis-stream-sink.options';
-import { ENTRIES_PER_PIPELINE, RedisStreamSink } from './redis-stream.sink';
+import { ENTRIES_PER_SEND, RedisStreamSink } from './redis-stream.sink';
 
 const log = (fields?: Record<string, unknown>): LogItem => ({ kind: 'log', level: 'info', message: 'hello', fields, when: 'always', createdAt: 1_700_000_000_000, id: 'dw-1' });
 const signal = () => new AbortController().signal;
 
-/** A fake ioredis client: records each pipeline's XADDs and answers with `replies`. */
+/**
+ * A fake ioredis client: records the XADDs of each send — those issued while its socket is corked (a
+ * Cluster's: each pipeline) — and answers them with `replies` once the send is complete.
+ */
 function fakeRedis(replies: (args: string[][]) => Array<[Error | null, unknown]>, status = 'ready') {
   const sent: string[][][] = [];
+  let open: { commands: string[][]; answers: Array<(reply: [Error | null, unknown] | undefined) => void> } | undefined;
+  const flatten = (args: Array<string | readonly string[]>) => args.flat() as string[];
   const client = {
     status,
-    xadd: async () => '1-0',
     quit: async () => 'OK',
+    stream: {
+      writable: true,
+      corked: 0,
+      cork() {
+        this.corked++;
+        open = { commands: [], answers: [] };
+      },
+      uncork() {
+        this.corked--;
+        const send = open!;
+        open = undefined;
+        sent.push(send.commands);
+        const answers = replies(send.commands);
+        send.answers.forEach((answer, i) => answer(answers[i]));
+      },
+    },
+    xadd(...args: Array<string | readonly string[]>) {
+      if (!open) throw new Error('an XADD issued outside a corked send');
+      open.commands.push(flatten(args));
+      return new Promise((resolve, reject) => open!.answers.push((reply) => (reply === undefined ? reject(new Error('no reply')) : reply[0] ? reject(reply[0]) : resolve(reply[1]))));
+    },
     pipeline() {
       const commands: string[][] = [];
       return {
-        xadd: (...args: string[]) => void commands.push(args),
+        xadd: (...args: Array<string | readonly string[]>) => void commands.push(flatten(args)),
         exec: async () => {
           sent.push(commands);
           return replies(commands);
@@ -107,7 +132,7 @@ describe('RedisStreamSink entries', () => {
 });
 
 describe('RedisStreamSink writes', () => {
-  it('one pipeline per batch, several streams; per-entry failures: WRONGTYPE for good, LOADING and a lost connection retried, a null reply (NOMKSTREAM) for good', async () => {
+  it('one socket write per batch (one XADD per entry, the socket corked), several streams; per-entry failures: WRONGTYPE for good, LOADING and a lost connection retried, a null reply (NOMKSTREAM) for good', async () => {
     const { client, sent } = fakeRedis(() => [
       [null, '1-0'],
       [new Error('WRONGTYPE Operation against a key holding the wrong kind of value'), undefined],
@@ -121,6 +146,7 @@ describe('RedisStreamSink writes', () => {
     const result = await sink.write(batch, { signal: signal(), attempt: 1 });
     expect(sent).toHaveLength(1);
     expect(sent[0].map((args) => args[0])).toEqual(['s:0', 's:1', 's:2', 's:3', 's:4']);
+    expect(client.stream.corked).toBe(0);
     expect(result?.failed?.map((f) => [f.index, f.retryable, f.code])).toEqual([
       [1, false, 'WRONGTYPE'],
       [2, true, 'LOADING'],
@@ -147,6 +173,23 @@ describe('RedisStreamSink writes', () => {
     expect(result?.failed?.map((f) => [f.index, f.retryable, f.code])).toEqual([[3, true, 'TRYAGAIN']]);
   });
 
+  it('an XADD that throws as it is issued: the socket uncorked, the entries issued before it answered, it and the rest retried', async () => {
+    const { client, sent } = fakeRedis((commands) => commands.map((): [null, string] => [null, '1-0']));
+    const xadd = client.xadd.bind(client);
+    let calls = 0;
+    client.xadd = (...args) => (++calls === 3 ? (() => { throw new TypeError('the client broke'); })() : xadd(...args));
+    const sink = new RedisStreamSink({ client });
+    await sink.attach(attachContext);
+    const result = await sink.write([0, 1, 2, 3].map((n) => ({ ...log({ n }), id: `dw-${n}` })), { signal: signal(), attempt: 1 });
+    expect(client.stream.corked).toBe(0);
+    expect(sent).toEqual([[expect.any(Array), expect.any(Array)]]);
+    expect(result?.failed?.map((f) => [f.index, f.retryable])).toEqual([
+      [2, true],
+      [3, true],
+    ]);
+    expect(String(result?.failed?.[0].error)).toContain('could not be sent: the client broke');
+  });
+
   it('sends nothing while the client is not connected (no offline-queue copies)', async () => {
     const { client, sent } = fakeRedis(() => [], 'reconnecting');
     const sink = new RedisStreamSink({ client });
@@ -156,19 +199,19 @@ describe('RedisStreamSink writes', () => {
   });
 });
 
-describe('RedisStreamSink writes of more than one pipeline', () => {
+describe('RedisStreamSink writes of more than one send', () => {
   const many = (count: number) => Array.from({ length: count }, (_, n) => ({ ...log({ n }), id: `dw-${n}` }));
   const ok = (commands: string[][]) => commands.map((): [null, string] => [null, '1-0']);
 
-  it(`sends a large batch as pipelines of ${ENTRIES_PER_PIPELINE}, in order, the next one a turn of the event loop later; every entry confirmed once`, async () => {
+  it(`sends a large batch ${ENTRIES_PER_SEND} entries at a time, in order, the next one a turn of the event loop later; every entry confirmed once`, async () => {
     const { client, sent } = fakeRedis(ok);
     const sink = new RedisStreamSink({ client });
     await sink.attach(attachContext);
-    const batch = many(2 * ENTRIES_PER_PIPELINE + 50);
+    const batch = many(2 * ENTRIES_PER_SEND + 50);
     const written = sink.write(batch, { signal: signal(), attempt: 1 });
     expect(sent).toHaveLength(1); // the rest waits for the requests that arrived meanwhile
     await expect(written).resolves.toBeUndefined();
-    expect(sent.map((pipeline) => pipeline.length)).toEqual([ENTRIES_PER_PIPELINE, ENTRIES_PER_PIPELINE, 50]);
+    expect(sent.map((send) => send.length)).toEqual([ENTRIES_PER_SEND, ENTRIES_PER_SEND, 50]);
     const ids = sent.flat().map((args) => args.flat()[args.flat().indexOf('id') + 1]);
     expect(ids).toEqual(batch.map((item) => item.id));
   });
@@ -186,40 +229,41 @@ describe('RedisStreamSink writes of more than one pipeline', () => {
     const batch = Array.from({ length: 130 }, (_, n) => ({ ...log({ s: n % 13 === 12 ? '{b}' : '{a}' }), id: `dw-${n}` }));
     const result = await sink.write(batch, { signal: signal(), attempt: 1 });
     expect(sent.map((pipeline) => [pipeline[0][0], pipeline.length])).toEqual([
-      ['{a}', ENTRIES_PER_PIPELINE],
+      ['{a}', ENTRIES_PER_SEND],
       ['{b}', 10],
-      ['{a}', ENTRIES_PER_PIPELINE],
-      ['{a}', 120 - 2 * ENTRIES_PER_PIPELINE],
+      ['{a}', ENTRIES_PER_SEND],
+      ['{a}', 120 - 2 * ENTRIES_PER_SEND],
     ]);
     expect(result?.failed?.map((f) => f.index)).toEqual(batch.map((_, n) => n).filter((n) => n % 13 === 12));
   });
 
-  it('a connection lost after the first pipeline: the pipelines not yet sent stay unsent (no offline-queue copies), their entries retried', async () => {
+  it('a connection lost after the first send: the entries not yet sent stay unsent (no offline-queue copies), their entries retried', async () => {
     const { client, sent } = fakeRedis((commands) => {
       client.status = 'reconnecting';
       return ok(commands);
     });
     const sink = new RedisStreamSink({ client });
     await sink.attach(attachContext);
-    const result = await sink.write(many(ENTRIES_PER_PIPELINE + 30), { signal: signal(), attempt: 1 });
+    const result = await sink.write(many(ENTRIES_PER_SEND + 30), { signal: signal(), attempt: 1 });
     expect(sent).toHaveLength(1);
-    expect(result?.failed?.map((f) => f.index)).toEqual(Array.from({ length: 30 }, (_, k) => ENTRIES_PER_PIPELINE + k));
+    expect(result?.failed?.map((f) => f.index)).toEqual(Array.from({ length: 30 }, (_, k) => ENTRIES_PER_SEND + k));
     expect(result?.failed?.every((f) => f.retryable === true && String(f.error).includes('Redis is not connected'))).toBe(true);
   });
 
-  it('a write cut short by its signal: the first pipeline\'s entries confirmed, nothing sent after the abort, the rest retried', async () => {
+  it('a write cut short by its signal: the first send\'s entries confirmed, nothing sent after the abort, the rest retried', async () => {
     const controller = new AbortController();
     const { client, sent } = fakeRedis((commands) => {
-      controller.abort(new Error('write timed out'));
+      // after these replies are read, before the next send's turn
+      setImmediate(() => controller.abort(new Error('write timed out')));
       return ok(commands);
     });
     const sink = new RedisStreamSink({ client });
     await sink.attach(attachContext);
-    const result = await sink.write(many(3 * ENTRIES_PER_PIPELINE), { signal: controller.signal, attempt: 1 });
+    const result = await sink.write(many(3 * ENTRIES_PER_SEND), { signal: controller.signal, attempt: 1 });
     for (let turn = 0; turn < 5; turn++) await new Promise((resolve) => setImmediate(resolve));
     expect(sent).toHaveLength(1);
-    expect(result?.failed).toHaveLength(2 * ENTRIES_PER_PIPELINE);
-    expect(result?.failed?.[0]).toMatchObject({ index: ENTRIES_PER_PIPELINE, retryable: true });
+    expect(result?.failed).toHaveLength(2 * ENTRIES_PER_SEND);
+    expect(result?.failed?.[0]).toMatchObject({ index: ENTRIES_PER_SEND, retryable: true });
   });
 });
 

@@ -5,6 +5,7 @@ import type { DeferredSink, SinkAttachContext, SinkProcessorOptions, SinkWriteCo
 import { itemId } from '../kit/item-id';
 import { chunk } from '../kit/chunks';
 import { inTurns } from '../kit/in-turns';
+import { inOneSocketWrite } from '../kit/one-socket-write';
 import { describeValue } from '../kit/option-checks';
 import { Partitions } from '../kit/partitions';
 import { redisReply } from '../kit/redis-errors';
@@ -17,42 +18,49 @@ import { checkRedisStreamSinkOptions } from './redis-stream-sink.checks';
 import { REDIS_STREAM_PROCESSOR_DEFAULTS, type RedisStreamSinkOptions } from './redis-stream-sink.options';
 
 /**
- * Most `XADD`s in one pipeline. A pipeline is built, written and its replies read in tasks of the event
- * loop that no request can interrupt (ioredis's own work, 10–20 µs of CPU an entry), so a batch of
- * 500 in one pipeline would hold every waiting request for several milliseconds; a larger part is
- * sent as several pipelines, each started a turn of the event loop after the previous one. Measured
- * (`queue-write-loop.js --sink redis-stream`): a 500-entry write's longest task 1.0 ms of CPU instead
- * of 6.3, at no more CPU an entry beyond the run's noise (about 1 µs).
+ * Most `XADD`s sent at once (one socket write; with a Cluster, one pipeline per node group). Their
+ * commands are built, written and their replies read in tasks of the event loop that no request can
+ * interrupt (ioredis's own work, 10–20 µs of CPU an entry), so a batch of 500 sent at once would hold
+ * every waiting request for several milliseconds; a larger part is sent in pieces, each started a turn
+ * of the event loop after the previous one. Measured (`queue-write-loop.js --sink redis-stream`): a
+ * 500-entry write's longest task 1.0 ms of CPU instead of 6.3, at no more CPU an entry beyond the
+ * run's noise (about 1 µs).
  */
-export const ENTRIES_PER_PIPELINE = 50;
+export const ENTRIES_PER_SEND = 50;
 
-/** Pipelines of one part in flight at once: the next one is built while the previous is on the wire. */
-const PIPELINES_IN_FLIGHT = 2;
+/** Pieces of one part in flight at once: the next one is sent while the previous one's replies are on their way. */
+const SENDS_IN_FLIGHT = 2;
 
-/** The entries of one pipeline, with their indexes in the batch. */
-interface Pipeline {
+/** The entries of one piece, with their indexes in the batch. */
+interface Piece {
   entries: readonly Entry[];
   indexes: readonly number[];
 }
 
 /**
- * A write's pipelines: each part (one per node group of a Cluster, else one) cut into pipelines of at
- * most {@link ENTRIES_PER_PIPELINE}, the parts taking turns (first pipeline of each part, then the
+ * A write's pieces: each part (one per node group of a Cluster, else one) cut into pieces of at
+ * most {@link ENTRIES_PER_SEND}, the parts taking turns (first piece of each part, then the
  * second of each, …) so that no node waits behind another's whole share.
  */
-function pipelinesOf(parts: ReadonlyArray<{ values: readonly Entry[]; indexes: readonly number[] }>): Pipeline[] {
+function piecesOf(parts: ReadonlyArray<{ values: readonly Entry[]; indexes: readonly number[] }>): Piece[] {
   const perPart = parts.map((part) =>
-    part.values.length <= ENTRIES_PER_PIPELINE
+    part.values.length <= ENTRIES_PER_SEND
       ? [{ entries: part.values, indexes: part.indexes }]
-      : chunk(part.values, { maxCount: ENTRIES_PER_PIPELINE }).chunks.map((c) => ({ entries: c.values, indexes: c.positions.map((position) => part.indexes[position]) })),
+      : chunk(part.values, { maxCount: ENTRIES_PER_SEND }).chunks.map((c) => ({ entries: c.values, indexes: c.positions.map((position) => part.indexes[position]) })),
   );
   const total = perPart.reduce((sum, list) => sum + list.length, 0);
-  const pipelines: Pipeline[] = [];
-  for (let round = 0; pipelines.length < total; round++) {
-    for (const list of perPart) if (round < list.length) pipelines.push(list[round]);
+  const pieces: Piece[] = [];
+  for (let round = 0; pieces.length < total; round++) {
+    for (const list of perPart) if (round < list.length) pieces.push(list[round]);
   }
-  return pipelines;
+  return pieces;
 }
+
+const answered = (reply: unknown): [null, unknown] => [null, reply];
+const refused = (error: unknown): [Error, null] => [error instanceof Error ? error : new Error(errorMessage(error)), null];
+
+/** The answer of an `XADD` the client threw on instead of sending (tried again later). */
+class NotSent extends Error {}
 
 /** An item ready to append: its stream and its fields as `XADD` arguments (`field value …`). */
 interface Entry {
@@ -62,9 +70,9 @@ interface Entry {
 
 /**
  * Appends deferred items to Redis Streams (`XADD`) through the app's own ioredis client, found by
- * injection token at bootstrap: a batch pipelined, 50 `XADD`s a pipeline (one
- * per item, to as many streams as the batch's items name; with an ioredis `Cluster`, per node the
- * batch's streams hash to), each entry carrying the item's id so that a consumer can drop the copy a retry
+ * injection token at bootstrap: a batch sent 50 `XADD`s at a time, each 50 in one socket write (one
+ * per item, to as many streams as the batch's items name; with an ioredis `Cluster`, a pipeline per
+ * node the batch's streams hash to), each entry carrying the item's id so that a consumer can drop the copy a retry
  * after a lost reply or a spool replay appends again. An entry Redis refuses (WRONGTYPE, a missing
  * stream with `noMkStream`) is dead-lettered alone; one that failed for a transient reason (connection
  * lost, LOADING, BUSY, READONLY) is retried alone. Nothing is sent while the client is not connected
@@ -126,7 +134,7 @@ export class RedisStreamSink implements DeferredSink<SinkItem> {
     // Sent now, the commands would wait in ioredis' offline queue and be appended whenever Redis comes back, behind the dispatcher's retry.
     if (state !== 'up') throw new SinkWriteError(`${this.label}: Redis is not connected (client status "${redis.status}"); the batch was not sent`, { retryable: true });
     const progress = new WriteProgress(batch.length);
-    // One pipeline per batch; with a Cluster, one per group of nodes serving the entries' slots (a Cluster pipeline must hold keys one node serves).
+    // With a Cluster, one part per group of nodes serving the entries' slots (a Cluster pipeline must hold keys one node serves).
     const groups = this.slotOf && isStreamCluster(redis) ? new SlotGroups(redis, this.slotOf) : undefined;
     const parts = new Partitions<string, string, Entry>();
     for (let index = 0; index < batch.length; index++) {
@@ -141,23 +149,23 @@ export class RedisStreamSink implements DeferredSink<SinkItem> {
     const list = parts.list();
     if (list.length === 0) return progress.result(true);
     const head = this.head ?? xaddHead(this.trim, this.noMkStream, Date.now());
-    const pieces = pipelinesOf(list);
+    const pieces = piecesOf(list);
     const sent =
       pieces.length === 1
         ? this.send(redis, pieces[0].entries, pieces[0].indexes, head, progress)
-        : inTurns(pieces.length, Math.max(PIPELINES_IN_FLIGHT, list.length), (c) => this.sendLater(redis, pieces[c], head, progress, signal), (c, error) =>
-            progress.fail(pieces[c].indexes, new SinkWriteError(`${this.label}: the pipeline failed: ${errorMessage(error)}`, { cause: error, retryable: true }), true),
+        : inTurns(pieces.length, Math.max(SENDS_IN_FLIGHT, list.length), (c) => this.sendLater(redis, pieces[c], head, progress, signal), (c, error) =>
+            progress.fail(pieces[c].indexes, new SinkWriteError(`${this.label}: sending the entries failed: ${errorMessage(error)}`, { cause: error, retryable: true }), true),
           );
     const ended = await progress.until(sent, signal);
     return ended ? progress.result(true) : progress.result(false, signal.reason);
   }
 
   /**
-   * Sends one pipeline of a write of several, a turn after the previous one: not when the signal has
+   * Sends one piece of a write of several, a turn after the previous one: not when the signal has
    * aborted or the connection has dropped since the write began (its entries fail, retryable: nothing
    * waits in ioredis's offline queue to be appended behind the dispatcher's back).
    */
-  private async sendLater(redis: StreamRedis, piece: Pipeline, head: readonly string[], progress: WriteProgress, signal: AbortSignal): Promise<void> {
+  private async sendLater(redis: StreamRedis, piece: Piece, head: readonly string[], progress: WriteProgress, signal: AbortSignal): Promise<void> {
     if (signal.aborted) return progress.fail(piece.indexes, signal.reason, true);
     if (redisState(redis) !== 'up') {
       return progress.fail(piece.indexes, new SinkWriteError(`${this.label}: Redis is not connected (client status "${redis.status}"); these entries were not sent`, { retryable: true }), true);
@@ -165,24 +173,22 @@ export class RedisStreamSink implements DeferredSink<SinkItem> {
     return this.send(redis, piece.entries, piece.indexes, head, progress);
   }
 
-  /** Sends `entries` (the batch's items at `indexes`) in one pipeline and records each one's outcome in `progress` as the replies come. */
+  /**
+   * Sends `entries` (the batch's items at `indexes`) — one `XADD` each, issued with the socket corked so
+   * that they leave in one write (with a Cluster: one pipeline, whose node the entries share) — and
+   * records each one's outcome in `progress` as the replies come.
+   */
   private async send(redis: StreamRedis, entries: readonly Entry[], indexes: readonly number[], head: readonly string[], progress: WriteProgress): Promise<void> {
     let replies: Array<[Error | null, unknown]> | null = null;
     let failure: unknown;
     try {
       // a throw here must fail these entries, not leave them unanswered (counted delivered)
-      const pipeline = redis.pipeline();
-      // ioredis flattens array arguments (one level): the stream, the head and the fields make one XADD
-      for (let i = 0; i < indexes.length; i++) {
-        const { stream, fields } = entries[i];
-        pipeline.xadd(stream, head, fields);
-      }
-      replies = await pipeline.exec();
+      replies = isStreamCluster(redis) ? await this.pipelined(redis, entries, head) : await this.corked(redis, entries, head);
     } catch (error) {
       failure = error;
     }
     if (!replies) {
-      progress.fail(indexes, new SinkWriteError(`${this.label}: the pipeline failed: ${errorMessage(failure)}`, { cause: failure, retryable: true }), true);
+      progress.fail(indexes, new SinkWriteError(`${this.label}: sending the entries failed: ${errorMessage(failure)}`, { cause: failure, retryable: true }), true);
       return;
     }
     const confirmed: number[] = [];
@@ -195,7 +201,9 @@ export class RedisStreamSink implements DeferredSink<SinkItem> {
         continue;
       }
       const stream = entries[i].stream;
-      if (error) {
+      if (error instanceof NotSent) {
+        progress.failEntry({ index, error: new SinkWriteError(`${this.label}: the XADD to stream "${stream}" could not be sent: ${error.message}`, { cause: error.cause, retryable: true }), retryable: true });
+      } else if (error) {
         const { code, retryable } = redisReply(error);
         progress.failEntry({ index, error: new SinkWriteError(`${this.label}: Redis refused XADD to stream "${stream}": ${errorMessage(error)}`, { cause: error, code, retryable }), retryable, ...(code ? { code } : {}) });
       } else {
@@ -203,6 +211,38 @@ export class RedisStreamSink implements DeferredSink<SinkItem> {
       }
     }
     progress.confirm(confirmed);
+  }
+
+  /**
+   * One `XADD` per entry, issued in one task with the client's socket corked (one socket write), each
+   * answered on its own. Not an ioredis pipeline: a pipeline and everything it holds outlive the young
+   * generation's collections (see `inOneSocketWrite`), which made the garbage collector's pauses the
+   * deferred route's longest tasks. A command the client threw on, and those after it, are answered
+   * as not sent.
+   */
+  private corked(redis: StreamRedis, entries: readonly Entry[], head: readonly string[]): Promise<Array<[Error | null, unknown]>> {
+    const calls: Array<Promise<[Error | null, unknown]>> = new Array(entries.length);
+    let issued = 0;
+    try {
+      inOneSocketWrite(redis, () => {
+        for (; issued < entries.length; issued++) {
+          const { stream, fields } = entries[issued];
+          calls[issued] = redis.xadd(stream, head, fields).then(answered, refused);
+        }
+      });
+    } catch (error) {
+      const notSent: [Error, null] = [new NotSent(errorMessage(error), { cause: error }), null];
+      for (let i = issued; i < entries.length; i++) calls[i] = Promise.resolve(notSent);
+    }
+    return Promise.all(calls);
+  }
+
+  /** One pipeline of `XADD`s (a Cluster's, for the entries of one node group). */
+  private async pipelined(redis: StreamRedis, entries: readonly Entry[], head: readonly string[]): Promise<Array<[Error | null, unknown]> | null> {
+    const pipeline = redis.pipeline();
+    // ioredis flattens array arguments (one level): the stream, the head and the fields make one XADD
+    for (let i = 0; i < entries.length; i++) pipeline.xadd(entries[i].stream, head, entries[i].fields);
+    return pipeline.exec();
   }
 
   /** Closes the sink's own connection (from a URL or connection options); the app's client is the app's to close. */

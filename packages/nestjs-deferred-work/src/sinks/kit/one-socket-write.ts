@@ -1,0 +1,42 @@
+/** What `inOneSocketWrite` uses of a client: its socket (ioredis `Redis.stream`), when it has one. */
+export interface CorkableClient {
+  stream?: unknown;
+}
+
+interface Corkable {
+  cork(): void;
+  uncork(): void;
+}
+
+function corkable(stream: unknown): stream is Corkable {
+  const s = stream as Partial<Corkable> | null | undefined;
+  return typeof s?.cork === 'function' && typeof s.uncork === 'function';
+}
+
+/**
+ * Runs `send` — which issues several commands on `client`, each awaited on its own — with the client's
+ * socket corked, so that the commands leave in one socket write (one system call) as a pipeline's would,
+ * without building one. An ioredis `Pipeline` defines an accessor on each instance, which gives every
+ * pipeline a hidden class of its own held in V8's old generation: every pipeline, its commands and
+ * their replies then survive the young-generation collections until the next full one. Measured
+ * (2 vCPUs, batches of 60 `XADD`s every 5 ms): 0.9–1.0 MB promoted per scavenge with pipelines
+ * against 18 KB for the same commands issued alone, 17–20 µs of CPU an entry against 11–13.
+ *
+ * The socket is uncorked when `send` returns or throws. A client without a socket to cork (a test
+ * double, an ioredis `Cluster`) has its commands sent as it sends them.
+ */
+export function inOneSocketWrite<T>(client: CorkableClient, send: () => T): T {
+  let stream: unknown;
+  try {
+    stream = client.stream;
+  } catch {
+    stream = undefined;
+  }
+  if (!corkable(stream)) return send();
+  stream.cork();
+  try {
+    return send();
+  } finally {
+    stream.uncork();
+  }
+}
