@@ -8,6 +8,7 @@ import { AWS_MAX_BATCH_ENTRIES, type AwsMessage, buildAwsMessage } from './aws-m
 import { findAppClient } from './app-client';
 import { chunk } from './chunks';
 import { isolate } from './isolate';
+import { ItemMemo } from './item-memo';
 import { Partitions } from './partitions';
 import { runLimited } from './run-limited';
 import { SinkConfigError } from './sink-config.error';
@@ -69,8 +70,8 @@ export abstract class AwsBatchSink implements DeferredSink<SinkItem> {
   private sdk: Record<string, unknown> | undefined;
   private own = false;
   private closed = false;
-  /** Each item's message, from its validation to its write (an item copied — spooled, offloaded — is built again). */
-  private readonly messages = new WeakMap<SinkItem, AwsMessage>();
+  /** Each item's message, from its validation to its write (an item copied — spooled, offloaded — is built again); on the item, see ItemMemo. */
+  private readonly messages = new ItemMemo<AwsMessage>('AWS batch message');
 
   protected constructor(
     private readonly service: AwsBatchService,

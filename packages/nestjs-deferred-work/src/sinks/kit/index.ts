@@ -12,6 +12,7 @@ export { inTurns, nextTurn } from './in-turns';
 export { CLOSE_METHODS, ClientHolds } from './hold-open';
 export { isolate, type IsolateOptions } from './isolate';
 export { itemId } from './item-id';
+export { ItemMemo } from './item-memo';
 export { type CorkableClient, inOneSocketWrite } from './one-socket-write';
 export { traceparent } from './traceparent';
 export { checkOneOf, checkOptionsObject, checkSinkKinds, checkSinkName, checkString, checkWholeNumber, describeValue, optionError } from './option-checks';

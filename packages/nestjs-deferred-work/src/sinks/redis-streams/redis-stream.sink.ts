@@ -3,6 +3,7 @@ import { SinkWriteError } from '../../core/errors/sink-write.error';
 import type { SinkItem, SinkKind } from '../../core/items/deferred-item.interface';
 import type { DeferredSink, SinkAttachContext, SinkProcessorOptions, SinkWriteContext, SinkWriteResult } from '../../core/sink.interface';
 import { itemId } from '../kit/item-id';
+import { ItemMemo } from '../kit/item-memo';
 import { chunk } from '../kit/chunks';
 import { inTurns } from '../kit/in-turns';
 import { inOneSocketWrite } from '../kit/one-socket-write';
@@ -97,8 +98,8 @@ export class RedisStreamSink implements DeferredSink<SinkItem> {
   /** A key's hash slot, when the client is an ioredis `Cluster`. */
   private slotOf: SlotOf | undefined;
   private closed = false;
-  /** Each item's entry, from its validation to its write (an item copied — spooled, offloaded — is mapped again). */
-  private readonly entries = new WeakMap<SinkItem, Entry>();
+  /** Each item's entry, from its validation to its write (an item copied — spooled, offloaded — is mapped again); on the item, see ItemMemo. */
+  private readonly entries = new ItemMemo<Entry>('RedisStreamSink entry');
 
   constructor(options?: RedisStreamSinkOptions) {
     const settings = checkRedisStreamSinkOptions(options);

@@ -4,6 +4,7 @@ import type { DeferredSink, SinkAttachContext, SinkProcessorOptions, SinkWriteCo
 import { chunk } from '../kit/chunks';
 import { isolate } from '../kit/isolate';
 import { itemId } from '../kit/item-id';
+import { ItemMemo } from '../kit/item-memo';
 import { describeValue } from '../kit/option-checks';
 import { Partitions } from '../kit/partitions';
 import { runLimited } from '../kit/run-limited';
@@ -57,8 +58,8 @@ export class SqlSink implements DeferredSink<SinkItem> {
   /** MySQL: the most bytes of one statement (`max_allowed_packet`, less a margin). */
   private maxStatementBytes = Number.POSITIVE_INFINITY;
   private closed = false;
-  /** Each item's row values, from its validation to its write (an item copied — spooled, offloaded — is mapped again). */
-  private readonly mapped = new WeakMap<SinkItem, unknown[]>();
+  /** Each item's row values, from its validation to its write (an item copied — spooled, offloaded — is mapped again); on the item, see ItemMemo. */
+  private readonly mapped = new ItemMemo<unknown[]>('SqlSink row values');
 
   constructor(options?: SqlSinkOptions) {
     const settings = checkSqlSinkOptions(options);
