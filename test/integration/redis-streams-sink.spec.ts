@@ -191,6 +191,24 @@ describe('RedisStreamSink writes', () => {
     }
   });
 
+  it.each([
+    ['keyPrefix', { keyPrefix: 'app:' }, 'app:'],
+    ['enableAutoPipelining', { enableAutoPipelining: true }, ''],
+  ])('a client created with %s: every entry written once, under the key the client sends to', async (_, options, prefix) => {
+    const stream = nextStream();
+    const client = new Redis({ host: server.host, port: server.port, ...options });
+    await client.ping();
+    const sink = new RedisStreamSink({ client, stream });
+    try {
+      await sink.attach(sinkAttachContext());
+      const result = await sink.write(range(0, 80).map((i) => item(`k${i}`, i)), { signal: signal(), attempt: 1 });
+      expect(result).toBeUndefined();
+      expect((await consume(`${prefix}${stream}`)).map(markOf)).toEqual(range(0, 80).map((i) => `k${i}`));
+    } finally {
+      client.disconnect();
+    }
+  });
+
   it('noMkStream: an entry for a missing stream fails for good; MAXLEN ~ trims the stream', async () => {
     const missing = nextStream();
     const client = new Redis({ host: server.host, port: server.port });

@@ -7,6 +7,10 @@ describe('ItemMemo', () => {
     expect(memo.get(item)).toBeUndefined();
     memo.set(item, ['a']);
     expect(memo.get(item)).toEqual(['a']);
+    // on the item itself (not in a map), as a property nothing enumerates
+    const symbols = Object.getOwnPropertySymbols(item);
+    expect(symbols).toHaveLength(1);
+    expect(Object.getOwnPropertyDescriptor(item, symbols[0])).toMatchObject({ enumerable: false, value: ['a'] });
     expect(Object.keys(item)).toEqual(['kind', 'message']);
     expect(JSON.stringify(item)).toBe('{"kind":"log","message":"hi"}');
     expect(memo.get({ ...item })).toBeUndefined();
@@ -35,5 +39,14 @@ describe('ItemMemo', () => {
     expect([memo.get(frozen), memo.get(sealed), memo.get(refusing)]).toEqual([1, 2, 3]);
     memo.set(frozen, 4);
     expect(memo.get(frozen)).toBe(4);
+  });
+
+  it('a value set again after the item was frozen is the one read', () => {
+    const memo = new ItemMemo<number>('entry');
+    const item = { kind: 'log' };
+    memo.set(item, 1);
+    Object.freeze(item);
+    memo.set(item, 2);
+    expect(memo.get(item)).toBe(2);
   });
 });

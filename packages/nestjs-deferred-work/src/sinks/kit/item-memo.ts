@@ -6,9 +6,9 @@
  * Not a `WeakMap`: a WeakMap's table lives in V8's old generation, and the values of its entries are
  * kept through young-generation collections for as long as their keys have been promoted, so with
  * items waiting out the linger and the write, most entries and everything they hold were promoted and
- * collected only by full collections. Measured on the `redis-stream` benchmark route (Fastify, 2 vCPUs):
- * 63 ms of garbage-collection pauses a second with the WeakMap, 19 with the property (the event
- * emitter's route: 19–21), the longest pause 4.9 ms against 2.5.
+ * collected only by full collections. Measured on the `redis-stream` benchmark route (Fastify, 2 vCPUs,
+ * builds alternating): 63.6 ms of garbage-collection pauses a second with the WeakMap, 23.8 with the
+ * property (the event emitter's route: 16.9–24.0), the longest pause 8.0 ms against 5.4.
  *
  * An item that cannot take a property (frozen, sealed) is memoised in a WeakMap instead.
  */
@@ -23,8 +23,9 @@ export class ItemMemo<V> {
 
   /** The value kept for `item`, or `undefined`. */
   get(item: object): V | undefined {
-    const value = (item as Record<symbol, V | undefined>)[this.key];
-    return value !== undefined ? value : this.fallback?.get(item);
+    // the map first when there is one: it holds what was set once the item could no longer take it
+    const kept = this.fallback?.get(item);
+    return kept !== undefined ? kept : (item as Record<symbol, V | undefined>)[this.key];
   }
 
   /** Keeps `value` for `item` (replacing one kept before). */

@@ -54,7 +54,7 @@ export const REDIS_STREAM_SINK_DEFAULTS = Object.freeze({
 
 /**
  * Dispatcher settings of a Redis Streams sink:
- * - `maxBatchSize` 500: one pipeline of 500 `XADD`s is one round trip of a few milliseconds.
+ * - `maxBatchSize` 500: 500 `XADD`s, sent 50 at a time, take a few milliseconds.
  * - `writeTimeoutMs` 5000: Redis answers in milliseconds; a write that long means the link is gone.
  */
 export const REDIS_STREAM_PROCESSOR_DEFAULTS: Partial<SinkProcessorOptions> = Object.freeze({

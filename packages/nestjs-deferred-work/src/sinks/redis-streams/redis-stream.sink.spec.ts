@@ -42,7 +42,8 @@ function fakeRedis(replies: (args: string[][]) => Array<[Error | null, unknown]>
       open.commands.push(flatten(args));
       return new Promise((resolve, reject) => open!.answers.push((reply) => (reply === undefined ? reject(new Error('no reply')) : reply[0] ? reject(reply[0]) : resolve(reply[1]))));
     },
-    pipeline() {
+    pipeline(this: { isCluster?: boolean; options?: { enableAutoPipelining?: boolean } }) {
+      if (!this.isCluster && !this.options?.enableAutoPipelining) throw new Error('a pipeline asked of a standalone client');
       const commands: string[][] = [];
       return {
         xadd: (...args: Array<string | readonly string[]>) => void commands.push(flatten(args)),
@@ -188,6 +189,15 @@ describe('RedisStreamSink writes', () => {
       [3, true],
     ]);
     expect(String(result?.failed?.[0].error)).toContain('could not be sent: the client broke');
+  });
+
+  it('a client created with enableAutoPipelining: its own pipeline per send (ioredis would auto-pipeline the XADDs a turn later)', async () => {
+    const { client, sent } = fakeRedis((commands) => commands.map((): [null, string] => [null, '1-0']));
+    const sink = new RedisStreamSink({ client: Object.assign(client, { options: { enableAutoPipelining: true } }) });
+    await sink.attach(attachContext);
+    await expect(sink.write([log(), { ...log(), id: 'dw-2' }], { signal: signal(), attempt: 1 })).resolves.toBeUndefined();
+    expect(sent).toHaveLength(1);
+    expect(client.stream.corked).toBe(0);
   });
 
   it('sends nothing while the client is not connected (no offline-queue copies)', async () => {

@@ -60,6 +60,19 @@ function piecesOf(parts: ReadonlyArray<{ values: readonly Entry[]; indexes: read
 const answered = (reply: unknown): [null, unknown] => [null, reply];
 const refused = (error: unknown): [Error, null] => [error instanceof Error ? error : new Error(errorMessage(error)), null];
 
+/**
+ * Whether the client was created with `enableAutoPipelining`: its commands issued one by one would be
+ * put in an ioredis pipeline of its own and sent on a later turn (after the sink checked the
+ * connection), so the sink sends its own pipeline instead.
+ */
+function autoPipelined(redis: StreamRedis): boolean {
+  try {
+    return (redis as { options?: { enableAutoPipelining?: unknown } }).options?.enableAutoPipelining === true;
+  } catch {
+    return false;
+  }
+}
+
 /** The answer of an `XADD` the client threw on instead of sending (tried again later). */
 class NotSent extends Error {}
 
@@ -184,7 +197,7 @@ export class RedisStreamSink implements DeferredSink<SinkItem> {
     let failure: unknown;
     try {
       // a throw here must fail these entries, not leave them unanswered (counted delivered)
-      replies = isStreamCluster(redis) ? await this.pipelined(redis, entries, head) : await this.corked(redis, entries, head);
+      replies = isStreamCluster(redis) || autoPipelined(redis) ? await this.pipelined(redis, entries, head) : await this.corked(redis, entries, head);
     } catch (error) {
       failure = error;
     }
@@ -238,7 +251,7 @@ export class RedisStreamSink implements DeferredSink<SinkItem> {
     return Promise.all(calls);
   }
 
-  /** One pipeline of `XADD`s (a Cluster's, for the entries of one node group). */
+  /** One pipeline of `XADD`s (a Cluster's, for the entries of one node group; or an auto-pipelining client's). */
   private async pipelined(redis: StreamRedis, entries: readonly Entry[], head: readonly string[]): Promise<Array<[Error | null, unknown]> | null> {
     const pipeline = redis.pipeline();
     // ioredis flattens array arguments (one level): the stream, the head and the fields make one XADD
