@@ -1,5 +1,5 @@
 import { Controller, Get, Param } from '@nestjs/common';
-import type { Cluster } from 'ioredis';
+import { type Cluster, Command } from 'ioredis';
 import { AfterResponse, Deferred, type DeferredScope, DeferredWork, DeferredWorkModule, type LogItem } from 'nestjs-deferred-work';
 import { RedisStreamSink } from 'nestjs-deferred-work/redis-streams';
 import { eventually } from '../support/eventually';
@@ -71,6 +71,45 @@ describe.each(platforms)('RedisStreamSink on a Redis Cluster ($name)', (platform
         expect(payloads.map((p) => p.fields.mark).sort()).toEqual([...marks].sort());
         expect(payloads.every((p) => p.fields.node === node)).toBe(true);
       }
+    } finally {
+      await started.close();
+      client.disconnect();
+    }
+  });
+
+  it('a Cluster client with a keyPrefix: entries grouped by the slots of the prefixed keys, each written once', async () => {
+    // three streams on one node unprefixed, on three nodes once prefixed: grouped by the wrong slots,
+    // their entries would share a pipeline ioredis refuses
+    const per = Math.ceil(16384 / 3);
+    const nodeOf = (key: string) => Math.floor(new Command('xadd', [key]).getSlot()! / per);
+    const streams: string[] = [];
+    for (let n = 0; streams.length < 3 && n < 20_000; n++) {
+      const key = `dw-prefixed-${platform.name}-${process.pid}-${n}`;
+      if (streams.length === 0) streams.push(key);
+      else if (nodeOf(key) === nodeOf(streams[0]) && !streams.some((s) => nodeOf(`app:${s}`) === nodeOf(`app:${key}`))) streams.push(key);
+    }
+    expect(streams).toHaveLength(3);
+    const client = cluster.client({ clusterRetryStrategy: () => 50, keyPrefix: 'app:' });
+    // the premise: through this client, one pipeline holding two of these streams is refused
+    await expect(client.pipeline().xadd(streams[0], '*', 'f', 'v').xadd(streams[1], '*', 'f', 'v').exec()).rejects.toThrow('same slots allocation group');
+    const started = await startApp(platform, {
+      imports: [
+        DeferredWorkModule.forRoot({
+          sinks: [new RedisStreamSink({ stream: (item) => streams[Number((item as LogItem).fields?.node)] })],
+          sinkOptions: { 'redis-streams': { flushIntervalMs: 5, initialBackoffMs: 50, maxAttempts: 3 } },
+        }),
+      ],
+      controllers: [FanOutController],
+      providers: [{ provide: 'REDIS', useValue: client }],
+    });
+    const work = started.app.get(DeferredWork);
+    try {
+      await eventually(() => expect(client.status).toBe('ready'), 10_000);
+      const statuses = await load(started.url, range(0, 20).map((i) => `/fan-out/p${i}`), 4);
+      expect(statuses.every((s) => s === 200)).toBe(true);
+      await eventually(async () => expect(work.stats().sinks['redis-streams']).toMatchObject({ accepted: 60, pending: 0 }), 15_000);
+      expect(work.stats().sinks['redis-streams']).toMatchObject({ delivered: 60, deadLettered: 0, failedWrites: 0 });
+      for (const stream of streams) expect(await admin.xlen(`app:${stream}`)).toBe(20);
     } finally {
       await started.close();
       client.disconnect();

@@ -51,7 +51,7 @@ export async function findStreamRedis(context: SinkAttachContext, client: unknow
 /** What the sink uses of the `ioredis` package: `Redis` (a connection of its own), `Command` (a key's hash slot). */
 interface Ioredis {
   Redis: new (arg: unknown) => StreamRedis;
-  Command: new (name: string, args: string[]) => { getSlot(): number | null };
+  Command: new (name: string, args: string[], options?: { keyPrefix?: string }) => { getSlot(): number | null };
 }
 
 /** Loads `ioredis` (an optional peer), or fails the bootstrap saying how to install it. */

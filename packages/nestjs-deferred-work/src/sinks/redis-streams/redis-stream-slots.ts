@@ -17,11 +17,23 @@ export type SlotOf = (key: string) => number;
 
 /**
  * The slot function of the ioredis the app's `Cluster` comes from: `Command#getSlot()` (the
- * `cluster-key-slot` ioredis routes with), so the sink groups keys exactly as ioredis will check them.
+ * `cluster-key-slot` ioredis routes with), of the key as the client sends it (with the client's
+ * `keyPrefix`), so the sink groups keys exactly as ioredis will check them.
  */
-export async function loadSlotOf(label: string): Promise<SlotOf> {
+export async function loadSlotOf(label: string, keyPrefix?: string): Promise<SlotOf> {
   const { Command } = await loadIoredis(label);
-  return (key) => new Command('xadd', [key]).getSlot() ?? 0;
+  const options = keyPrefix ? { keyPrefix } : {};
+  return (key) => new Command('xadd', [key], options).getSlot() ?? 0;
+}
+
+/** The `keyPrefix` a client was created with (ioredis puts it before every key it sends). */
+export function keyPrefixOf(client: unknown): string | undefined {
+  try {
+    const prefix = (client as { options?: { keyPrefix?: unknown } }).options?.keyPrefix;
+    return typeof prefix === 'string' && prefix !== '' ? prefix : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**

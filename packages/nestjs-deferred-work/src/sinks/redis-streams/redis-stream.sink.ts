@@ -14,7 +14,7 @@ import { redisState } from '../kit/redis-state';
 import { WriteProgress } from '../kit/write-progress';
 import { findStreamRedis, type StreamRedis } from './redis-stream-clients';
 import { defaultFields, defaultFieldArgs, type Trim, xaddHead } from './redis-stream-entries';
-import { isStreamCluster, loadSlotOf, SlotGroups, type SlotOf } from './redis-stream-slots';
+import { isStreamCluster, keyPrefixOf, loadSlotOf, SlotGroups, type SlotOf } from './redis-stream-slots';
 import { checkRedisStreamSinkOptions } from './redis-stream-sink.checks';
 import { REDIS_STREAM_PROCESSOR_DEFAULTS, type RedisStreamSinkOptions } from './redis-stream-sink.options';
 
@@ -133,7 +133,7 @@ export class RedisStreamSink implements DeferredSink<SinkItem> {
     this.redis = found.redis;
     this.own = found.own;
     if (!this.own) context.holdOpen(this.redis as unknown as object);
-    if (isStreamCluster(this.redis)) this.slotOf = await loadSlotOf(this.label);
+    if (isStreamCluster(this.redis)) this.slotOf = await loadSlotOf(this.label, keyPrefixOf(this.redis));
   }
 
   /** Refuses, when it is deferred, an item whose entry cannot be built (a stream key that is not a string, fields that are not strings). */
