@@ -103,6 +103,29 @@ describe('BullMqSink', () => {
     expect([...mail.stored.values()].map((j) => j.name)).toEqual(['a', 'b', 'c', 'd']);
   });
 
+  it('a connected client with a socket: three or more jobs as single adds, its socket corked until the next turn (one write), each outcome its own', async () => {
+    const mail = new FakeQueue('mail');
+    mail.refuse.add('poison');
+    const calls: string[] = [];
+    Object.assign(mail, { stream: { cork: () => void calls.push('cork'), uncork: () => void calls.push('uncork') } });
+    const add = mail.add.bind(mail);
+    mail.add = async (name, data, opts) => {
+      calls.push(`add ${name}`);
+      return add(name, data, opts);
+    };
+    const sink = new BullMqSink({ queues: [mail as never] });
+    await sink.write([job('mail', 'warm-up')], ctx()); // the client is known from now on
+    calls.length = 0;
+    const result = (await sink.write([job('mail', 'b'), job('mail', 'poison'), job('mail', 'd')], ctx())) as SinkWriteResult;
+    expect(mail.bulkCalls).toBe(0);
+    expect(calls.slice(0, 4)).toEqual(['cork', 'add b', 'add poison', 'add d']);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(calls.at(-1)).toBe('uncork');
+    expect(calls.filter((c) => c === 'uncork')).toHaveLength(1);
+    expect(result.failed).toEqual([expect.objectContaining({ index: 1 })]);
+    expect([...mail.stored.values()].map((j) => j.name)).toEqual(['warm-up', 'b', 'd']);
+  });
+
   it('fails both single adds as retryable when an add fails and Redis is no longer up', async () => {
     const mail = new FakeQueue('mail');
     const sink = new BullMqSink({ queues: [mail as never] });

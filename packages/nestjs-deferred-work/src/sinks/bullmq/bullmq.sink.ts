@@ -3,6 +3,7 @@ import { SinkWriteError } from '../../core/errors/sink-write.error';
 import type { JobItem, SinkItem } from '../../core/items/deferred-item.interface';
 import type { SinkProcessorOptions } from '../../core/sink.interface';
 import { isolate } from '../kit/isolate';
+import { hasCorkableSocket, inOneSocketWriteByNextTurn } from '../kit/one-socket-write';
 import { itemId } from '../kit/item-id';
 import { redisReply } from '../kit/redis-errors';
 import { redisState } from '../kit/redis-state';
@@ -40,15 +41,16 @@ interface ClientHolder {
 }
 
 /**
- * Delivers `job` items to BullMQ queues (`@nestjs/bullmq`): one `queue.addBulk` per queue per batch,
- * reusing the queues the app registered with `BullModule.registerQueue` (looked up through
- * `moduleRef`) or the `Queue` instances it was given.
+ * Delivers `job` items to BullMQ queues (`@nestjs/bullmq`): a batch's jobs for a queue in one socket
+ * write — one `queue.add` each with the connected client's socket corked for the turn, or, before the
+ * client has connected, one `queue.addBulk` per 32 jobs — reusing the queues the app registered with
+ * `BullModule.registerQueue` (looked up through `moduleRef`) or the `Queue` instances it was given.
  *
- * BullMQ's `addBulk` sends its jobs in a pipeline, not a MULTI: when it throws, some jobs of the call
- * may already be in Redis. So every job carries a stable `jobId` — the one given, or the item's own
- * id, the same on every retry and replay — and a retried batch cannot add a job twice. When
- * `addBulk` throws while Redis is up, the sink adds the jobs one by one to find which were refused,
- * and only those are retried. Nothing is sent while Redis is not connected (no ioredis offline-queue
+ * Some jobs of a batch may be in Redis when it fails part-way (BullMQ's `addBulk` is a pipeline, not a
+ * MULTI). So every job carries a stable `jobId` — the one given, or the item's own id, the same on
+ * every retry and replay — and a retried batch cannot add a job twice. Each job's outcome is its own;
+ * when `addBulk` throws while Redis is up, the sink adds the jobs one by one to find which were
+ * refused, and only those are retried. Nothing is sent while Redis is not connected (no ioredis offline-queue
  * duplicates). Job options are checked when the item is deferred, with BullMQ's own rules.
  */
 export class BullMqSink extends QueueSink<BullMqQueueLike, BullMqBulkJob> {
@@ -107,6 +109,13 @@ export class BullMqSink extends QueueSink<BullMqQueueLike, BullMqBulkJob> {
 
   protected async addJobs(queue: BullMqQueueLike, jobs: BullMqBulkJob[], signal: AbortSignal): Promise<ReadonlyArray<BullMqJobResult>> {
     if (jobs.length <= SINGLE_ADDS_UP_TO) return this.addSingly(queue, jobs, signal);
+    // A connected ioredis client: single adds with its socket corked for the turn — one socket write,
+    // as addBulk's pipeline, without the pipeline (whose instances outlive young-generation
+    // collections, with every job in them: see inOneSocketWrite). Measured without HTTP (batches of
+    // 30 jobs every 5 ms): 42–63 µs of CPU a job against 54–95 for addBulk, 20–25 ms of GC a second
+    // against 71–95.
+    const client = this.connectedClient(queue);
+    if (client && hasCorkableSocket(client)) return inOneSocketWriteByNextTurn(client, () => this.addSingly(queue, jobs, signal));
     // One addBulk (a pipeline). When it fails part of it may be in Redis: with Redis up, each job is
     // added alone (their ids make the ones already added no-ops) to learn which were refused; with
     // Redis down, every job of the part fails as it is (retried later, nothing parked offline).
@@ -155,6 +164,17 @@ export class BullMqSink extends QueueSink<BullMqQueueLike, BullMqBulkJob> {
     const id = (outcome as { id?: unknown } | null | undefined)?.id;
     if (id !== null && id !== undefined) return undefined;
     return new SinkWriteError(`BullMQ queue "${queueName}": job "${job.name}" (${job.opts.jobId}) came back without an id; it will be retried.`);
+  }
+
+  /** The queue's Redis client once it has resolved (read synchronously), else `undefined`. */
+  private connectedClient(queue: BullMqQueueLike): { status?: string; stream?: unknown } | undefined {
+    try {
+      const holder = queue as BullMqQueueLike & ClientHolder;
+      const pending = holder.backend?.client ?? holder.client;
+      return pending ? this.clients.get(pending) : undefined;
+    } catch {
+      return undefined;
+    }
   }
 
   /**

@@ -8,6 +8,22 @@ interface Corkable {
   uncork(): void;
 }
 
+/** The client's socket, when it has one that can be corked. */
+function socketOf(client: CorkableClient): Corkable | undefined {
+  let stream: unknown;
+  try {
+    stream = client.stream;
+  } catch {
+    return undefined;
+  }
+  return corkable(stream) ? stream : undefined;
+}
+
+/** Whether the client has a socket `inOneSocketWrite` and `inOneSocketWriteByNextTurn` can cork. */
+export function hasCorkableSocket(client: CorkableClient | null | undefined): boolean {
+  return client !== null && client !== undefined && socketOf(client) !== undefined;
+}
+
 function corkable(stream: unknown): stream is Corkable {
   const s = stream as Partial<Corkable> | null | undefined;
   return typeof s?.cork === 'function' && typeof s.uncork === 'function';
@@ -27,17 +43,29 @@ function corkable(stream: unknown): stream is Corkable {
  * double, an ioredis `Cluster`) has its commands sent as it sends them.
  */
 export function inOneSocketWrite<T>(client: CorkableClient, send: () => T): T {
-  let stream: unknown;
-  try {
-    stream = client.stream;
-  } catch {
-    stream = undefined;
-  }
-  if (!corkable(stream)) return send();
+  const stream = socketOf(client);
+  if (!stream) return send();
   stream.cork();
   try {
     return send();
   } finally {
     stream.uncork();
+  }
+}
+
+/**
+ * Like `inOneSocketWrite`, for calls that issue their commands a few microtasks later (a BullMQ
+ * `queue.add` awaits before it sends its script): the socket stays corked until the next turn of the
+ * event loop (`setImmediate`), whatever `send` does, so every command issued meanwhile leaves in one
+ * write. Other commands on the same connection in that turn wait for it too.
+ */
+export function inOneSocketWriteByNextTurn<T>(client: CorkableClient, send: () => T): T {
+  const stream = socketOf(client);
+  if (!stream) return send();
+  stream.cork();
+  try {
+    return send();
+  } finally {
+    setImmediate(() => stream.uncork());
   }
 }
