@@ -127,7 +127,7 @@ describe('BullSink', () => {
       [1, true],
       [2, true],
     ]);
-    expect(String(result.failed?.[0].error)).toMatch(/queue "mail": addBulk failed: READONLY/);
+    expect(String(result.failed?.[0].error)).toMatch(/queue "mail": adding the jobs failed: READONLY/);
     expect(audit.calls).toHaveLength(1);
   });
 

@@ -182,7 +182,7 @@ export abstract class QueueSink<Q extends NamedQueue, J> implements DeferredSink
     } catch (error) {
       if (signal.aborted) throw signal.reason;
       if ((await this.connectionState(queue)) === 'closed') return all(this.unavailable(queue.name, 'closed'));
-      const message = `${this.flavor.library} queue "${queue.name}": ${this.flavor.addMethod} failed: ${errorMessage(error)}`;
+      const message = `${this.flavor.library} queue "${queue.name}": adding the jobs failed: ${errorMessage(error)}`;
       return all({ error: new SinkWriteError(message, { cause: error }), retryable: true });
     }
     const failed: SinkItemFailure[] = [];
