@@ -40,6 +40,16 @@ interface ClientHolder {
   client?: Promise<{ status?: string }>;
 }
 
+/** The queue's client promise (`backend.client` or `client`), or `undefined` when there is none to read. */
+function pendingClient(queue: BullMqQueueLike): Promise<{ status?: string; stream?: unknown }> | undefined {
+  try {
+    const holder = queue as BullMqQueueLike & ClientHolder;
+    return holder.backend?.client ?? holder.client;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * Delivers `job` items to BullMQ queues (`@nestjs/bullmq`): a batch's jobs for a queue in one socket
  * write — one `queue.add` each with the connected client's socket corked for the turn, or, before the
@@ -168,13 +178,8 @@ export class BullMqSink extends QueueSink<BullMqQueueLike, BullMqBulkJob> {
 
   /** The queue's Redis client once it has resolved (read synchronously), else `undefined`. */
   private connectedClient(queue: BullMqQueueLike): { status?: string; stream?: unknown } | undefined {
-    try {
-      const holder = queue as BullMqQueueLike & ClientHolder;
-      const pending = holder.backend?.client ?? holder.client;
-      return pending ? this.clients.get(pending) : undefined;
-    } catch {
-      return undefined;
-    }
+    const pending = pendingClient(queue);
+    return pending ? this.clients.get(pending) : undefined;
   }
 
   /**
@@ -183,14 +188,8 @@ export class BullMqSink extends QueueSink<BullMqQueueLike, BullMqBulkJob> {
    */
   protected connectionState(queue: BullMqQueueLike): QueueState | Promise<QueueState> {
     if (queue.closing) return 'closed';
-    const holder = queue as BullMqQueueLike & ClientHolder;
-    let pending: Promise<{ status?: string }> | undefined;
-    try {
-      pending = holder.backend?.client ?? holder.client;
-    } catch {
-      return 'up'; // nothing to read: let the add tell
-    }
-    if (!pending) return 'up';
+    const pending = pendingClient(queue);
+    if (!pending) return 'up'; // nothing to read: let the add tell
     const known = this.clients.get(pending);
     if (known) return redisState(known); // no timer, no promise: a write's usual case
     return this.firstConnectionState(pending);
