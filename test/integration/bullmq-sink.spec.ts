@@ -87,6 +87,19 @@ class JobsController {
   }
 }
 
+/** The qualified name of the test app's queue (its prefix included), as BullMQ's `opts.parent.queue` takes it. */
+let parentQueue = '';
+
+@Controller()
+class FlowController {
+  @Get('child/:id/:parent')
+  @AfterResponse()
+  child(@Param('id') id: string, @Param('parent') parent: string, @Deferred() work: DeferredScope) {
+    work.job(QUEUE, 'confirm', { id }, parent === '-' ? undefined : { parent: { id: parent, queue: parentQueue } });
+    return { id };
+  }
+}
+
 interface BullMqApp {
   started: StartedApp;
   work: DeferredWork;
@@ -114,10 +127,11 @@ async function startBullMqApp(
         useFactory: (moduleRef: ModuleRef) => ({ sinks: [new BullMqSink({ moduleRef }), new MemorySink()], ...options.deferred }),
       }),
     ],
-    controllers: [JobsController],
+    controllers: [JobsController, FlowController],
     providers: [options.process === false ? NoProcessor : MailProcessor],
   });
   const queue = started.app.get<Queue>(getQueueToken(QUEUE));
+  parentQueue = `${prefix}:${QUEUE}`;
   return { started, work: started.app.get(DeferredWork), queue, prefix };
 }
 
@@ -245,6 +259,47 @@ describe('BullMQ sink: a batch that half-succeeds, and confusion with the Bull s
       expect(waiting.every((j) => /^dw-[0-9a-f-]{36}$/.test(String(j.id)))).toBe(true); // the items' own ids
     } finally {
       await app.started.close();
+    }
+  });
+
+  it('dead-letters at once, never retried nor counted as added, a job whose parent job does not exist; its batch goes through', async () => {
+    const app = await startBullMqApp(express, {
+      process: false,
+      deferred: { maxBatchSize: 10, flushIntervalMs: 50, sinkOptions: { bullmq: { maxAttempts: 50, initialBackoffMs: 20, maxBackoffMs: 50 } } },
+    });
+    try {
+      await app.queue.add('parent', {}, { jobId: 'parent-1' });
+      const statuses = await load(app.started.url, ['/child/a/-', '/child/orphan/no-such-parent', '/child/kid/parent-1'], 3);
+      expect(statuses).toEqual([200, 200, 200]);
+
+      if (!(await app.work.flush(5000))) throw notFlushed(app);
+      const stats = app.work.stats().sinks.bullmq;
+      expect(stats).toMatchObject({ accepted: 3, delivered: 2, pending: 0, deadLettered: 1, retried: 0 });
+      expect(stats.lastError).toMatch(/BullMQ refused job "confirm" \(dw-[0-9a-f-]+\): Missing key for parent job .*no-such-parent/);
+      expect(app.work.deadLetters()).toEqual([
+        expect.objectContaining({ reason: 'not-retryable', attempts: 1, item: expect.objectContaining({ data: { id: 'orphan' } }) }),
+      ]);
+      const waiting = await app.queue.getWaiting();
+      expect(waiting.map((j) => (j.data as { id?: string }).id ?? j.name).sort()).toEqual(['a', 'kid', 'parent']);
+      expect(waiting.find((j) => (j.data as { id?: string }).id === 'kid')?.parentKey).toBe(`${parentQueue}:parent-1`);
+    } finally {
+      await app.started.close();
+    }
+  });
+
+  it("BullMQ's addBulk (how the sink adds jobs through a client it cannot cork, e.g. a Cluster's) answers such a job with an error code for its id", async () => {
+    // What BullMqSink reads the addBulk path's outcome by: the job is not added, yet addBulk resolves.
+    const queue = new Queue(QUEUE, { connection: connection(), prefix: `${RUN}-codes` });
+    try {
+      const jobs = await queue.addBulk([
+        { name: 'a', data: {}, opts: { jobId: 'code-a' } },
+        { name: 'orphan', data: {}, opts: { jobId: 'code-orphan', parent: { id: 'no-such-parent', queue: `${RUN}-codes:${QUEUE}` } } },
+      ]);
+      expect(jobs.map((j) => j.id)).toEqual(['code-a', -5]);
+      expect(await queue.getJobCountByTypes('waiting')).toBe(1);
+    } finally {
+      await queue.obliterate({ force: true });
+      await queue.close();
     }
   });
 

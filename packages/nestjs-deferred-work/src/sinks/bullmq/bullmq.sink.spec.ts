@@ -8,6 +8,7 @@ class FakeQueue {
   readonly stored = new Map<string, BullMqBulkJob>();
   bulkCalls = 0;
   refuse = new Set<string>(); // job names Redis refuses
+  orphans = new Set<string>(); // job names whose parent job is missing: BullMQ's code -5 (addBulk) or its error (add)
   failBulkAfter: number | undefined; // addBulk stores this many jobs, then throws (a pipeline)
   hang = false; // add and addBulk never answer (a black-holed connection)
   status = 'ready';
@@ -18,13 +19,14 @@ class FakeQueue {
 
   async waitUntilReady(): Promise<void> {}
 
-  async addBulk(jobs: BullMqBulkJob[]): Promise<Array<{ id: string }>> {
+  async addBulk(jobs: BullMqBulkJob[]): Promise<Array<{ id: string | number }>> {
     this.bulkCalls++;
     if (this.hang) return new Promise(() => undefined);
-    const out: Array<{ id: string }> = [];
+    const out: Array<{ id: string | number }> = [];
     for (const [i, job] of jobs.entries()) {
       if (this.failBulkAfter !== undefined && i >= this.failBulkAfter) throw new Error('pipeline: WRONGTYPE');
-      out.push(await this.add(job.name, job.data, job.opts));
+      if (this.orphans.has(job.name)) out.push({ id: -5 });
+      else out.push(await this.add(job.name, job.data, job.opts));
     }
     return out;
   }
@@ -32,6 +34,7 @@ class FakeQueue {
   async add(name: string, data: unknown, opts: { jobId: string }): Promise<{ id: string }> {
     if (this.hang) return new Promise(() => undefined);
     if (this.refuse.has(name)) throw new Error(`WRONGTYPE for ${name}`);
+    if (this.orphans.has(name)) throw new Error('Missing key for parent job bull:flows:gone. addJob');
     if (!this.stored.has(opts.jobId)) this.stored.set(opts.jobId, { name, data, opts });
     return { id: opts.jobId };
   }
@@ -249,6 +252,20 @@ describe('BullMqSink', () => {
     const result = (await new BullMqSink({ queues: [mail as never] }).write(items, ctx())) as SinkWriteResult;
     expect(result.failed!.map((f) => f.index)).toEqual([40]);
     expect(mail.stored.size).toBe(69);
+  });
+
+  it('a job BullMQ refused (a missing parent) is not retryable, whether addBulk answered with its code or add threw', async () => {
+    const mail = new FakeQueue('mail');
+    mail.orphans.add('orphan');
+    const sink = new BullMqSink({ queues: [mail as never] });
+    const bulk = (await sink.write([job('mail', 'a'), job('mail', 'orphan'), job('mail', 'c')], ctx())) as SinkWriteResult;
+    expect(mail.bulkCalls).toBe(1);
+    expect(bulk.failed).toEqual([expect.objectContaining({ index: 1, error: expect.objectContaining({ retryable: false }) })]);
+    expect(String(bulk.failed![0].error)).toMatch(/BullMQ did not add job "orphan" \(dw-.*\): its parent job does not exist .*"bull:orders"/);
+    const single = (await sink.write([job('mail', 'orphan'), job('mail', 'd')], ctx())) as SinkWriteResult;
+    expect(single.failed).toEqual([expect.objectContaining({ index: 0, error: expect.objectContaining({ retryable: false }) })]);
+    expect(String(single.failed![0].error)).toMatch(/BullMQ refused job "orphan" \(dw-.*\): Missing key for parent job/);
+    expect([...mail.stored.values()].map((j) => j.name)).toEqual(['a', 'c', 'd']);
   });
 
   it('takes jobs only, and refuses Bull 4 queues naming the Bull sink', () => {

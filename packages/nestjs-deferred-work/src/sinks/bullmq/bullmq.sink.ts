@@ -11,6 +11,7 @@ import type { PackedJobData } from '../queue/packed-jobs';
 import { QueueSink } from '../queue/queue-sink';
 import type { QueueState } from '../queue/queue-sink.options';
 import { bullMqOptionsProblem } from './bullmq-job-options';
+import { isAddRefusal, refusedJobId } from './bullmq-refusals';
 import {
   BULLMQ_PROCESSOR_DEFAULTS,
   BULLMQ_SINK_NAME,
@@ -129,13 +130,19 @@ export class BullMqSink extends QueueSink<BullMqQueueLike, BullMqBulkJob> {
     // One addBulk (a pipeline). When it fails part of it may be in Redis: with Redis up, each job is
     // added alone (their ids make the ones already added no-ops) to learn which were refused; with
     // Redis down, every job of the part fails as it is (retried later, nothing parked offline).
-    const outcomes = await isolate(jobs, (part) => queue.addBulk(part), {
+    // addBulk returns a job BullMQ refused with an error code for its id: kept to be read per job.
+    const ids = new Map<BullMqBulkJob, unknown>();
+    const addBulk = async (part: BullMqBulkJob[]) => {
+      const added = await queue.addBulk(part);
+      part.forEach((job, k) => ids.set(job, added?.[k]?.id));
+    };
+    const outcomes = await isolate(jobs, addBulk, {
       signal,
       split: 'singles',
       sendOne: (job) => queue.add(job.name, job.data, job.opts),
       splits: async () => (await this.connectionState(queue)) === 'up',
     });
-    return outcomes.map((error) => (error === undefined ? { id: true } : { error }));
+    return outcomes.map((error, k) => (error === undefined ? { id: ids.has(jobs[k]) ? ids.get(jobs[k]) : true } : { error }));
   }
 
   /**
@@ -162,6 +169,12 @@ export class BullMqSink extends QueueSink<BullMqQueueLike, BullMqBulkJob> {
 
   protected jobNotAdded(queueName: string, job: BullMqBulkJob, result: unknown): SinkWriteError | undefined {
     const outcome = result as BullMqJobResult;
+    if (outcome && 'error' in outcome && isAddRefusal(outcome.error)) {
+      return new SinkWriteError(`BullMQ queue "${queueName}": BullMQ refused job "${job.name}" (${job.opts.jobId}): ${errorMessage(outcome.error)}`, {
+        cause: outcome.error,
+        retryable: false,
+      });
+    }
     if (outcome && 'error' in outcome) {
       // Redis's own reply says whether sending it again can help (WRONGTYPE, ERR: no; OOM, LOADING: yes).
       const { code, retryable } = redisReply(outcome.error);
@@ -172,6 +185,8 @@ export class BullMqSink extends QueueSink<BullMqQueueLike, BullMqBulkJob> {
       });
     }
     const id = (outcome as { id?: unknown } | null | undefined)?.id;
+    const refused = refusedJobId(id);
+    if (refused) return new SinkWriteError(`BullMQ queue "${queueName}": BullMQ did not add job "${job.name}" (${job.opts.jobId}): ${refused}.`, { retryable: false });
     if (id !== null && id !== undefined) return undefined;
     return new SinkWriteError(`BullMQ queue "${queueName}": job "${job.name}" (${job.opts.jobId}) came back without an id; it will be retried.`);
   }
