@@ -1,5 +1,5 @@
 import { BullModule, getQueueToken, OnWorkerEvent, Processor, WorkerHost } from '@nestjs/bullmq';
-import { Controller, Get, Injectable, Param } from '@nestjs/common';
+import { Controller, Get, Injectable, Param, Query } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { Test } from '@nestjs/testing';
 import { type Job, Queue } from 'bullmq';
@@ -92,11 +92,22 @@ let parentQueue = '';
 
 @Controller()
 class FlowController {
+  /** A job, as the child of `parent` unless it is `-`, under `jobId` when one is given. */
   @Get('child/:id/:parent')
   @AfterResponse()
-  child(@Param('id') id: string, @Param('parent') parent: string, @Deferred() work: DeferredScope) {
-    work.job(QUEUE, 'confirm', { id }, parent === '-' ? undefined : { parent: { id: parent, queue: parentQueue } });
+  child(@Param('id') id: string, @Param('parent') parent: string, @Query('jobId') jobId: string | undefined, @Deferred() work: DeferredScope) {
+    work.job(QUEUE, 'confirm', { id }, { ...(parent === '-' ? {} : { parent: { id: parent, queue: parentQueue } }), ...(jobId ? { jobId } : {}) });
     return { id };
+  }
+
+  /** Three jobs in one request (one batch): one without a parent, one whose parent comes late, one whose parent never comes. */
+  @Get('family')
+  @AfterResponse()
+  family(@Deferred() work: DeferredScope) {
+    work.job(QUEUE, 'confirm', { id: 'a' });
+    work.job(QUEUE, 'confirm', { id: 'late' }, { parent: { id: 'parent-late', queue: parentQueue } });
+    work.job(QUEUE, 'confirm', { id: 'orphan' }, { parent: { id: 'no-such-parent', queue: parentQueue } });
+    return { ok: true };
   }
 }
 
@@ -262,28 +273,76 @@ describe('BullMQ sink: a batch that half-succeeds, and confusion with the Bull s
     }
   });
 
-  it('dead-letters at once, never retried nor counted as added, a job whose parent job does not exist; its batch goes through', async () => {
+  it('a job whose parent is not in Redis is retried, never counted added, and dead-lettered when its attempts run out; one whose jobId exists under another parent at once', async () => {
     const app = await startBullMqApp(express, {
       process: false,
-      deferred: { maxBatchSize: 10, flushIntervalMs: 50, sinkOptions: { bullmq: { maxAttempts: 50, initialBackoffMs: 20, maxBackoffMs: 50 } } },
+      deferred: { maxBatchSize: 10, flushIntervalMs: 50, sinkOptions: { bullmq: { maxAttempts: 3, initialBackoffMs: 20, maxBackoffMs: 50 } } },
     });
     try {
       await app.queue.add('parent', {}, { jobId: 'parent-1' });
-      const statuses = await load(app.started.url, ['/child/a/-', '/child/orphan/no-such-parent', '/child/kid/parent-1'], 3);
-      expect(statuses).toEqual([200, 200, 200]);
+      await app.queue.add('parent', {}, { jobId: 'parent-2' });
+      await app.queue.add('confirm', { id: 'first' }, { jobId: 'taken-1', parent: { id: 'parent-2', queue: parentQueue } });
+      const statuses = await load(app.started.url, ['/child/a/-', '/child/orphan/no-such-parent', '/child/kid/parent-1', '/child/taken/parent-1?jobId=taken-1'], 4);
+      expect(statuses).toEqual([200, 200, 200, 200]);
 
       if (!(await app.work.flush(5000))) throw notFlushed(app);
       const stats = app.work.stats().sinks.bullmq;
-      expect(stats).toMatchObject({ accepted: 3, delivered: 2, pending: 0, deadLettered: 1, retried: 0 });
-      expect(stats.lastError).toMatch(/BullMQ refused job "confirm" \(dw-[0-9a-f-]+\): Missing key for parent job .*no-such-parent/);
-      expect(app.work.deadLetters()).toEqual([
-        expect.objectContaining({ reason: 'not-retryable', attempts: 1, item: expect.objectContaining({ data: { id: 'orphan' } }) }),
-      ]);
+      expect(stats).toMatchObject({ accepted: 4, delivered: 2, pending: 0, deadLettered: 2, retried: 2 });
+      const letters = app.work.deadLetters();
+      expect(letters).toHaveLength(2);
+      expect(letters).toEqual(
+        expect.arrayContaining([
+          expect.objectContaining({ reason: 'attempts-exhausted', code: 'ParentJobNotExist', attempts: 3, item: expect.objectContaining({ data: { id: 'orphan' } }) }),
+          expect.objectContaining({ reason: 'not-retryable', code: 'ParentJobCannotBeReplaced', attempts: 1, item: expect.objectContaining({ data: { id: 'taken' } }) }),
+        ]),
+      );
+      expect(String(letters.find((l) => l.code === 'ParentJobNotExist')?.error)).toMatch(/BullMQ did not add job "confirm" \(dw-[0-9a-f-]+\): its parent job is not in Redis \(yet\).*Missing key for parent job .*no-such-parent/);
       const waiting = await app.queue.getWaiting();
-      expect(waiting.map((j) => (j.data as { id?: string }).id ?? j.name).sort()).toEqual(['a', 'kid', 'parent']);
+      expect(waiting.map((j) => (j.data as { id?: string }).id ?? j.name).sort()).toEqual(['a', 'first', 'kid', 'parent', 'parent']);
       expect(waiting.find((j) => (j.data as { id?: string }).id === 'kid')?.parentKey).toBe(`${parentQueue}:parent-1`);
     } finally {
       await app.started.close();
+    }
+  });
+
+  it('through addBulk (a client the sink cannot cork): the job whose parent arrives late is added on a retry, the orphan dead-lettered, none counted added before it was', async () => {
+    const prefix = `${RUN}-bulk`;
+    const queue = new Queue(QUEUE, { connection: connection(), prefix });
+    let bulkCalls = 0;
+    // The queue as the sink sees one on a Cluster or another backend: no client to cork, so addBulk.
+    const bare = {
+      name: QUEUE,
+      add: (name: string, data: unknown, opts: object) => queue.add(name, data, opts),
+      addBulk: (jobs: Parameters<Queue['addBulk']>[0]) => (bulkCalls++, queue.addBulk(jobs)),
+      waitUntilReady: () => queue.waitUntilReady(),
+    };
+    const app = await startBullMqApp(express, {
+      process: false,
+      deferred: {
+        sinks: [new BullMqSink({ queues: [bare as never] }), new MemorySink()],
+        sinkOptions: { bullmq: { maxAttempts: 4, initialBackoffMs: 200, maxBackoffMs: 200 } },
+      },
+    });
+    parentQueue = `${prefix}:${QUEUE}`;
+    try {
+      expect(await load(app.started.url, ['/family'], 1)).toEqual([200]);
+      await eventually(() => expect(app.work.stats().sinks.bullmq.retried).toBeGreaterThan(0), 5000);
+      expect(bulkCalls).toBe(1);
+      expect(app.work.stats().sinks.bullmq).toMatchObject({ accepted: 3, delivered: 1 }); // the two children are not counted
+      await queue.add('parent', {}, { jobId: 'parent-late' });
+
+      if (!(await app.work.flush(10_000))) throw notFlushed(app);
+      expect(app.work.stats().sinks.bullmq).toMatchObject({ accepted: 3, delivered: 2, pending: 0, deadLettered: 1 });
+      expect(app.work.deadLetters()).toEqual([
+        expect.objectContaining({ reason: 'attempts-exhausted', code: 'ParentJobNotExist', attempts: 4, item: expect.objectContaining({ data: { id: 'orphan' } }) }),
+      ]);
+      const waiting = await queue.getWaiting();
+      expect(waiting.map((j) => (j.data as { id?: string }).id ?? j.name).sort()).toEqual(['a', 'late', 'parent']);
+      expect(waiting.find((j) => (j.data as { id?: string }).id === 'late')?.parentKey).toBe(`${parentQueue}:parent-late`);
+    } finally {
+      await app.started.close();
+      await queue.obliterate({ force: true });
+      await queue.close();
     }
   });
 

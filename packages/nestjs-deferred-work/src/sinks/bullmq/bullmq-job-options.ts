@@ -6,7 +6,7 @@ import type { DeferredItemOptions, DeferredJobOptions } from '../../core/items/d
  * `work.job('mail', 'send', data, bullMqJob({ jobId: 'order-42', priority: 1, removeOnComplete: 100 }))`.
  * Adds nothing at run time; `when` and `sink` may be given too.
  */
-export function bullMqJob(opts: Omit<JobsOptions, 'repeat' | 'parent'> & DeferredItemOptions): DeferredJobOptions {
+export function bullMqJob(opts: Omit<JobsOptions, 'repeat'> & DeferredItemOptions): DeferredJobOptions {
   return opts as DeferredJobOptions;
 }
 
@@ -21,7 +21,7 @@ const PRIORITY_LIMIT = 2_097_152;
  */
 export function bullMqOptionsProblem(opts: DeferredJobOptions | undefined): string | undefined {
   if (!opts) return undefined;
-  const { jobId, priority, repeat, debounce, deduplication, backoff, delay, attempts } = opts as Record<string, unknown>;
+  const { jobId, priority, repeat, debounce, deduplication, backoff, delay, attempts, parent } = opts as Record<string, unknown>;
   if (jobId !== undefined) {
     if (typeof jobId !== 'string' || jobId === '') return `jobId must be a non-empty string (got ${JSON.stringify(jobId)})`;
     if (jobId.includes(':')) return `jobId "${jobId}" contains ":", which BullMQ refuses ("Custom Id cannot contain :"); use another separator, e.g. "order-42" or "order_42"`;
@@ -37,5 +37,12 @@ export function bullMqOptionsProblem(opts: DeferredJobOptions | undefined): stri
   if (typeof jitter === 'number' && (jitter < 0 || jitter > 1)) return `backoff.jitter must be between 0 and 1 (got ${jitter})`;
   if (delay !== undefined && (typeof delay !== 'number' || !(delay >= 0))) return `delay must be a number of milliseconds >= 0 (got ${String(delay)})`;
   if (attempts !== undefined && (!Number.isInteger(attempts) || (attempts as number) < 1)) return `attempts must be a whole number >= 1 (got ${String(attempts)})`;
+  if (parent !== undefined) {
+    const { id, queue } = (parent ?? {}) as { id?: unknown; queue?: unknown };
+    if (typeof id !== 'string' || id === '') return `parent.id must be the parent job's id, a non-empty string (got ${JSON.stringify(id)})`;
+    if (typeof queue !== 'string' || !queue.includes(':')) {
+      return `parent.queue must be the parent queue's qualified name, its prefix included, e.g. "bull:orders" for the queue "orders" (got ${JSON.stringify(queue)})`;
+    }
+  }
   return undefined;
 }

@@ -9,6 +9,8 @@ class FakeQueue {
   bulkCalls = 0;
   refuse = new Set<string>(); // job names Redis refuses
   orphans = new Set<string>(); // job names whose parent job is missing: BullMQ's code -5 (addBulk) or its error (add)
+  reparented = new Set<string>(); // job names whose jobId exists under another parent: BullMQ's code -7
+  codesAsText = false; // addBulk answers codes as text, as BullMQ 6's PostgreSQL backend does
   failBulkAfter: number | undefined; // addBulk stores this many jobs, then throws (a pipeline)
   hang = false; // add and addBulk never answer (a black-holed connection)
   status = 'ready';
@@ -25,7 +27,8 @@ class FakeQueue {
     const out: Array<{ id: string | number }> = [];
     for (const [i, job] of jobs.entries()) {
       if (this.failBulkAfter !== undefined && i >= this.failBulkAfter) throw new Error('pipeline: WRONGTYPE');
-      if (this.orphans.has(job.name)) out.push({ id: -5 });
+      const code = this.orphans.has(job.name) ? -5 : this.reparented.has(job.name) ? -7 : undefined;
+      if (code !== undefined) out.push({ id: this.codesAsText ? String(code) : code });
       else out.push(await this.add(job.name, job.data, job.opts));
     }
     return out;
@@ -34,7 +37,8 @@ class FakeQueue {
   async add(name: string, data: unknown, opts: { jobId: string }): Promise<{ id: string }> {
     if (this.hang) return new Promise(() => undefined);
     if (this.refuse.has(name)) throw new Error(`WRONGTYPE for ${name}`);
-    if (this.orphans.has(name)) throw new Error('Missing key for parent job bull:flows:gone. addJob');
+    if (this.orphans.has(name)) throw Object.assign(new Error('Missing key for parent job bull:flows:gone. addJob'), { code: -5 });
+    if (this.reparented.has(name)) throw Object.assign(new Error('The parent job bull:flows:other cannot be replaced. addJob'), { code: -7 });
     if (!this.stored.has(opts.jobId)) this.stored.set(opts.jobId, { name, data, opts });
     return { id: opts.jobId };
   }
@@ -254,18 +258,30 @@ describe('BullMqSink', () => {
     expect(mail.stored.size).toBe(69);
   });
 
-  it('a job BullMQ refused (a missing parent) is not retryable, whether addBulk answered with its code or add threw', async () => {
+  it('a job BullMQ did not add is never counted added: a missing parent retried, a jobId under another parent dead-lettered, whether addBulk answered with a code or add threw', async () => {
     const mail = new FakeQueue('mail');
     mail.orphans.add('orphan');
+    mail.reparented.add('taken');
     const sink = new BullMqSink({ queues: [mail as never] });
-    const bulk = (await sink.write([job('mail', 'a'), job('mail', 'orphan'), job('mail', 'c')], ctx())) as SinkWriteResult;
+    const missing = expect.objectContaining({ retryable: true, code: 'ParentJobNotExist', message: expect.stringMatching(/BullMQ did not add job "orphan" \(dw-.*\): its parent job is not in Redis \(yet\).*"bull:orders"/) });
+    const taken = expect.objectContaining({ retryable: false, code: 'ParentJobCannotBeReplaced', message: expect.stringMatching(/BullMQ did not add job "taken" .*another parent/) });
+    const bulk = (await sink.write([job('mail', 'a'), job('mail', 'orphan'), job('mail', 'taken'), job('mail', 'c')], ctx())) as SinkWriteResult;
     expect(mail.bulkCalls).toBe(1);
-    expect(bulk.failed).toEqual([expect.objectContaining({ index: 1, error: expect.objectContaining({ retryable: false }) })]);
-    expect(String(bulk.failed![0].error)).toMatch(/BullMQ did not add job "orphan" \(dw-.*\): its parent job does not exist .*"bull:orders"/);
-    const single = (await sink.write([job('mail', 'orphan'), job('mail', 'd')], ctx())) as SinkWriteResult;
-    expect(single.failed).toEqual([expect.objectContaining({ index: 0, error: expect.objectContaining({ retryable: false }) })]);
-    expect(String(single.failed![0].error)).toMatch(/BullMQ refused job "orphan" \(dw-.*\): Missing key for parent job/);
-    expect([...mail.stored.values()].map((j) => j.name)).toEqual(['a', 'c', 'd']);
+    expect(bulk.failed).toEqual([expect.objectContaining({ index: 1, error: missing }), expect.objectContaining({ index: 2, error: taken })]);
+    mail.codesAsText = true;
+    const text = (await sink.write([job('mail', 'orphan'), job('mail', 'taken'), job('mail', 'e')], ctx())) as SinkWriteResult;
+    expect(text.failed).toEqual([expect.objectContaining({ index: 0, error: missing }), expect.objectContaining({ index: 1, error: taken })]);
+    const single = (await sink.write([job('mail', 'orphan'), job('mail', 'taken')], ctx())) as SinkWriteResult;
+    expect(mail.bulkCalls).toBe(2);
+    expect(single.failed).toEqual([expect.objectContaining({ index: 0, error: missing }), expect.objectContaining({ index: 1, error: taken })]);
+    expect([...mail.stored.values()].map((j) => j.name)).toEqual(['a', 'c', 'e']);
+  });
+
+  it('refuses a parent that is not { id, queue: "<prefix>:<name>" } when the job is deferred', () => {
+    const sink = new BullMqSink({ queues: [new FakeQueue('mail') as never] });
+    expect(() => sink.validate(job('mail', 'x', { parent: { id: 'p-1', queue: 'orders' } } as never))).toThrow(/parent.queue must be the parent queue's qualified name.*"bull:orders".*got "orders"/);
+    expect(() => sink.validate(job('mail', 'x', { parent: { queue: 'bull:orders' } } as never))).toThrow(/parent.id must be the parent job's id/);
+    expect(() => sink.validate(job('mail', 'x', { parent: { id: 'p-1', queue: 'bull:orders' } } as never))).not.toThrow();
   });
 
   it('takes jobs only, and refuses Bull 4 queues naming the Bull sink', () => {

@@ -11,7 +11,7 @@ import type { PackedJobData } from '../queue/packed-jobs';
 import { QueueSink } from '../queue/queue-sink';
 import type { QueueState } from '../queue/queue-sink.options';
 import { bullMqOptionsProblem } from './bullmq-job-options';
-import { isAddRefusal, refusedJobId } from './bullmq-refusals';
+import { addRefusal } from './bullmq-refusals';
 import {
   BULLMQ_PROCESSOR_DEFAULTS,
   BULLMQ_SINK_NAME,
@@ -169,10 +169,13 @@ export class BullMqSink extends QueueSink<BullMqQueueLike, BullMqBulkJob> {
 
   protected jobNotAdded(queueName: string, job: BullMqBulkJob, result: unknown): SinkWriteError | undefined {
     const outcome = result as BullMqJobResult;
-    if (outcome && 'error' in outcome && isAddRefusal(outcome.error)) {
-      return new SinkWriteError(`BullMQ queue "${queueName}": BullMQ refused job "${job.name}" (${job.opts.jobId}): ${errorMessage(outcome.error)}`, {
-        cause: outcome.error,
-        retryable: false,
+    const refusal = addRefusal(outcome && 'error' in outcome ? outcome.error : outcome?.id);
+    if (refusal) {
+      const answer = outcome && 'error' in outcome ? ` (${errorMessage(outcome.error)})` : '';
+      return new SinkWriteError(`BullMQ queue "${queueName}": BullMQ did not add job "${job.name}" (${job.opts.jobId}): ${refusal.reason}${answer}.`, {
+        cause: outcome && 'error' in outcome ? outcome.error : undefined,
+        code: refusal.code,
+        retryable: refusal.retryable,
       });
     }
     if (outcome && 'error' in outcome) {
@@ -185,8 +188,6 @@ export class BullMqSink extends QueueSink<BullMqQueueLike, BullMqBulkJob> {
       });
     }
     const id = (outcome as { id?: unknown } | null | undefined)?.id;
-    const refused = refusedJobId(id);
-    if (refused) return new SinkWriteError(`BullMQ queue "${queueName}": BullMQ did not add job "${job.name}" (${job.opts.jobId}): ${refused}.`, { retryable: false });
     if (id !== null && id !== undefined) return undefined;
     return new SinkWriteError(`BullMQ queue "${queueName}": job "${job.name}" (${job.opts.jobId}) came back without an id; it will be retried.`);
   }
