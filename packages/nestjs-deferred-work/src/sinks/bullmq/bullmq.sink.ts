@@ -53,9 +53,10 @@ function pendingClient(queue: BullMqQueueLike): Promise<{ status?: string; strea
 
 /**
  * Delivers `job` items to BullMQ queues (`@nestjs/bullmq`): a batch's jobs for a queue in one socket
- * write — one `queue.add` each with the connected client's socket corked for the turn, or, before the
- * client has connected, one `queue.addBulk` per 32 jobs — reusing the queues the app registered with
- * `BullModule.registerQueue` (looked up through `moduleRef`) or the `Queue` instances it was given.
+ * write — one `queue.add` each with the connected client's socket corked for the turn, or, with a
+ * client that has no socket to cork (a Cluster's), one `queue.addBulk` per 32 jobs — reusing the
+ * queues the app registered with `BullModule.registerQueue` (looked up through `moduleRef`) or the
+ * `Queue` instances it was given.
  *
  * Some jobs of a batch may be in Redis when it fails part-way (BullMQ's `addBulk` is a pipeline, not a
  * MULTI). So every job carries a stable `jobId` — the one given, or the item's own id, the same on
