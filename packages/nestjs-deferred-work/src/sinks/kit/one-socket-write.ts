@@ -19,7 +19,7 @@ function socketOf(client: CorkableClient): Corkable | undefined {
   return corkable(stream) ? stream : undefined;
 }
 
-/** Whether the client has a socket `inOneSocketWrite` and `inOneSocketWriteByNextTurn` can cork. */
+/** Whether the client has a socket `inOneSocketWrite` can cork. */
 export function hasCorkableSocket(client: CorkableClient | null | undefined): boolean {
   return client !== null && client !== undefined && socketOf(client) !== undefined;
 }
@@ -50,35 +50,5 @@ export function inOneSocketWrite<T>(client: CorkableClient, send: () => T): T {
     return send();
   } finally {
     stream.uncork();
-  }
-}
-
-/** Sockets corked by `inOneSocketWriteByNextTurn` whose uncork has not run yet. */
-const corkedForTheTurn = new WeakSet<object>();
-
-/**
- * Like `inOneSocketWrite`, for calls that issue their commands a few microtasks later (a BullMQ
- * `queue.add` awaits before it sends its script): the socket stays corked until the next turn of the
- * event loop (`setImmediate`), whatever `send` does, so every command issued meanwhile leaves in one
- * write. A socket already corked this way is not corked again: the commands join the write that is
- * waiting for its turn (no socket is held for more than one turn). Other commands on the same
- * connection in that turn wait for it too.
- */
-export function inOneSocketWriteByNextTurn<T>(client: CorkableClient, send: () => T): T {
-  const stream = socketOf(client);
-  if (!stream || corkedForTheTurn.has(stream)) return send();
-  stream.cork();
-  corkedForTheTurn.add(stream);
-  try {
-    return send();
-  } finally {
-    setImmediate(() => {
-      corkedForTheTurn.delete(stream);
-      try {
-        stream.uncork();
-      } catch {
-        // a socket destroyed meanwhile: nothing left to flush
-      }
-    });
   }
 }
