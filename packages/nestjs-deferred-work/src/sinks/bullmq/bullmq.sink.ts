@@ -171,25 +171,26 @@ export class BullMqSink extends QueueSink<BullMqQueueLike, BullMqBulkJob> {
 
   protected jobNotAdded(queueName: string, job: BullMqBulkJob, result: unknown): SinkWriteError | undefined {
     const outcome = result as BullMqJobResult;
-    const refusal = addRefusal(outcome && 'error' in outcome ? outcome.error : outcome?.id);
+    const thrown = outcome && 'error' in outcome ? outcome : undefined;
+    const id = thrown ? undefined : (outcome as { id?: unknown } | null | undefined)?.id;
+    const refusal = addRefusal(thrown ? thrown.error : id);
     if (refusal) {
-      const answer = outcome && 'error' in outcome ? ` (${errorMessage(outcome.error)})` : '';
+      const answer = thrown ? ` (${errorMessage(thrown.error)})` : '';
       return new SinkWriteError(`BullMQ queue "${queueName}": BullMQ did not add job "${job.name}" (${job.opts.jobId}): ${refusal.reason}${answer}.`, {
-        cause: outcome && 'error' in outcome ? outcome.error : undefined,
+        cause: thrown?.error,
         code: refusal.code,
         retryable: refusal.retryable,
       });
     }
-    if (outcome && 'error' in outcome) {
+    if (thrown) {
       // Redis's own reply says whether sending it again can help (WRONGTYPE, ERR: no; OOM, LOADING: yes).
-      const { code, retryable } = redisReply(outcome.error);
-      return new SinkWriteError(`BullMQ queue "${queueName}": Redis refused job "${job.name}" (${job.opts.jobId}): ${errorMessage(outcome.error)}`, {
-        cause: outcome.error,
+      const { code, retryable } = redisReply(thrown.error);
+      return new SinkWriteError(`BullMQ queue "${queueName}": Redis refused job "${job.name}" (${job.opts.jobId}): ${errorMessage(thrown.error)}`, {
+        cause: thrown.error,
         code,
         retryable,
       });
     }
-    const id = (outcome as { id?: unknown } | null | undefined)?.id;
     if (id !== null && id !== undefined) return undefined;
     return new SinkWriteError(`BullMQ queue "${queueName}": job "${job.name}" (${job.opts.jobId}) came back without an id; it will be retried.`);
   }
