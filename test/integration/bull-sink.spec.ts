@@ -118,6 +118,17 @@ async function startBullApp(
   return bullApp;
 }
 
+/** The app's queue as the sink sees one on a client without a socket of its own (a Cluster's): addBulk, one MULTI. */
+function bareQueue(queue: Queue, calls: { addBulk: number }) {
+  return {
+    name: queue.name,
+    client: { status: 'ready' },
+    add: (name: string, data: unknown, opts?: object) => queue.add(name, data, opts),
+    addBulk: (jobs: Parameters<Queue['addBulk']>[0]) => (calls.addBulk++, queue.addBulk(jobs)),
+    isReady: () => queue.isReady(),
+  };
+}
+
 /** A Bull queue of the test's own on an app's prefix, to look at Redis after the app closed. */
 async function inspect<T>(prefix: string, look: (queue: Queue) => Promise<T>): Promise<T> {
   const queue = new Bull(QUEUE, { redis: redisOptions(), prefix });
@@ -224,8 +235,7 @@ describe.each(platforms)('Bull sink against a real Redis ($name)', (platform) =>
     expect(await load(app.started.url, ['/order/warm'], 1)).toEqual([200]);
     expect(await app.work.flush(10_000)).toBe(true);
     const before = app.work.stats().sinks.bull;
-    // ioredis keeps sending the addJob script's hash inside Bull's MULTI, where it cannot reload it:
-    // without the one-by-one fallback every job of the batch comes back without an id, for up to a minute
+    // Single adds: ioredis answers NOSCRIPT by loading the script and sending the command again.
     expect(await redis.command('SCRIPT', 'FLUSH')).toBe('+OK');
     const ids = range(0, 50).map(String);
     expect((await load(app.started.url, ids.map((id) => `/order/${id}`), 10)).every((s) => s === 200)).toBe(true);
@@ -237,6 +247,17 @@ describe.each(platforms)('Bull sink against a real Redis ($name)', (platform) =>
       deadLettered: 0,
     });
     expect(await jobsIn(app.queue)).toBe(51);
+
+    // Through addBulk (a client without a socket of its own): ioredis keeps sending the script's hash
+    // inside Bull's MULTI, where it cannot reload it; without the one-by-one fallback every job of the
+    // batch would come back without an id, for up to a minute.
+    expect(await redis.command('SCRIPT', 'FLUSH')).toBe('+OK');
+    const calls = { addBulk: 0 };
+    const sink = new BullSink({ queues: [bareQueue(app.queue, calls) as never] });
+    const batch = range(0, 20).map((k) => ({ kind: 'job' as const, queue: QUEUE, name: 'confirm', data: { id: `bulk-${k}` }, when: 'success' as const, createdAt: Date.now() }));
+    expect(await sink.write(batch, { signal: new AbortController().signal, attempt: 1 })).toBeUndefined();
+    expect(calls.addBulk).toBe(1);
+    expect(await jobsIn(app.queue)).toBe(71);
   });
 
   it('with a small maxQueueSize, drops and counts what does not fit during the outage, and delivers the rest', async () => {
@@ -343,9 +364,12 @@ describe('Bull sink: what Redis refuses, and shutdown order', () => {
   failOnUnhandledRejection();
   const express = platforms[0];
 
-  it('reports a job Redis refused inside the MULTI as failed by index, with its code, and dead-letters only that job', async () => {
+  it.each([
+    ['single adds (a connected client of its own)', false],
+    ['one addBulk (a MULTI, which leaves the refused job without an id; added again alone)', true],
+  ])('reports a job Redis refused as failed by index, with its code, and dead-letters only that job: %s', async (_way, throughMulti) => {
     // A debounce key of the wrong type makes the addJob script fail with WRONGTYPE for that one job;
-    // Bull's addBulk still resolves, leaving the job without an id.
+    // inside a MULTI, Bull's addBulk still resolves, leaving the job without an id.
     const app = await startBullApp(express, {
       process: false,
       deferred: { sinkOptions: { bull: { maxAttempts: 3, initialBackoffMs: 1, maxBackoffMs: 5 } } },
@@ -353,7 +377,9 @@ describe('Bull sink: what Redis refuses, and shutdown order', () => {
     try {
       await app.queue.client.hset(`${app.prefix}:${QUEUE}:de:poison`, 'not', 'a string');
 
-      const sink = new BullSink({ queues: [app.queue] });
+      const calls = { addBulk: 0 };
+      const queue = throughMulti ? bareQueue(app.queue, calls) : Object.assign(Object.create(app.queue) as Queue, { addBulk: bareQueue(app.queue, calls).addBulk });
+      const sink = new BullSink({ queues: [queue as never] });
       const result = await sink.write(
         ['a', 'poison', 'b'].map((id) => ({
           kind: 'job' as const,
@@ -368,7 +394,8 @@ describe('Bull sink: what Redis refuses, and shutdown order', () => {
       );
       expect(result).toEqual({ failed: [expect.objectContaining({ index: 1 })] });
       expect((result as { failed: { error: SinkWriteError }[] }).failed[0].error).toMatchObject({ code: 'WRONGTYPE', retryable: false });
-      expect(String((result as { failed: { error: unknown }[] }).failed[0].error)).toMatch(/Redis refused job "confirm" in addBulk and alone: WRONGTYPE/);
+      expect(String((result as { failed: { error: unknown }[] }).failed[0].error)).toMatch(/Redis refused job "confirm": WRONGTYPE/);
+      expect(calls.addBulk).toBe(throughMulti ? 1 : 0);
       expect(await app.queue.getWaitingCount()).toBe(2);
 
       // Through the dispatcher: the good jobs are written once, the refused one dead-lettered at once (WRONGTYPE: sent again, it fails again).

@@ -99,6 +99,52 @@ describe('BullSink', () => {
     expect(mail.calls[0][0].opts).not.toBe(opts); // a copy: Bull may not alter the item
   });
 
+  /** A queue whose client has a socket of its own (a connected ioredis `Redis`): its jobs go out as single adds. */
+  class SocketQueue extends FakeQueue {
+    override client = { status: 'ready', stream: { cork() {}, uncork() {} } };
+    adds: BullBulkJob[] = [];
+    refuse: (job: BullBulkJob) => Error | undefined = () => undefined;
+
+    async add(name: string | undefined, data: unknown, opts?: object) {
+      const added = { name: name!, data, ...(opts ? { opts: opts as BullBulkJob['opts'] } : {}) };
+      this.adds.push(added);
+      const refusal = this.refuse(added);
+      if (refusal) throw refusal;
+      return { id: String(this.adds.length) };
+    }
+  }
+
+  it('through a client with a socket of its own, adds each job with queue.add (no MULTI), names, data and options passed through', async () => {
+    const mail = new SocketQueue('mail');
+    const sink = new BullSink({ queues: [mail] });
+    const opts = { attempts: 3, jobId: 'j-1', priority: 2 };
+
+    await expect(sink.write([job('mail', 'a', { n: 1 }, opts), job('mail', 'b', { n: 2 })], ctx())).resolves.toBeUndefined();
+
+    expect(mail.calls).toEqual([]);
+    expect(mail.adds).toEqual([
+      { name: 'a', data: { n: 1 }, opts },
+      { name: 'b', data: { n: 2 } },
+    ]);
+    expect(mail.adds[0].opts).not.toBe(opts);
+  });
+
+  it('through single adds, fails only the jobs Redis refused, each by what its reply says', async () => {
+    const mail = new SocketQueue('mail');
+    mail.refuse = (added) =>
+      added.name === 'wrong' ? new Error('WRONGTYPE Operation against a key holding the wrong kind of value') : added.name === 'lost' ? new Error('Connection is closed.') : undefined;
+    const sink = new BullSink({ queues: [mail] });
+
+    const result = (await sink.write([job('mail', 'a'), job('mail', 'wrong'), job('mail', 'b'), job('mail', 'lost')], ctx())) as SinkWriteResult;
+
+    expect(mail.adds.map((added) => added.name)).toEqual(['a', 'wrong', 'b', 'lost']);
+    expect(result.failed?.map((f) => [f.index, (f.error as SinkWriteError).retryable, (f.error as SinkWriteError).code])).toEqual([
+      [1, false, 'WRONGTYPE'],
+      [3, true, undefined],
+    ]);
+    expect(String(result.failed?.[0].error)).toMatch(/Bull queue "mail": Redis refused job "wrong": WRONGTYPE/);
+  });
+
   it('reports only the jobs addBulk returned without an id, by their index in the batch', async () => {
     const mail = new FakeQueue('mail');
     mail.reply = async (jobs) => jobs.map((_, i) => (i === 1 ? { id: null } : i === 2 ? null : { id: i + 1 }));
