@@ -101,7 +101,7 @@ describe('BullSink', () => {
 
   /** A queue whose client has a socket of its own (a connected ioredis `Redis`): its jobs go out as single adds. */
   class SocketQueue extends FakeQueue {
-    override client = { status: 'ready', stream: { cork() {}, uncork() {} } };
+    override client: { status: string; stream?: unknown } = { status: 'ready', stream: { cork() {}, uncork() {} } };
     adds: BullBulkJob[] = [];
     refuse: (job: BullBulkJob) => Error | undefined = () => undefined;
 
@@ -143,6 +143,33 @@ describe('BullSink', () => {
       [3, true, undefined],
     ]);
     expect(String(result.failed?.[0].error)).toMatch(/Bull queue "mail": Redis refused job "wrong": WRONGTYPE/);
+  });
+
+  it('through single adds, an add that failed because the connection broke or the queue closed meanwhile is not a refusal; the added jobs stay confirmed', async () => {
+    for (const [status, retryable, message] of [
+      ['reconnecting', true, /Bull queue "mail": the connection to Redis broke while adding job "b" \(Connection is closed\.\)\. Will retry\./],
+      ['end', false, /Bull queue "mail" is closed; its jobs cannot be added/],
+    ] as const) {
+      const mail = new SocketQueue('mail');
+      mail.refuse = (added) => {
+        if (added.name !== 'b') return undefined;
+        mail.client.status = status; // the add failed as the connection went
+        return new Error('Connection is closed.');
+      };
+      const sink = new BullSink({ queues: [mail] });
+
+      const result = (await sink.write([job('mail', 'a'), job('mail', 'b'), job('mail', 'c')], ctx())) as SinkWriteResult;
+
+      expect(result.failed?.map((f) => [f.index, (f.error as SinkWriteError).retryable])).toEqual([[1, retryable]]);
+      expect(String(result.failed?.[0].error)).toMatch(message);
+    }
+  });
+
+  it('adds through addBulk when the queue has a default "repeat" (which queue.add would honour and addBulk ignores)', async () => {
+    const mail = Object.assign(new SocketQueue('mail'), { defaultJobOptions: { repeat: { every: 1000 } } });
+    await expect(new BullSink({ queues: [mail] }).write([job('mail', 'a')], ctx())).resolves.toBeUndefined();
+    expect(mail.adds).toEqual([]);
+    expect(mail.calls).toEqual([[{ name: 'a', data: {} }]]);
   });
 
   it('reports only the jobs addBulk returned without an id, by their index in the batch', async () => {

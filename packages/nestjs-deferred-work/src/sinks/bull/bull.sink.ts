@@ -22,12 +22,23 @@ interface QueueInternals {
   closing?: unknown;
   closed?: boolean;
   client?: { status?: string; stream?: unknown };
+  defaultJobOptions?: { repeat?: unknown };
 }
 
 type BullAdd = NonNullable<BullQueueLike['add']>;
 
+/**
+ * A job's outcome as `addJobs` gives it: the added job, what its add threw, or (single adds) what it
+ * threw while the connection was `down` or the queue `closed`.
+ */
+type AddResult = { id?: unknown } | { error: unknown; connection?: 'down' | 'closed' } | null | undefined;
+
+function thrown(outcome: AddResult): outcome is { error: unknown } {
+  return outcome !== null && outcome !== undefined && 'error' in outcome;
+}
+
 /** One job as a single `queue.add`: the added job, or what it threw. */
-function addOne(add: BullAdd, job: BullBulkJob): Promise<{ id?: unknown } | { error: unknown } | null | undefined> {
+function addOne(add: BullAdd, job: BullBulkJob): Promise<AddResult> {
   return add(job.name, job.data, job.opts).catch((error: unknown) => ({ error }));
 }
 
@@ -110,10 +121,18 @@ export class BullSink extends QueueSink<BullQueueLike, BullBulkJob> {
    * script outside a MULTI, where ioredis reloads it. A command that failed inside the MULTI did not
    * run, so this adds nothing twice.
    */
-  protected async addJobs(queue: BullQueueLike, jobs: BullBulkJob[]): Promise<ReadonlyArray<{ id?: unknown } | { error: unknown } | null | undefined>> {
+  protected async addJobs(queue: BullQueueLike, jobs: BullBulkJob[]): Promise<ReadonlyArray<AddResult>> {
     const add = queue.add?.bind(queue);
-    if (add && hasCorkableSocket((queue as BullQueueLike & QueueInternals).client)) {
-      return Promise.all(jobs.map((job) => addOne(add, job)));
+    const q = queue as BullQueueLike & QueueInternals;
+    // A `repeat` among the queue's default job options: `add` would honour it, `addBulk` ignores it.
+    if (add && q.defaultJobOptions?.repeat === undefined && hasCorkableSocket(q.client)) {
+      const outcomes = await Promise.all(jobs.map((job) => addOne(add, job)));
+      if (!outcomes.some(thrown)) return outcomes;
+      // An add that failed because the connection broke or the queue closed meanwhile was not refused
+      // by Redis: those jobs fail as unsent ones do (closed: not retryable); the others keep their outcome.
+      const state = await this.connectionState(queue);
+      if (state === 'up') return outcomes;
+      return outcomes.map((outcome) => (thrown(outcome) ? { error: outcome.error, connection: state } : outcome));
     }
     const results = await queue.addBulk(jobs);
     if (!add || results.every((result) => result?.id !== null && result?.id !== undefined)) return results;
@@ -121,6 +140,14 @@ export class BullSink extends QueueSink<BullQueueLike, BullBulkJob> {
   }
 
   protected jobNotAdded(queueName: string, job: BullBulkJob, result: unknown): SinkWriteError | undefined {
+    const lost = (result as { connection?: 'down' | 'closed' } | null | undefined)?.connection;
+    if (lost) {
+      const reason = (result as { error: unknown }).error;
+      if (lost === 'closed') return this.unavailable(queueName, 'closed').error;
+      return new SinkWriteError(`Bull queue "${queueName}": the connection to Redis broke while adding job "${job.name}" (${errorMessage(reason)}). Will retry.`, {
+        cause: reason,
+      });
+    }
     if (result && typeof result === 'object' && 'error' in result) {
       const reason = (result as { error: unknown }).error;
       const { code, retryable } = redisReply(reason);

@@ -9,7 +9,7 @@ export interface Part<D, V> {
 
 /**
  * Groups a batch by destination, keeping each item's index, and collects the failures of the
- * batch: what every sink that fans a batch out (one request per URL, one `addBulk` per queue) does.
+ * batch: what every sink that fans a batch out (one request per URL, one send per queue) does.
  */
 export class Partitions<K, D, V> {
   private readonly parts = new Map<K, Part<D, V>>();

@@ -12,7 +12,7 @@ import { type PackedJobData, packSize, type SendPlan, planPacking } from './pack
 import { QueueLookup } from './queue-lookup';
 import type { NamedQueue, QueueFlavor, QueueSinkOptions, QueueState } from './queue-sink.options';
 
-/** Queues one write adds to at once (each is one batch add, one round trip). */
+/** Queues one write adds to at once (each queue's jobs sent together: one round trip). */
 const PARTS_AT_ONCE = 4;
 
 /**
@@ -39,8 +39,8 @@ function pieceOf<J>(plan: SendPlan<J>, positions: readonly number[], jobs: J[]):
 }
 
 /**
- * What every queue sink (Bull, BullMQ) guarantees, written once: jobs only; one batch add per queue
- * per batch; queues found through the module ref or given, and held open until the drain ends;
+ * What every queue sink (Bull, BullMQ) guarantees, written once: jobs only; a batch's jobs sent together
+ * per queue; queues found through the module ref or given, and held open until the drain ends;
  * nothing sent while the connection is not up (no ioredis offline-queue duplicates after the
  * dispatcher gave up on a write); every job's result checked, so that only refused jobs are retried;
  * a write cut short by its signal at once. A subclass says how to tell a queue, build a job, read the
@@ -195,7 +195,8 @@ export abstract class QueueSink<Q extends NamedQueue, J> implements DeferredSink
     return failed;
   }
 
-  private unavailable(name: string, state: 'down' | 'closed'): { error: SinkWriteError; retryable: boolean } {
+  /** Why the jobs of queue `name` cannot be sent now (`down`: retryable) or at all (`closed`). */
+  protected unavailable(name: string, state: 'down' | 'closed'): { error: SinkWriteError; retryable: boolean } {
     const library = this.flavor.library;
     if (state === 'closed') {
       const message =
