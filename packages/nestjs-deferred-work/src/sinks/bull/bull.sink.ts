@@ -121,7 +121,7 @@ export class BullSink extends QueueSink<BullQueueLike, BullBulkJob> {
    * script outside a MULTI, where ioredis reloads it. A command that failed inside the MULTI did not
    * run, so this adds nothing twice.
    */
-  protected async addJobs(queue: BullQueueLike, jobs: BullBulkJob[]): Promise<ReadonlyArray<AddResult>> {
+  protected async addJobs(queue: BullQueueLike, jobs: BullBulkJob[]): Promise<ReadonlyArray<{ id?: unknown } | { error: unknown } | null | undefined>> {
     const add = queue.add?.bind(queue);
     const q = queue as BullQueueLike & QueueInternals;
     // A `repeat` among the queue's default job options: `add` would honour it, `addBulk` ignores it.
