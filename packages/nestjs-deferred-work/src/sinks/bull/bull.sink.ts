@@ -33,7 +33,7 @@ type BullAdd = NonNullable<BullQueueLike['add']>;
  */
 type AddResult = { id?: unknown } | { error: unknown; connection?: 'down' | 'closed' } | null | undefined;
 
-function thrown(outcome: AddResult): outcome is { error: unknown } {
+function thrown(outcome: AddResult): outcome is { error: unknown; connection?: 'down' | 'closed' } {
   return outcome !== null && outcome !== undefined && 'error' in outcome;
 }
 
@@ -140,20 +140,19 @@ export class BullSink extends QueueSink<BullQueueLike, BullBulkJob> {
   }
 
   protected jobNotAdded(queueName: string, job: BullBulkJob, result: unknown): SinkWriteError | undefined {
-    const lost = (result as { connection?: 'down' | 'closed' } | null | undefined)?.connection;
-    if (lost) {
-      const reason = (result as { error: unknown }).error;
-      if (lost === 'closed') return this.unavailable(queueName, 'closed').error;
-      return new SinkWriteError(`Bull queue "${queueName}": the connection to Redis broke while adding job "${job.name}" (${errorMessage(reason)}). Will retry.`, {
-        cause: reason,
-      });
-    }
-    if (result && typeof result === 'object' && 'error' in result) {
-      const reason = (result as { error: unknown }).error;
+    const outcome = result as AddResult;
+    if (thrown(outcome)) {
+      const reason = outcome.error;
+      if (outcome.connection === 'closed') return this.unavailable(queueName, 'closed').error;
+      if (outcome.connection === 'down') {
+        return new SinkWriteError(`Bull queue "${queueName}": the connection to Redis broke while adding job "${job.name}" (${errorMessage(reason)}). Will retry.`, {
+          cause: reason,
+        });
+      }
       const { code, retryable } = redisReply(reason);
       return new SinkWriteError(`Bull queue "${queueName}": Redis refused job "${job.name}": ${errorMessage(reason)}`, { cause: reason, code, retryable });
     }
-    const id = (result as { id?: unknown } | null | undefined)?.id;
+    const id = outcome?.id;
     if (id !== null && id !== undefined) return undefined;
     return new SinkWriteError(
       `Bull queue "${queueName}": Redis refused to add job "${job.name}" (addBulk returned it without an id: ` +
