@@ -66,6 +66,12 @@ describe('SqsEndpoint answers like local-aws-sqs', () => {
       const calls = sqs.calls;
       await expect(ours.send(new SendMessageBatchCommand({ QueueUrl: `${sqs.url}/000000000000/q`, Entries: entries(1) }))).rejects.toMatchObject({ name: 'Throttling', $fault: 'client' });
       expect(sqs.calls - calls).toBe(2);
+      sqs.fault = 'service-throttle';
+      await expect(ours.send(new SendMessageBatchCommand({ QueueUrl: `${sqs.url}/000000000000/q`, Entries: entries(1) }))).rejects.toMatchObject({
+        name: 'KmsThrottled',
+        Code: 'KMS.ThrottlingException',
+        $fault: 'client',
+      });
       sqs.fault = 'error';
       await expect(ours.send(new SendMessageBatchCommand({ QueueUrl: `${sqs.url}/000000000000/q`, Entries: entries(1) }))).rejects.toMatchObject({ name: 'InternalError', $fault: 'server' });
     } finally {
@@ -111,6 +117,8 @@ describe('SnsEndpoint applies PublishBatch rules', () => {
     try {
       sns.fault = 'throttle';
       await expect(c.send(publish(topic, plain(1)))).rejects.toMatchObject({ name: 'Throttling', $fault: 'client' });
+      sns.fault = 'service-throttle';
+      await expect(c.send(publish(topic, plain(1)))).rejects.toMatchObject({ name: 'ThrottledException', Code: 'Throttled', $fault: 'client', $metadata: { httpStatusCode: 429 } });
       sns.fault = 'error';
       await expect(c.send(publish(topic, plain(1)))).rejects.toMatchObject({ name: 'InternalErrorException', $fault: 'server' });
     } finally {

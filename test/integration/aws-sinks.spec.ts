@@ -216,6 +216,28 @@ describe.each(services)('$name sink against the local protocol endpoint', (servi
     const item = (mark: string): LogItem => ({ kind: 'log', level: 'info', message: 'm', fields: { mark }, when: 'always', createdAt: Date.now(), id: `dw-${service.name}-${mark}-${n}` });
     const context = () => ({ signal: new AbortController().signal, attempt: 1 });
 
+    it("the service's own throttling answer (SNS: 429 Throttled; SQS: KmsThrottled) fails the call as retryable; sent again once it passes, each entry arrives once", async () => {
+      const name = nextName();
+      const client = service.client();
+      const sink = service.sink(name, { client });
+      await sink.attach(sinkAttachContext());
+      const batch = range(0, 12).map((i) => item(`t${i}`));
+      try {
+        service.endpoint.fault = 'service-throttle';
+        const throttled = await sink.write(batch, context());
+        expect(throttled?.failed).toHaveLength(12);
+        expect(throttled!.failed!.every((f) => f.retryable === true)).toBe(true);
+        expect(throttled!.failed![0].code).toBe(service.name === 'sns' ? 'Throttled' : 'KMS.ThrottlingException');
+        service.endpoint.fault = undefined;
+        expect(await sink.write(batch, { ...context(), attempt: 2 })).toBeUndefined();
+        const got = service.endpoint.records.filter((r) => r.destination === service.destination(name)).map((r) => markOf(r.body));
+        expect(got.sort()).toEqual(batch.map((b) => (b.fields as { mark: string }).mark).sort());
+      } finally {
+        service.endpoint.fault = undefined;
+        client.destroy();
+      }
+    });
+
     it('entries failed inside an answer: the sender fault dead-lettered with its code, the service fault retried alone, successes never resent', async () => {
       const name = nextName();
       const client = service.client();

@@ -31,13 +31,20 @@ export interface EntryFailure {
 /** A refusal of the whole call. */
 export interface CallError {
   status: number;
+  /** AWS's error code, as the service sends it (SQS: in `x-amzn-query-error`; SNS: the XML's `Code`). */
   code: string;
+  /** SQS: the modelled exception's shape name (`__type`), where it differs from the code. */
+  type?: string;
   message: string;
   sender: boolean;
 }
 
-/** Whole-call faults the test injects: throttling (400 Throttling) or the service's failure (500). */
-export type Fault = 'throttle' | 'error' | undefined;
+/**
+ * Whole-call faults the test injects: throttling (400 Throttling), the service's own modelled
+ * throttling (`service-throttle`: SNS 429 `Throttled`, SQS `KmsThrottled` sent as
+ * `KMS.ThrottlingException`) or the service's failure (500).
+ */
+export type Fault = 'throttle' | 'service-throttle' | 'error' | undefined;
 
 const ENTRY_ID = /^[A-Za-z0-9_-]{1,80}$/;
 const INVALID_CHARACTER = /[^\x09\x0A\x0D\x20-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/u;
@@ -152,6 +159,13 @@ export class AwsBatchEndpoint {
     if ('error' in parsed) return this.protocol.error(res, { status: 400, code: 'InvalidAction', message: parsed.error, sender: true });
     this.calls++;
     if (this.fault === 'throttle') return this.protocol.error(res, { status: 400, code: 'Throttling', message: 'Rate exceeded', sender: true });
+    if (this.fault === 'service-throttle') {
+      const throttled: CallError =
+        this.service === 'SNS'
+          ? { status: 429, code: 'Throttled', message: 'Rate exceeded', sender: true }
+          : { status: 400, type: 'KmsThrottled', code: 'KMS.ThrottlingException', message: 'KMS throttled the request', sender: true };
+      return this.protocol.error(res, throttled);
+    }
     if (this.fault === 'error') return this.protocol.error(res, { status: 500, code: 'InternalError', message: 'We encountered an internal error. Please try again.', sender: false });
     const { call, failed } = checkBatch(parsed.entries, parsed.destination, this.maxBytes, this.service);
     if (call) return this.protocol.error(res, call);

@@ -35,7 +35,7 @@ const SQS_JSON: AwsProtocol = {
     reply(res, 200, { Successful: successful.map((s) => ({ Id: s.Id, MessageId: s.MessageId, MD5OfMessageBody: md5(s.body) })), Failed: failed });
   },
   error(res: ServerResponse, error: CallError) {
-    reply(res, error.status, { __type: `com.amazonaws.sqs#${error.code}`, message: error.message }, `${error.code};${error.sender ? 'Sender' : 'Receiver'}`);
+    reply(res, error.status, { __type: `com.amazonaws.sqs#${error.type ?? error.code}`, message: error.message }, `${error.code};${error.sender ? 'Sender' : 'Receiver'}`);
   },
 };
 

@@ -27,8 +27,10 @@ export interface AwsBatchSinkOptions {
   messageAttributes?: (item: SinkItem) => Record<string, AwsMessageAttribute>;
   /**
    * The `MessageGroupId` on a FIFO destination (name ending in `.fifo`), a string or a function of the
-   * item; messages of one group are delivered in order. Default: the item's name (a job's queue, a log
-   * record's level, a metric's name).
+   * item. The service keeps a group's messages in the order it receives them; the sink runs up to
+   * `concurrency` calls at once and sends a retried message after those that went through meanwhile,
+   * so set `concurrency: 1` where the order across calls matters. Default: the item's name (a job's
+   * queue, a log record's level, a metric's name).
    */
   messageGroupId?: string | ((item: SinkItem) => string);
   /** Largest message, and largest batch call, in bytes (body and attributes), as the service counts them. */

@@ -3,6 +3,10 @@ import { awsEntryMayCause, awsError, awsFailedEntry } from './aws-errors';
 /** An error as the AWS SDK throws it (a `ServiceException`). */
 const sdkError = (name: string, fault: 'client' | 'server', status: number) => Object.assign(new Error(name), { name, $fault: fault, $metadata: { httpStatusCode: status } });
 
+/** A client fault of a service the SDK reads AWS Query error codes of: the code in `Code`, the SDK's exception name in `name`. */
+const queryError = (name: string, code: string, status: number) =>
+  Object.assign(new Error(name), { name, Code: code, Error: { Code: code, Type: 'Sender' }, $fault: 'client' as const, $metadata: { httpStatusCode: status } });
+
 describe('awsError', () => {
   it.each([
     [sdkError('Throttling', 'client', 400), 'Throttling', true],
@@ -15,6 +19,12 @@ describe('awsError', () => {
     [sdkError('InvalidParameterValue', 'client', 400), 'InvalidParameterValue', false],
     [Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }), 'ECONNREFUSED', true],
     [new Error('socket hang up'), undefined, true],
+    // As the SDK throws them: AWS's code in `Code`, the SDK's own name for the exception in `name`.
+    [queryError('ThrottledException', 'Throttled', 429), 'Throttled', true], // SNS
+    [queryError('KmsThrottled', 'KMS.ThrottlingException', 400), 'KMS.ThrottlingException', true], // SQS
+    [queryError('KMSThrottlingException', 'KMSThrottling', 400), 'KMSThrottling', true], // SNS
+    [queryError('QueueDoesNotExist', 'AWS.SimpleQueueService.NonExistentQueue', 400), 'AWS.SimpleQueueService.NonExistentQueue', false],
+    [queryError('SomethingNew', 'SomethingNew', 429), 'SomethingNew', true],
   ])('%s → code %s, retryable %s', (error, code, retryable) => {
     expect(awsError(error)).toEqual({ code, retryable });
   });
@@ -25,6 +35,10 @@ describe('awsError', () => {
     expect(awsEntryMayCause(sdkError('QueueDoesNotExist', 'client', 400))).toBe(false);
     expect(awsEntryMayCause(sdkError('Throttling', 'client', 400))).toBe(false);
     expect(awsEntryMayCause(sdkError('InternalError', 'server', 500))).toBe(false);
+    // SNS: InvalidParameterValueException is sent as ParameterValueInvalid
+    expect(awsEntryMayCause(queryError('InvalidParameterValueException', 'ParameterValueInvalid', 400))).toBe(true);
+    expect(awsEntryMayCause(queryError('SomeSdkName', 'InvalidParameterValue', 400))).toBe(true);
+    expect(awsEntryMayCause(queryError('QueueDoesNotExist', 'AWS.SimpleQueueService.NonExistentQueue', 400))).toBe(false);
   });
 });
 

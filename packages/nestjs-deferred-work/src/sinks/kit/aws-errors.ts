@@ -4,6 +4,7 @@
  */
 const TRANSIENT = new Set([
   'Throttling',
+  'Throttled',
   'ThrottlingException',
   'ThrottledException',
   'RequestThrottled',
@@ -12,6 +13,7 @@ const TRANSIENT = new Set([
   'RequestLimitExceeded',
   'SlowDown',
   'KmsThrottled',
+  'KMS.ThrottlingException',
   'KMSThrottling',
   'KMSThrottlingException',
   'LimitExceededException',
@@ -34,6 +36,7 @@ const TRANSIENT = new Set([
 const ENTRY_CODES = new Set([
   'InvalidParameterValue',
   'InvalidParameterValueException',
+  'ParameterValueInvalid',
   'InvalidParameter',
   'InvalidParameterException',
   'InvalidAttributeName',
@@ -69,19 +72,31 @@ interface SdkErrorFields {
 }
 
 /**
- * What an error thrown by an AWS SDK call means: its code (the exception's name, e.g.
- * `QueueDoesNotExist`) and whether it is worth retrying. Transient: throttling, the service's
- * internal errors and any 5xx (the app's SDK client has already retried these on its own within the
- * call), and anything that is not an AWS answer (a connection refused or reset, a timeout). Permanent:
- * any other client fault (4xx) — the service refused the call and will refuse it again.
+ * What an error thrown by an AWS SDK call means: its code (AWS's error code as the service sent it,
+ * e.g. `AWS.SimpleQueueService.NonExistentQueue` — the SDK's `QueueDoesNotExist` — or `Throttled`,
+ * SNS's `ThrottledException`) and whether it is worth retrying. Both the code and the SDK's exception
+ * name are read: the SDK puts the service's code in `Code` and its own name for the exception in
+ * `name`, and the two differ for many errors. Transient: throttling (either name, or HTTP 429), the
+ * service's internal errors and any 5xx (the app's SDK client has already retried these on its own
+ * within the call), and anything that is not an AWS answer (a connection refused or reset, a timeout).
+ * Permanent: any other client fault (4xx) — the service refused the call and will refuse it again.
  */
 export function awsError(error: unknown): AwsVerdict {
   const e = (typeof error === 'object' && error !== null ? error : {}) as SdkErrorFields;
-  const code = e.Code ?? (typeof e.code === 'string' ? e.code : undefined) ?? (e.$fault || e.$metadata ? e.name : undefined);
+  const fromService = e.$fault !== undefined || e.$metadata !== undefined;
+  const name = fromService ? e.name : undefined;
+  const code = e.Code ?? (typeof e.code === 'string' ? e.code : undefined) ?? name;
   const status = e.$metadata?.httpStatusCode;
-  if ((code !== undefined && TRANSIENT.has(code)) || e.$retryable?.throttling || e.$fault === 'server' || (status !== undefined && status >= 500)) return { code, retryable: true };
+  const throttledOrFailing =
+    isOneOf(TRANSIENT, code, name) || e.$retryable?.throttling === true || e.$fault === 'server' || (status !== undefined && (status === 429 || status >= 500));
+  if (throttledOrFailing) return { code, retryable: true };
   if (e.$fault === 'client') return { code, retryable: false };
   return { code, retryable: true };
+}
+
+/** Whether the error's code or the SDK's name for it is in `codes`. */
+function isOneOf(codes: ReadonlySet<string>, code: string | undefined, name: string | undefined): boolean {
+  return (code !== undefined && codes.has(code)) || (name !== undefined && codes.has(name));
 }
 
 /**
@@ -90,7 +105,8 @@ export function awsError(error: unknown): AwsVerdict {
  */
 export function awsEntryMayCause(error: unknown): boolean {
   const { code, retryable } = awsError(error);
-  return !retryable && code !== undefined && ENTRY_CODES.has(code);
+  const e = error as SdkErrorFields | null | undefined;
+  return !retryable && isOneOf(ENTRY_CODES, code, e?.$fault !== undefined || e?.$metadata !== undefined ? e.name : undefined);
 }
 
 /** One entry of a batch answer's `Failed` list (SQS `SendMessageBatch`, SNS `PublishBatch`). */

@@ -29,6 +29,14 @@ describe('AWS messages', () => {
     expect(awsBatchEntry(message, 'MessageBody')).toEqual({ Id: 'dw-1', MessageBody: message.body, MessageAttributes: message.attributes });
   });
 
+  it('a request id the services would refuse (empty, or a character outside XML) is left out; the message is still built', () => {
+    for (const requestId of ['', 'a\u0000b']) {
+      const message = buildAwsMessage(log({ correlation: { requestId } }), rules());
+      expect(message.attributes.requestId).toBeUndefined();
+      expect(JSON.parse(message.body)).toMatchObject({ id: 'dw-1', kind: 'log' });
+    }
+  });
+
   it('correlation attributes only where there is room within 10', () => {
     const ten = Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`a${i}`, { DataType: 'String', StringValue: 'v' }]));
     const message = buildAwsMessage(log({ correlation: { requestId: 'r' } }), rules({ messageAttributes: () => ten }));

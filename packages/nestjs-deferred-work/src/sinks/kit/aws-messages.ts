@@ -54,7 +54,10 @@ export function isFifoDestination(destination: string): boolean {
 /** The correlation attributes of an item: `requestId` and `traceparent`, as `String`s, when it has them. */
 export function correlationAttributes(item: SinkItem): Record<string, AwsMessageAttribute> {
   const attributes: Record<string, AwsMessageAttribute> = {};
-  if (item.correlation?.requestId !== undefined) attributes.requestId = { DataType: 'String', StringValue: item.correlation.requestId };
+  const requestId = item.correlation?.requestId;
+  // Best effort: a request id the services would refuse (empty — a client's blank `x-request-id` — or
+  // with characters outside XML's) is left out rather than costing the item its message.
+  if (requestId !== undefined && requestId !== '' && !INVALID_CHARACTER.test(requestId)) attributes.requestId = { DataType: 'String', StringValue: requestId };
   const trace = traceparent(item.correlation);
   if (trace !== undefined) attributes.traceparent = { DataType: 'String', StringValue: trace };
   return attributes;
