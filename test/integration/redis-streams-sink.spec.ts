@@ -7,6 +7,7 @@ import { eventually } from '../support/eventually';
 import { load, range, watchIdentity } from '../support/load';
 import { failOnUnhandledRejection, platforms, startApp } from '../support/platforms';
 import { RedisServer } from '../support/redis-server';
+import { TcpProxy } from '../support/tcp-proxy';
 
 /**
  * RedisStreamSink against a private redis-server (never the machine's Redis): N requests → N entries
@@ -165,6 +166,28 @@ describe('RedisStreamSink writes', () => {
       expect(entries.map(markOf)).not.toContain('r37');
     } finally {
       client.disconnect();
+    }
+  });
+
+  it('the link dies after Redis answered 30 of 50 XADDs: the write cut by its signal keeps the 30 confirmed, only the 20 unanswered fail (retryable)', async () => {
+    const stream = nextStream();
+    const proxy = new TcpProxy(server.port);
+    await proxy.listen();
+    const client = new Redis({ host: proxy.host, port: proxy.port, maxRetriesPerRequest: null });
+    await client.ping();
+    const sink = new RedisStreamSink({ client, stream });
+    try {
+      await sink.attach(sinkAttachContext());
+      proxy.passAnswers(60); // 30 replies of two lines each ($<length>, then the id)
+      const controller = new AbortController();
+      setTimeout(() => controller.abort(new Error('write timed out')), 500);
+      const result = await sink.write(range(0, 50).map((i) => item(`p${i}`, i)), { signal: controller.signal, attempt: 1 });
+      expect(result?.failed?.map((f) => f.index)).toEqual(range(30, 50));
+      expect(result!.failed!.every((f) => f.retryable === true)).toBe(true);
+      expect((await consume(stream)).map(markOf)).toEqual(range(0, 50).map((i) => `p${i}`)); // Redis has all 50: only the 20 are sent again
+    } finally {
+      client.disconnect();
+      await proxy.close();
     }
   });
 

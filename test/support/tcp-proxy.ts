@@ -15,6 +15,8 @@ export class TcpProxy {
   private silent = false;
   /** What was sent during the black hole, passed on when it ends (as TCP would, once the path is back). */
   private held: Array<() => void> = [];
+  /** While set: how many more lines (CRLF-terminated) of the target's answers pass before a black hole (see `passAnswers`). */
+  private answerLines: number | undefined;
   /** Added latency, in ms, of each chunk toward the target and back (see `delay`). */
   private latency = { toTarget: 0, fromTarget: 0 };
 
@@ -49,6 +51,17 @@ export class TcpProxy {
         let due = 0; // chunks leave in order: never before the one sent ahead of them
         return (chunk: Buffer) => {
           if (this.silent) return void this.held.push(() => !to.destroyed && to.write(chunk));
+          if (way === 'fromTarget' && this.answerLines !== undefined) {
+            const cut = this.answerCut(chunk);
+            if (cut < chunk.length) {
+              const rest = chunk.subarray(cut);
+              this.silent = true;
+              this.answerLines = undefined;
+              this.held.push(() => !to.destroyed && to.write(rest));
+              chunk = chunk.subarray(0, cut);
+              if (chunk.length === 0) return;
+            }
+          }
           const latency = this.latency[way];
           if (latency === 0 && due <= Date.now()) return void to.write(chunk);
           due = Math.max(due, Date.now() + latency);
@@ -113,6 +126,27 @@ export class TcpProxy {
    */
   delay(ms: number, which: 'both' | 'answers' = 'both'): void {
     this.latency = { toTarget: which === 'both' ? ms : 0, fromTarget: ms };
+  }
+
+  /**
+   * Lets the next `lines` CRLF-terminated lines of the target's answers through (a Redis bulk reply is
+   * two), then becomes a black hole (see `blackhole`), cutting a chunk where needed: a link that dies
+   * after the server answered part of what it was sent.
+   */
+  passAnswers(lines: number): void {
+    this.answerLines = lines;
+  }
+
+  /** Where in `chunk` the answers allowed by `passAnswers` end (its length when all of it passes); counts them down. */
+  private answerCut(chunk: Buffer): number {
+    let at = 0;
+    while (this.answerLines! > 0) {
+      const end = chunk.indexOf('\r\n', at);
+      if (end === -1) return chunk.length;
+      at = end + 2;
+      this.answerLines!--;
+    }
+    return at;
   }
 
   async close(): Promise<void> {

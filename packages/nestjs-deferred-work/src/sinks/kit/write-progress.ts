@@ -19,6 +19,11 @@ export class WriteProgress {
     for (const index of indexes) if (!this.failures.has(index)) this.confirmed.add(index);
   }
 
+  /** The server confirmed this entry (one already failed stays failed). */
+  confirmOne(index: number): void {
+    if (!this.failures.has(index)) this.confirmed.add(index);
+  }
+
   /** These entries failed (the first failure of an entry wins). */
   fail(indexes: Iterable<number>, error: unknown, retryable?: boolean): void {
     for (const index of indexes) {

@@ -57,7 +57,6 @@ function piecesOf(parts: ReadonlyArray<{ values: readonly Entry[]; indexes: read
   return pieces;
 }
 
-const answered = (reply: unknown): [null, unknown] => [null, reply];
 const refused = (error: unknown): [Error, null] => [error instanceof Error ? error : new Error(errorMessage(error)), null];
 
 /**
@@ -189,15 +188,18 @@ export class RedisStreamSink implements DeferredSink<SinkItem> {
 
   /**
    * Sends `entries` (the batch's items at `indexes`) — one `XADD` each, issued with the socket corked so
-   * that they leave in one write (with a Cluster: one pipeline, whose node the entries share) — and
-   * records each one's outcome in `progress` as the replies come.
+   * that they leave in one write (with a Cluster or an auto-pipelining client: one pipeline, whose node
+   * the entries share) — and records each one's outcome in `progress`: on the corked path as each reply
+   * comes, so that a write cut short (its timeout, a connection lost part-way) keeps what Redis did
+   * confirm and only the unanswered entries are sent again.
    */
   private async send(redis: StreamRedis, entries: readonly Entry[], indexes: readonly number[], head: readonly string[], progress: WriteProgress): Promise<void> {
+    if (!isStreamCluster(redis) && !autoPipelined(redis)) return this.corked(redis, entries, indexes, head, progress);
     let replies: Array<[Error | null, unknown]> | null = null;
     let failure: unknown;
     try {
       // a throw here must fail these entries, not leave them unanswered (counted delivered)
-      replies = isStreamCluster(redis) || autoPipelined(redis) ? await this.pipelined(redis, entries, head) : await this.corked(redis, entries, head);
+      replies = await this.pipelined(redis, entries, head);
     } catch (error) {
       failure = error;
     }
@@ -205,50 +207,51 @@ export class RedisStreamSink implements DeferredSink<SinkItem> {
       progress.fail(indexes, new SinkWriteError(`${this.label}: sending the entries failed: ${errorMessage(failure)}`, { cause: failure, retryable: true }), true);
       return;
     }
-    const confirmed: number[] = [];
-    for (let i = 0; i < indexes.length; i++) {
-      const index = indexes[i];
-      const reply = replies[i];
-      const error = reply ? reply[0] : new Error('no reply');
-      if (!error && reply[1] !== null) {
-        confirmed.push(index);
-        continue;
-      }
-      const stream = entries[i].stream;
-      if (error instanceof NotSent) {
-        progress.failEntry({ index, error: new SinkWriteError(`${this.label}: the XADD to stream "${stream}" could not be sent: ${error.message}`, { cause: error.cause, retryable: true }), retryable: true });
-      } else if (error) {
-        const { code, retryable } = redisReply(error);
-        progress.failEntry({ index, error: new SinkWriteError(`${this.label}: Redis refused XADD to stream "${stream}": ${errorMessage(error)}`, { cause: error, code, retryable }), retryable, ...(code ? { code } : {}) });
-      } else {
-        progress.failEntry({ index, error: new SinkWriteError(`${this.label}: stream "${stream}" does not exist and noMkStream is set; create it (XGROUP CREATE … MKSTREAM) or leave noMkStream out`, { retryable: false }), retryable: false });
-      }
+    for (let i = 0; i < indexes.length; i++) this.record(progress, indexes[i], entries[i].stream, replies[i]);
+  }
+
+  /** Records one `XADD`'s reply (`[error, id]`; none: failed as unanswered) as the entry's outcome. */
+  private record(progress: WriteProgress, index: number, stream: string, reply: [Error | null, unknown] | undefined): void {
+    const error = reply ? reply[0] : new Error('no reply');
+    if (!error && reply![1] !== null) return progress.confirmOne(index);
+    if (error instanceof NotSent) {
+      progress.failEntry({ index, error: new SinkWriteError(`${this.label}: the XADD to stream "${stream}" could not be sent: ${error.message}`, { cause: error.cause, retryable: true }), retryable: true });
+    } else if (error) {
+      const { code, retryable } = redisReply(error);
+      progress.failEntry({ index, error: new SinkWriteError(`${this.label}: Redis refused XADD to stream "${stream}": ${errorMessage(error)}`, { cause: error, code, retryable }), retryable, ...(code ? { code } : {}) });
+    } else {
+      progress.failEntry({ index, error: new SinkWriteError(`${this.label}: stream "${stream}" does not exist and noMkStream is set; create it (XGROUP CREATE … MKSTREAM) or leave noMkStream out`, { retryable: false }), retryable: false });
     }
-    progress.confirm(confirmed);
   }
 
   /**
    * One `XADD` per entry, issued in one task with the client's socket corked (one socket write), each
-   * answered on its own. Not an ioredis pipeline: a pipeline and everything it holds outlive the young
-   * generation's collections (see `inOneSocketWrite`), which made the garbage collector's pauses the
-   * deferred route's longest tasks. A command the client threw on, and those after it, are answered
-   * as not sent.
+   * recorded as its reply comes. Not an ioredis pipeline: a pipeline and everything it holds outlive the
+   * young generation's collections (see `inOneSocketWrite`), which made the garbage collector's pauses
+   * the deferred route's longest tasks. A command the client threw on, and those after it, are
+   * recorded as not sent. Resolves once every reply is recorded.
    */
-  private corked(redis: StreamRedis, entries: readonly Entry[], head: readonly string[]): Promise<Array<[Error | null, unknown]>> {
-    const calls: Array<Promise<[Error | null, unknown]>> = new Array(entries.length);
+  private corked(redis: StreamRedis, entries: readonly Entry[], indexes: readonly number[], head: readonly string[], progress: WriteProgress): Promise<void> {
+    const calls: Array<Promise<void>> = [];
     let issued = 0;
     try {
       inOneSocketWrite(redis, () => {
         for (; issued < entries.length; issued++) {
-          const { stream, fields } = entries[issued];
-          calls[issued] = redis.xadd(stream, head, fields).then(answered, refused);
+          const index = indexes[issued];
+          const stream = entries[issued].stream;
+          calls.push(
+            redis.xadd(stream, head, entries[issued].fields).then(
+              (id) => this.record(progress, index, stream, [null, id]),
+              (error: unknown) => this.record(progress, index, stream, refused(error)),
+            ),
+          );
         }
       });
     } catch (error) {
       const notSent: [Error, null] = [new NotSent(errorMessage(error), { cause: error }), null];
-      for (let i = issued; i < entries.length; i++) calls[i] = Promise.resolve(notSent);
+      for (let i = issued; i < entries.length; i++) this.record(progress, indexes[i], entries[i].stream, notSent);
     }
-    return Promise.all(calls);
+    return Promise.all(calls).then(() => undefined);
   }
 
   /** One pipeline of `XADD`s (a Cluster's, for the entries of one node group; or an auto-pipelining client's). */
