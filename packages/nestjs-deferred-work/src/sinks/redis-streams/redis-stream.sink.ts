@@ -241,7 +241,7 @@ export class RedisStreamSink implements DeferredSink<SinkItem> {
           const stream = entries[issued].stream;
           calls.push(
             redis.xadd(stream, head, entries[issued].fields).then(
-              (id) => this.record(progress, index, stream, [null, id]),
+              (id) => (id !== null ? progress.confirmOne(index) : this.record(progress, index, stream, [null, id])),
               (error: unknown) => this.record(progress, index, stream, refused(error)),
             ),
           );
