@@ -191,6 +191,33 @@ describe('RedisStreamSink writes', () => {
     }
   });
 
+  it('a lazyConnect client is connected at attach, not by the first XADD: a write before Redis answers sends nothing, so nothing is appended behind its retry', async () => {
+    const stream = nextStream();
+    const proxy = new TcpProxy(server.port);
+    await proxy.listen();
+    await proxy.blackhole.on();
+    const client = new Redis({ host: proxy.host, port: proxy.port, lazyConnect: true, maxRetriesPerRequest: null });
+    expect(client.status).toBe('wait');
+    const sink = new RedisStreamSink({ client, stream });
+    const batch = range(0, 10).map((i) => item(`z${i}`, i));
+    try {
+      await sink.attach(sinkAttachContext());
+      expect(client.status).not.toBe('wait');
+      const controller = new AbortController();
+      setTimeout(() => controller.abort(new Error('write timed out')), 300);
+      await expect(sink.write(batch, { signal: controller.signal, attempt: 1 })).rejects.toThrow(/Redis is not connected/);
+      await proxy.blackhole.off();
+      await eventually(async () => expect(client.status).toBe('ready'), 5_000);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(await admin.xlen(stream)).toBe(0); // nothing was parked in the offline queue
+      expect(await sink.write(batch, { signal: signal(), attempt: 2 })).toBeUndefined();
+      expect((await consume(stream)).map(markOf)).toEqual(range(0, 10).map((i) => `z${i}`));
+    } finally {
+      client.disconnect();
+      await proxy.close();
+    }
+  });
+
   it('a batch of 120 goes out in one socket write per 50 entries, not one per XADD, and leaves the socket uncorked', async () => {
     const stream = nextStream();
     const client = new Redis({ host: server.host, port: server.port });

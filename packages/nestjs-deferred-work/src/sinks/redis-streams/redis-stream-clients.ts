@@ -11,6 +11,8 @@ export interface StreamRedis {
   /** ioredis flattens array arguments one level: `xadd(stream, head, fields)` is one `XADD`. */
   xadd(...args: Array<string | readonly string[]>): Promise<unknown>;
   quit(): Promise<unknown>;
+  /** Connects a client created with `lazyConnect` (status `wait`). */
+  connect?(): Promise<unknown>;
 }
 
 /** Whether a value is an ioredis client (it pipelines and has XADD). */

@@ -75,6 +75,18 @@ function autoPipelined(redis: StreamRedis): boolean {
 /** The answer of an `XADD` the client threw on instead of sending (tried again later). */
 class NotSent extends Error {}
 
+/**
+ * Connects a client created with `lazyConnect` (status `wait`) now, instead of letting the first `XADD`
+ * do it: that `XADD` would wait in ioredis's offline queue until Redis answers, and be appended then —
+ * after the write timed out and its entries were sent again. Returns whether it was lazy. A failed
+ * connection is ioredis's to retry (and to report as an `error` event).
+ */
+function connectIfLazy(redis: StreamRedis): boolean {
+  if (redis.status !== 'wait' || typeof redis.connect !== 'function') return false;
+  redis.connect().catch(() => undefined);
+  return true;
+}
+
 /** An item ready to append: its stream and its fields as `XADD` arguments (`field value …`). */
 interface Entry {
   stream: string;
@@ -132,6 +144,7 @@ export class RedisStreamSink implements DeferredSink<SinkItem> {
     this.redis = found.redis;
     this.own = found.own;
     if (!this.own) context.holdOpen(this.redis as unknown as object);
+    connectIfLazy(this.redis);
     if (isStreamCluster(this.redis)) this.slotOf = await loadSlotOf(this.label, keyPrefixOf(this.redis));
   }
 
@@ -143,6 +156,9 @@ export class RedisStreamSink implements DeferredSink<SinkItem> {
   async write(batch: readonly SinkItem[], { signal }: SinkWriteContext): Promise<void | SinkWriteResult> {
     const redis = this.redis;
     if (this.closed || !redis) throw new SinkWriteError(`${this.label} is ${this.closed ? 'shut down' : 'not attached: add it to DeferredWorkModule'}`, { retryable: false });
+    if (connectIfLazy(redis)) {
+      throw new SinkWriteError(`${this.label}: Redis is not connected (client status "wait", connecting now); the batch was not sent`, { retryable: true });
+    }
     const state = redisState(redis);
     // Sent now, the commands would wait in ioredis' offline queue and be appended whenever Redis comes back, behind the dispatcher's retry.
     if (state !== 'up') throw new SinkWriteError(`${this.label}: Redis is not connected (client status "${redis.status}"); the batch was not sent`, { retryable: true });
