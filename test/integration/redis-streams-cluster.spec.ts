@@ -1,7 +1,8 @@
 import { Controller, Get, Param } from '@nestjs/common';
-import { type Cluster, Command } from 'ioredis';
+import { type Cluster, Command, Redis } from 'ioredis';
 import { AfterResponse, Deferred, type DeferredScope, DeferredWork, DeferredWorkModule, type LogItem } from 'nestjs-deferred-work';
 import { RedisStreamSink } from 'nestjs-deferred-work/redis-streams';
+import { sinkAttachContext } from 'nestjs-deferred-work/testing';
 import { eventually } from '../support/eventually';
 import { load, range } from '../support/load';
 import { failOnUnhandledRejection, platforms, startApp } from '../support/platforms';
@@ -113,6 +114,42 @@ describe.each(platforms)('RedisStreamSink on a Redis Cluster ($name)', (platform
     } finally {
       await started.close();
       client.disconnect();
+    }
+  });
+});
+
+describe('RedisStreamSink on a Redis Cluster: a slot moved to another node', () => {
+  const entry = (stream: string, mark: string): LogItem => ({ kind: 'log', level: 'info', message: 'm', fields: { stream, mark }, when: 'always', createdAt: Date.now(), id: `dw-${mark}` });
+  const slotOf = (key: string) => new Command('xadd', [key]).getSlot()!;
+
+  it("its entries fail retryable (a MOVED inside the old node's pipeline, which ioredis does not follow), the slot map is reloaded, and the retry writes them on the new node; the others once", async () => {
+    const per = Math.ceil(16384 / 3);
+    const keys: string[] = []; // two streams node 0 serves, in different slots
+    for (let n = 0; keys.length < 2; n++) {
+      const key = `moved-${process.pid}-${n}`;
+      if (Math.floor(slotOf(key) / per) === 0 && !keys.some((k) => slotOf(k) === slotOf(key))) keys.push(key);
+    }
+    const [moving, staying] = keys;
+    const slot = slotOf(moving);
+    const client = cluster.client();
+    const nodes = cluster.ports().map((port) => new Redis({ host: '127.0.0.1', port }));
+    try {
+      await client.xadd(staying, '*', 'warm', 'up'); // the client's slot map is loaded
+      const sink = new RedisStreamSink({ client, stream: (it) => String((it as LogItem).fields?.stream) });
+      await sink.attach(sinkAttachContext());
+      const target = String(await nodes[1].cluster('MYID'));
+      for (const node of nodes) await node.cluster('SETSLOT', slot, 'NODE', target); // the slot (empty) now served by node 1
+      const batch = [...range(0, 5).map((i) => entry(moving, `m${i}`)), ...range(0, 5).map((i) => entry(staying, `s${i}`))];
+      const first = await sink.write(batch, { signal: new AbortController().signal, attempt: 1 });
+      expect(first?.failed?.map((f) => [f.index, f.retryable])).toEqual(range(0, 5).map((i) => [i, true]));
+      expect(String((first!.failed![0].error as Error).message)).toContain('MOVED');
+      await eventually(async () => expect(client.slots[slot]?.[0]).toBe(`127.0.0.1:${cluster.ports()[1]}`), 5_000);
+      expect(await sink.write(batch.slice(0, 5), { signal: new AbortController().signal, attempt: 2 })).toBeUndefined();
+      expect(await client.xlen(moving)).toBe(5);
+      expect(await client.xlen(staying)).toBe(6); // the warm-up entry and five, each once
+    } finally {
+      client.disconnect();
+      for (const node of nodes) node.disconnect();
     }
   });
 });

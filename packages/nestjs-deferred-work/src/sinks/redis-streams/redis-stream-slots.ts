@@ -4,6 +4,18 @@ import { loadIoredis } from './redis-stream-clients';
 export interface StreamCluster {
   isCluster: true;
   slots: ReadonlyArray<readonly string[] | undefined>;
+  /** Reloads the slot map from the nodes (ioredis: once at a time; the outcome goes to `callback`). */
+  refreshSlotsCache?(callback?: (error?: Error | null) => void): void;
+}
+
+/**
+ * Whether a reply is a redirection (`MOVED`, `ASK`): the slot is served elsewhere. ioredis follows
+ * one for a command alone, but not inside a pipeline whose other commands went through — the case of
+ * a pipeline per node group whose slots moved apart.
+ */
+export function isRedirection(error: Error | null | undefined): boolean {
+  const message = error?.message;
+  return message !== undefined && (message.startsWith('MOVED ') || message.startsWith('ASK '));
 }
 
 /** Whether a client is an ioredis `Cluster` (its pipelines must hold keys that one node serves). */

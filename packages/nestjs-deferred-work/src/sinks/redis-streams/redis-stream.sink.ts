@@ -14,7 +14,7 @@ import { redisState } from '../kit/redis-state';
 import { WriteProgress } from '../kit/write-progress';
 import { findStreamRedis, type StreamRedis } from './redis-stream-clients';
 import { defaultFields, defaultFieldArgs, type Trim, xaddHead } from './redis-stream-entries';
-import { isStreamCluster, keyPrefixOf, loadSlotOf, SlotGroups, type SlotOf } from './redis-stream-slots';
+import { isRedirection, isStreamCluster, keyPrefixOf, loadSlotOf, SlotGroups, type SlotOf } from './redis-stream-slots';
 import { checkRedisStreamSinkOptions } from './redis-stream-sink.checks';
 import { REDIS_STREAM_PROCESSOR_DEFAULTS, type RedisStreamSinkOptions } from './redis-stream-sink.options';
 
@@ -224,6 +224,8 @@ export class RedisStreamSink implements DeferredSink<SinkItem> {
       return;
     }
     for (let i = 0; i < indexes.length; i++) this.record(progress, indexes[i], entries[i].stream, replies[i]);
+    // Some slots moved (a resharding, a fail-over): their entries failed retryable; the next write groups them by the new map.
+    if (isStreamCluster(redis) && replies.some((reply) => isRedirection(reply?.[0]))) redis.refreshSlotsCache?.(() => undefined);
   }
 
   /** Records one `XADD`'s reply (`[error, id]`; none: failed as unanswered) as the entry's outcome. */
