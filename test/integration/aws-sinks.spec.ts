@@ -1,3 +1,4 @@
+import { getMaxListeners } from 'node:events';
 import { SNSClient } from '@aws-sdk/client-sns';
 import { CreateQueueCommand, DeleteMessageBatchCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { Controller, Get, Param } from '@nestjs/common';
@@ -234,6 +235,24 @@ describe.each(services)('$name sink against the local protocol endpoint', (servi
         expect(got.sort()).toEqual(batch.map((b) => (b.fields as { mark: string }).mark).sort());
       } finally {
         service.endpoint.fault = undefined;
+        client.destroy();
+      }
+    });
+
+    it("concurrency 16: the write's signal takes the SDK's listeners of every call in flight without Node's leak warning (its limit raised), every entry once", async () => {
+      const name = nextName();
+      const client = service.client();
+      const sink = service.sink(name, { client, concurrency: 16 });
+      await sink.attach(sinkAttachContext());
+      try {
+        const batch = range(0, 160).map((i) => item(`c${i}`));
+        const ctx = context();
+        expect(getMaxListeners(ctx.signal)).toBe(10); // Node's default: an 11th 'abort' listener would print MaxListenersExceededWarning
+        expect(await sink.write(batch, ctx)).toBeUndefined();
+        expect(getMaxListeners(ctx.signal)).toBeGreaterThan(16);
+        const got = service.endpoint.records.filter((r) => r.destination === service.destination(name)).map((r) => markOf(r.body));
+        expect(got.sort()).toEqual(batch.map((b) => (b.fields as { mark: string }).mark).sort());
+      } finally {
         client.destroy();
       }
     });

@@ -1,3 +1,4 @@
+import { getMaxListeners, setMaxListeners } from 'node:events';
 import { errorMessage } from '../../core/error-message';
 import { SinkWriteError } from '../../core/errors/sink-write.error';
 import type { SinkItem, SinkKind } from '../../core/items/deferred-item.interface';
@@ -129,6 +130,10 @@ export abstract class AwsBatchSink implements DeferredSink<SinkItem> {
       for (const p of tooLarge) progress.fail([part.indexes[p]], new SinkWriteError(`${label}: the message is over maxPayloadBytes ${maxPayloadBytes}`, { retryable: false }), false);
       for (const c of chunks) calls.push({ destination: part.destination, indexes: c.positions.map((p) => part.indexes[p]) });
     }
+    // The SDK listens on the signal once per request in flight (and a split call once per piece, ≤ 10):
+    // Node would warn of a leak past 10 listeners with a `concurrency` above 9.
+    const listeners = concurrency * AWS_MAX_BATCH_ENTRIES + 1;
+    if (getMaxListeners(signal) < listeners) setMaxListeners(listeners, signal);
     const work = runLimited(calls, concurrency, (call) => this.send(client, call, batch, progress, signal), signal);
     const ended = await progress.until(work, signal);
     return progress.result(false, ended ? new SinkWriteError(`${label}: the service's answer did not list this message; it is sent again`) : signal.reason);

@@ -25,6 +25,8 @@ describe('awsError', () => {
     [queryError('KMSThrottlingException', 'KMSThrottling', 400), 'KMSThrottling', true], // SNS
     [queryError('QueueDoesNotExist', 'AWS.SimpleQueueService.NonExistentQueue', 400), 'AWS.SimpleQueueService.NonExistentQueue', false],
     [queryError('SomethingNew', 'SomethingNew', 429), 'SomethingNew', true],
+    [queryError('ExpiredToken', 'ExpiredToken', 403), 'ExpiredToken', true], // refreshed by the SDK's chain for the next call
+    [queryError('InvalidClientTokenId', 'InvalidClientTokenId', 403), 'InvalidClientTokenId', false],
   ])('%s → code %s, retryable %s', (error, code, retryable) => {
     expect(awsError(error)).toEqual({ code, retryable });
   });

@@ -23,6 +23,11 @@ const TRANSIENT = new Set([
   'InternalErrorException',
   'ServiceUnavailable',
   'ServiceUnavailableException',
+  // Credentials that expired (a role's session, a token the SDK's chain refreshes) or a request signed
+  // with a clock the SDK corrects: the next call signs with fresh ones.
+  'ExpiredToken',
+  'ExpiredTokenException',
+  'RequestExpired',
   'RequestTimeout',
   'RequestTimeoutException',
   'TimeoutError',
