@@ -11,6 +11,7 @@ import {
   DeferredWork,
   DeferredWorkModule,
   type DeferredWorkModuleOptions,
+  type JobItem,
   MemorySink,
 } from 'nestjs-deferred-work';
 import { BullSink } from 'nestjs-deferred-work/bull';
@@ -19,6 +20,8 @@ import { eventually } from '../support/eventually';
 import { identityHolds as holds, load, loadThroughOutage, range } from '../support/load';
 import { failOnUnhandledRejection, type Platform, platforms, startApp, type StartedApp } from '../support/platforms';
 import { RedisServer } from '../support/redis-server';
+import { TcpProxy } from '../support/tcp-proxy';
+import { sinkAttachContext } from 'nestjs-deferred-work/testing';
 
 /**
  * The BullMQ sink against a real, private redis-server (persistent, so that killing it loses nothing
@@ -359,6 +362,31 @@ describe('BullMQ sink: a batch that half-succeeds, and confusion with the Bull s
     } finally {
       await queue.obliterate({ force: true });
       await queue.close();
+    }
+  });
+
+  it('the link dies after Redis added 5 of 10 jobs: the write cut by its signal keeps the 5 confirmed, only the 5 unanswered fail (retryable), and nothing is sent after the cut', async () => {
+    const proxy = new TcpProxy(redis.port);
+    await proxy.listen();
+    const queue = new Queue(QUEUE, { connection: { host: proxy.host, port: proxy.port, maxRetriesPerRequest: null }, prefix: `${RUN}-cut` });
+    const sink = new BullMqSink({ queues: { [QUEUE]: queue } });
+    const job = (i: number): JobItem => ({ kind: 'job', queue: QUEUE, name: 'n', data: { i }, when: 'always', createdAt: Date.now(), id: `dw-cut-${i}` });
+    try {
+      await sink.attach(sinkAttachContext());
+      expect(await sink.write([job(100)], { signal: new AbortController().signal, attempt: 1 })).toBeUndefined(); // connected, the script loaded
+      proxy.passAnswers(10); // 5 replies of two lines each ($<length>, then the job id)
+      const controller = new AbortController();
+      setTimeout(() => controller.abort(new Error('write timed out')), 500);
+      const result = await sink.write(range(0, 10).map(job), { signal: controller.signal, attempt: 1 });
+      expect(result?.failed).toHaveLength(5);
+      expect(result!.failed!.some((f) => f.retryable === false)).toBe(false); // retried
+      await proxy.blackhole.off();
+      await eventually(async () => expect(await jobsIn(queue)).toBe(11), 5_000); // all ten were added: only the five unanswered are sent again
+    } finally {
+      await proxy.blackhole.off();
+      await queue.obliterate({ force: true }).catch(() => undefined);
+      await queue.close();
+      await proxy.close();
     }
   });
 

@@ -129,6 +129,42 @@ describe('BullSink', () => {
     expect(mail.adds[0].opts).not.toBe(opts);
   });
 
+  it('a write cut short keeps the adds that resolved: only the unanswered jobs fail', async () => {
+    const mail = new SocketQueue('mail');
+    const add = mail.add.bind(mail);
+    mail.add = (name, data, opts) => (name === 'slow' ? new Promise(() => undefined) : add(name, data, opts)); // a reply that never comes
+    const sink = new BullSink({ queues: [mail] });
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(new Error('write timed out')), 20);
+    const result = (await sink.write([job('mail', 'a'), job('mail', 'slow'), job('mail', 'b'), job('mail', 'slow')], ctx(controller.signal))) as SinkWriteResult;
+    expect(result.failed?.map((f) => f.index)).toEqual([1, 3]);
+  });
+
+  it('the adds of a piece not started when the signal aborted are not sent (a write of 40: 32, then 8 a turn later)', async () => {
+    const mail = new SocketQueue('mail');
+    const sink = new BullSink({ queues: [mail] });
+    const controller = new AbortController();
+    setImmediate(() => controller.abort(new Error('write timed out'))); // before the write's turn for its second piece
+    const result = (await sink.write(Array.from({ length: 40 }, (_, i) => job('mail', `j${i}`)), ctx(controller.signal))) as SinkWriteResult;
+    expect(mail.adds).toHaveLength(32);
+    expect(result.failed?.map((f) => f.index)).toEqual(Array.from({ length: 8 }, (_, i) => 32 + i));
+  });
+
+  it("Redis's own refusal stays a refusal when the connection is down by the time the adds settled", async () => {
+    const mail = new SocketQueue('mail');
+    mail.refuse = (added) => {
+      if (added.name !== 'wrong') return undefined;
+      mail.client.status = 'reconnecting';
+      return Object.assign(new Error('WRONGTYPE Operation against a key holding the wrong kind of value'), { name: 'ReplyError' });
+    };
+    const sink = new BullSink({ queues: [mail] });
+    const result = (await sink.write([job('mail', 'a'), job('mail', 'wrong')], ctx())) as SinkWriteResult;
+    expect(result.failed).toHaveLength(1);
+    const failure = result.failed![0];
+    expect([failure.index, (failure.error as SinkWriteError).retryable, (failure.error as SinkWriteError).code]).toEqual([1, false, 'WRONGTYPE']);
+    expect(String(failure.error)).toMatch(/Redis refused job "wrong": WRONGTYPE/);
+  });
+
   it('through single adds, fails only the jobs Redis refused, each by what its reply says', async () => {
     const mail = new SocketQueue('mail');
     mail.refuse = (added) =>

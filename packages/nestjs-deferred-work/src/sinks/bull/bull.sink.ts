@@ -42,6 +42,11 @@ function addOne(add: BullAdd, job: BullBulkJob): Promise<AddResult> {
   return add(job.name, job.data, job.opts).catch((error: unknown) => ({ error }));
 }
 
+/** Whether an error is Redis's reply to the command (ioredis `ReplyError`), not the connection failing. */
+function isReply(error: unknown): boolean {
+  return error instanceof Error && error.name === 'ReplyError';
+}
+
 /**
  * Delivers `job` items to Bull 4 queues, reusing the queues the app registered with
  * `BullModule.registerQueue` (looked up by name through `moduleRef`) or the `Queue` instances it was
@@ -121,18 +126,31 @@ export class BullSink extends QueueSink<BullQueueLike, BullBulkJob> {
    * script outside a MULTI, where ioredis reloads it. A command that failed inside the MULTI did not
    * run, so this adds nothing twice.
    */
-  protected async addJobs(queue: BullQueueLike, jobs: BullBulkJob[]): Promise<ReadonlyArray<{ id?: unknown } | { error: unknown } | null | undefined>> {
+  protected async addJobs(
+    queue: BullQueueLike,
+    jobs: BullBulkJob[],
+    _signal?: AbortSignal,
+    settled?: (k: number, result: unknown) => void,
+  ): Promise<ReadonlyArray<{ id?: unknown } | { error: unknown } | null | undefined>> {
     const add = queue.add?.bind(queue);
     const q = queue as BullQueueLike & QueueInternals;
     // A `repeat` among the queue's default job options: `add` would honour it, `addBulk` ignores it.
     if (add && q.defaultJobOptions?.repeat === undefined && hasCorkableSocket(q.client)) {
-      const outcomes = await Promise.all(jobs.map((job) => addOne(add, job)));
+      const outcomes = await Promise.all(
+        jobs.map((job, k) =>
+          addOne(add, job).then((outcome) => {
+            if (!thrown(outcome)) settled?.(k, outcome);
+            return outcome;
+          }),
+        ),
+      );
       if (!outcomes.some(thrown)) return outcomes;
       // An add that failed because the connection broke or the queue closed meanwhile was not refused
       // by Redis: those jobs fail as unsent ones do (closed: not retryable); the others keep their outcome.
       const state = await this.connectionState(queue);
       if (state === 'up') return outcomes;
-      return outcomes.map((outcome) => (thrown(outcome) ? { error: outcome.error, connection: state } : outcome));
+      // Redis's own reply (WRONGTYPE, OOM) stays a refusal; only the others are put down to the connection.
+      return outcomes.map((outcome) => (thrown(outcome) && !isReply(outcome.error) ? { error: outcome.error, connection: state } : outcome));
     }
     const results = await queue.addBulk(jobs);
     if (!add || results.every((result) => result?.id !== null && result?.id !== undefined)) return results;

@@ -70,8 +70,13 @@ export abstract class QueueSink<Q extends NamedQueue, J> implements DeferredSink
   protected abstract toJob(item: JobItem): J;
   /** Whether a job sent now would reach Redis. May be async. */
   protected abstract connectionState(queue: Q): QueueState | Promise<QueueState>;
-  /** Adds the jobs in one call; resolves with one result per job, in order. Honours `signal` where it can. */
-  protected abstract addJobs(queue: Q, jobs: J[], signal: AbortSignal): Promise<ReadonlyArray<unknown>>;
+  /**
+   * Adds the jobs; resolves with one result per job, in order. Honours `signal` where it can. Where
+   * jobs are added one by one, calls `settled(k, result)` as job `k`'s add settles, with the result
+   * it will resolve with for it: a job added is then confirmed at once, and stays confirmed if the
+   * write is cut short before the others are.
+   */
+  protected abstract addJobs(queue: Q, jobs: J[], signal: AbortSignal, settled?: (k: number, result: unknown) => void): Promise<ReadonlyArray<unknown>>;
   /** The error for a job whose result says it was not added, or `undefined` when it was. */
   protected abstract jobNotAdded(queueName: string, job: J, result: unknown): SinkWriteError | undefined;
   /** The job that carries several deferred jobs of one name (`packJobs`), under `jobId`. */
@@ -123,7 +128,7 @@ export abstract class QueueSink<Q extends NamedQueue, J> implements DeferredSink
     // were confirmed still count, and the rest are retried.
     const progress = new WriteProgress(batch.length);
     for (const failure of parts.failed) progress.failEntry(failure);
-    const work = runLimited(parts.list(), PARTS_AT_ONCE, (part) => this.addInChunks(part, batch, signal, progress));
+    const work = runLimited(parts.list(), PARTS_AT_ONCE, (part) => this.addInChunks(part, batch, signal, progress), signal);
     const complete = await progress.until(work, signal);
     return progress.result(complete, signal.reason);
   }
@@ -150,7 +155,7 @@ export abstract class QueueSink<Q extends NamedQueue, J> implements DeferredSink
       pieces.length,
       ADDS_IN_FLIGHT,
       (c) =>
-        this.addPiece(part.destination, pieces[c], signal).then(
+        this.addPiece(part.destination, pieces[c], signal, progress).then(
           (failures) => {
             for (const failure of failures) progress.failEntry(failure);
             progress.confirm(pieces[c].indexes);
@@ -170,15 +175,27 @@ export abstract class QueueSink<Q extends NamedQueue, J> implements DeferredSink
     return planPacking(batch as readonly JobItem[], part.indexes, part.values, this.packItems, (name, data, jobId) => this.packedJob(name, data, jobId));
   }
 
-  /** One batch add of `piece`'s jobs to `queue`; returns the failures of their items, or rejects when `signal` aborts. */
-  private async addPiece(queue: Q, piece: SendPlan<J>, signal: AbortSignal): Promise<SinkItemFailure[]> {
+  /**
+   * One batch add of `piece`'s jobs to `queue`; returns the failures of their items, or rejects when
+   * `signal` aborts (before the add is sent: then nothing is). Jobs added one by one are confirmed in
+   * `progress` as each add resolves.
+   */
+  private async addPiece(queue: Q, piece: SendPlan<J>, signal: AbortSignal, progress: WriteProgress): Promise<SinkItemFailure[]> {
+    if (signal.aborted) throw signal.reason;
     const all = (failure: { error: SinkWriteError; retryable: boolean }) => piece.indexes.map((index) => ({ index, ...failure }));
+    const settled = (k: number, result: unknown) => {
+      if (this.jobNotAdded(queue.name, piece.jobs[k], result)) return;
+      if (piece.covers) for (const index of piece.covers[k]) progress.confirmOne(index);
+      else progress.confirmOne(piece.indexes[k]);
+    };
     const checked = this.connectionState(queue);
     const state = typeof checked === 'string' ? checked : await abortable(checked, signal);
     if (state !== 'up') return all(this.unavailable(queue.name, state));
     let results: ReadonlyArray<unknown>;
     try {
-      results = await abortable(Promise.resolve().then(() => this.addJobs(queue, piece.jobs, signal)), signal);
+      // Not sent once the signal aborted (the state check above may have waited).
+      const add = () => (signal.aborted ? Promise.reject(signal.reason) : this.addJobs(queue, piece.jobs, signal, settled));
+      results = await abortable(Promise.resolve().then(add), signal);
     } catch (error) {
       if (signal.aborted) throw signal.reason;
       if ((await this.connectionState(queue)) === 'closed') return all(this.unavailable(queue.name, 'closed'));
