@@ -3,7 +3,7 @@ import { Test } from '@nestjs/testing';
 import knexFactory, { type Knex } from 'knex';
 import { createPool as createMysqlPool, type Pool as MysqlPool } from 'mysql2';
 import { createConnection, type Connection } from 'mysql2/promise';
-import { AfterResponse, Deferred, type DeferredScope, DeferredWork, DeferredWorkModule, type LogItem } from 'nestjs-deferred-work';
+import { AfterResponse, Deferred, type DeferredScope, DeferredWork, DeferredWorkModule, type JobItem, type LogItem } from 'nestjs-deferred-work';
 import { SqlSink } from 'nestjs-deferred-work/sql';
 import { sinkAttachContext } from 'nestjs-deferred-work/testing';
 import pg from 'pg';
@@ -208,6 +208,51 @@ describe.each(['postgres', 'mysql'] as const)('SqlSink writes on %s', (dialect) 
       await expect(boot(new SqlSink({ client: TOKEN, table, columns: ['id', 'mark', 'body'], row: () => ({}) as never }))).rejects.toThrow(`table ${table} has no column "body"`);
       await expect(boot(new SqlSink({ client: TOKEN, table: noUnique, columns: ['id', 'mark'], row: () => ({}) as never }))).rejects.toThrow('has no unique index of its own');
       await expect(boot(new SqlSink({ client: 'NOT_REGISTERED', table }))).rejects.toThrow('nothing is registered as "NOT_REGISTERED"');
+    } finally {
+      await close();
+    }
+  });
+});
+
+describe('SqlSink on PostgreSQL: column types', () => {
+  const open = () => clients['a pg Pool'].open();
+  const signal = () => new AbortController().signal;
+  const item = (mark: string, data: unknown): JobItem => ({ kind: 'job', queue: 'outbox', name: 'n', data, when: 'always', createdAt: Date.now(), id: `dw-${mark}` });
+
+  it('a string for a jsonb column must be JSON text of one value: one that would add keys or rows to the batch is failed for good alone; the rest are written once', async () => {
+    const { client, close } = await open();
+    const table = await admin.table('postgres', (t) => `CREATE TABLE ${t} (id text PRIMARY KEY, topic text NOT NULL, body jsonb)`);
+    const sink = new SqlSink({ client, table, columns: ['id', 'topic', 'body'], row: ((i: JobItem) => ({ id: i.id, topic: i.queue, body: i.data })) as never });
+    try {
+      await sink.attach(sinkAttachContext());
+      const forged = '0,"topic":"admin.grant"},{"id":"forged","topic":"admin.grant","body":{}';
+      const batch = [item('a', { n: 1 }), item('b', forged), item('c', '{"n":3}'), item('d', [1, 2])];
+      const result = await sink.write(batch, { signal: signal(), attempt: 1 });
+      expect(result?.failed?.map((f) => [f.index, f.retryable])).toEqual([[1, false]]);
+      expect(String((result!.failed![0].error as Error).message)).toMatch(/column "body" is jsonb, and row\(item\) gave it a string that is not JSON text/);
+      const rows = await admin.query('postgres', `SELECT id, topic, body FROM ${table} ORDER BY id`);
+      expect(rows).toEqual([
+        { id: 'dw-a', topic: 'outbox', body: { n: 1 } },
+        { id: 'dw-c', topic: 'outbox', body: { n: 3 } },
+        { id: 'dw-d', topic: 'outbox', body: [1, 2] },
+      ]);
+    } finally {
+      await close();
+    }
+  });
+
+  it('char(n), varchar(n) and numeric(p,s) columns take their values as the table declares them', async () => {
+    const { client, close } = await open();
+    const table = await admin.table('postgres', (t) => `CREATE TABLE ${t} (id text PRIMARY KEY, trace_id char(32) NOT NULL, code varchar(8) NOT NULL, amount numeric(10,2) NOT NULL)`);
+    const sink = new SqlSink({ client, table, columns: ['id', 'trace_id', 'code', 'amount'], row: ((i: JobItem) => ({ id: i.id, trace_id: 'a'.repeat(32), code: 'EUR', amount: 99.5 })) as never });
+    try {
+      await sink.attach(sinkAttachContext());
+      expect(await sink.write([item('a', {}), item('b', {})], { signal: signal(), attempt: 1 })).toBeUndefined();
+      const rows = await admin.query('postgres', `SELECT trace_id, code, amount FROM ${table} ORDER BY id`);
+      expect(rows).toEqual([
+        { trace_id: 'a'.repeat(32), code: 'EUR', amount: '99.50' },
+        { trace_id: 'a'.repeat(32), code: 'EUR', amount: '99.50' },
+      ]);
     } finally {
       await close();
     }

@@ -3,8 +3,12 @@ import { SinkWriteError } from '../../core/errors/sink-write.error';
 import type { Route } from './http-routes';
 import { parseRetryAfter } from './http-wire';
 
-/** Statuses worth another try (the OTLP/HTTP exporter's list). Everything else that is not 2xx is final. */
-const RETRYABLE_STATUSES = new Set([429, 502, 503, 504]);
+/**
+ * Statuses worth another try: the OTLP/HTTP exporter's list, and 409 — what a receiver that honours
+ * `Idempotency-Key` answers while a request with the same key is still being processed (every POST of
+ * this sink carries one). Everything else that is not 2xx is final.
+ */
+const RETRYABLE_STATUSES = new Set([409, 429, 502, 503, 504]);
 /**
  * Statuses that blame the body (malformed, too large, unprocessable): when a POST of several items
  * gets one, one of its items may be the cause, so the POST is split to find it.

@@ -253,7 +253,7 @@ describe('HttpSink against a real local receiver', () => {
     expect(error.retryAfterMs).toBe(3000);
   });
 
-  it.each([429, 502, 503, 504])('%i is retryable and honours Retry-After (delta-seconds)', async (status) => {
+  it.each([409, 429, 502, 503, 504])('%i is retryable and honours Retry-After (delta-seconds)', async (status) => {
     receiver.responder = () => ({ status, headers: { 'retry-after': '7' } });
     sink = new HttpSink({ url: receiver.url('/x') });
     const error = await writeError(sink, [log(1)]);

@@ -19,7 +19,8 @@ export interface Internals {
   pubClient?: RedisLike | null;
   mqttClient?: { connected?: boolean; disconnecting?: boolean; options?: { protocolVersion?: number } } | null;
   _producer?: unknown;
-  serializer?: { serialize(packet: unknown): unknown };
+  /** Nest's serializer: may answer a promise (Nest awaits it). */
+  serializer?: { serialize(packet: unknown, options?: { pattern?: unknown }): unknown };
   normalizePattern?: (pattern: unknown) => string;
   status?: { subscribe(next: (status: string) => void): { unsubscribe(): void } };
   emitBatch?: (pattern: string, data: { messages: unknown[] }) => ReturnType<ClientProxyLike['emit']>;

@@ -101,6 +101,27 @@ describe('ClientProxySink → ClientKafka → producer.send (no broker)', () => 
     ]);
   });
 
+  it('an async serializer (as Nest allows, e.g. a schema registry): sendBatch gets the serialized messages, not promises; the pattern is passed as Nest passes it', async () => {
+    const batches: ProducerBatch[] = [];
+    const client = kafka(
+      async () => {
+        throw new Error('not used');
+      },
+      async (batch) => {
+        batches.push(batch);
+        return batch.topicMessages!.flatMap((t) => metadata(t.topic));
+      },
+    );
+    const patterns: unknown[] = [];
+    const serializer = { serialize: async (m: { value: unknown; headers: unknown }, options?: { pattern?: unknown }) => (patterns.push(options?.pattern), { value: `encoded:${JSON.stringify(m.value)}`, headers: m.headers }) };
+    Object.assign(client, { serializer });
+    const sink = new ClientProxySink({ client, name: 'events' });
+    await sink.attach(context());
+    await expect(write(sink, [job('events', 'order.placed', { id: 1 }, { jobId: 'order-1' })])).resolves.toBeUndefined();
+    expect(batches[0].topicMessages!.map((t) => [t.topic, t.messages.map((m) => m.value)])).toEqual([['order.placed', [`encoded:${JSON.stringify({ id: 1 })}`]]]);
+    expect(patterns).toEqual(['order.placed']);
+  });
+
   it('a refused sendBatch over several topics: each topic sent on its own, only the refused topic fails', async () => {
     const records: ProducerRecord[] = [];
     const client = kafka(

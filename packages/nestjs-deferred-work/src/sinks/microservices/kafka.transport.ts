@@ -50,12 +50,15 @@ export function kafkaTransport(ctx: TransportContext): Transport {
       const serializer = c.serializer;
       if (typeof producer?.sendBatch === 'function' && serializer && typeof c.normalizePattern === 'function') {
         const topics = [...byTopic];
-        const whole = Promise.resolve().then(() =>
-          producer.sendBatch!({
-            ...sendOptions(),
-            topicMessages: topics.map(([topic, indexes]) => ({ topic: c.normalizePattern!(topic), messages: kafkaMessages(indexes).map((m) => serializer.serialize(m)) })),
-          }),
-        );
+        const whole = Promise.resolve().then(async () => {
+          const topicMessages = topics.map(([topic, indexes]) => {
+            const name = c.normalizePattern!(topic);
+            return { topic: name, messages: kafkaMessages(indexes).map((m): unknown => serializer.serialize(m, { pattern: name })) };
+          });
+          // Nest awaits a serializer (it may be async, e.g. a schema registry's): so does this.
+          for (const t of topicMessages) if (t.messages.some(isThenable)) t.messages = await Promise.all(t.messages);
+          return producer.sendBatch!({ ...sendOptions(), topicMessages });
+        });
         for (const [topic, indexes] of topics) {
           const sent = whole.then(
             () => undefined,
@@ -74,4 +77,9 @@ export function kafkaTransport(ctx: TransportContext): Transport {
       return results;
     },
   };
+}
+
+/** Whether a value is a promise (or any thenable). */
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return typeof (value as PromiseLike<unknown> | null)?.then === 'function';
 }

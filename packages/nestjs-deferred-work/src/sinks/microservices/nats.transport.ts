@@ -77,7 +77,8 @@ export function natsTransport(ctx: TransportContext): Transport {
         if (!nc) throw new SinkWriteError('NATS: not connected; not sending');
         const subject = c.normalizePattern ? c.normalizePattern(m.pattern) : m.pattern;
         const record = new ctx.records.NatsRecordBuilder(withPayloadId(m.data, ctx.payloadIdKey, m.id)).setHeaders(headers(m.id)).build();
-        const packet = (c.serializer?.serialize({ pattern: m.pattern, data: record }) ?? { data: JSON.stringify({ pattern: m.pattern, data: m.data }) }) as {
+        // Nest awaits a serializer (it may be async): so does this.
+        const packet = ((await c.serializer?.serialize({ pattern: m.pattern, data: record })) ?? { data: JSON.stringify({ pattern: m.pattern, data: m.data }) }) as {
           data: unknown;
           headers?: unknown;
         };

@@ -71,6 +71,9 @@ export function columnValue(value: unknown): unknown {
   if (value === undefined || value === null) return null;
   if (isJsonValue(value)) return JSON.stringify(value);
   if (typeof value === 'bigint') return value.toString();
+  if (typeof value === 'number' && !Number.isFinite(value)) throw new Error(`${value} is not a number SQL stores; give null, or a string`);
+  if (value instanceof Date && Number.isNaN(value.getTime())) throw new Error('an invalid Date; give a valid Date, or null');
+  if (typeof value === 'symbol' || typeof value === 'function') throw new Error(`a ${typeof value} is not a column value`);
   return value;
 }
 

@@ -58,7 +58,7 @@ export async function describeTable(connection: SqlConnection, dialect: SqlDiale
   let unique: boolean;
   if (dialect === 'postgres') {
     const rows = await connection.query({
-      text: 'SELECT a.attname AS name, format_type(a.atttypid, NULL) AS type FROM pg_attribute a WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped',
+      text: 'SELECT a.attname AS name, format_type(a.atttypid, a.atttypmod) AS type FROM pg_attribute a WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped',
       values: [quoted],
     });
     for (const row of rows) found.set(String(row.name), String(row.type));

@@ -75,6 +75,10 @@ describe('SqlSink rows', () => {
     const cycle: Record<string, unknown> = {};
     cycle.self = cycle;
     expect(() => columnValue(cycle)).toThrow();
+    expect(() => columnValue(Number.NaN)).toThrow(/NaN is not a number SQL stores/);
+    expect(() => columnValue(Number.POSITIVE_INFINITY)).toThrow(/Infinity is not a number SQL stores/);
+    expect(() => columnValue(new Date('not a date'))).toThrow(/an invalid Date/);
+    expect(() => columnValue(Symbol('s'))).toThrow(/a symbol is not a column value/);
   });
 
   it('validate refuses, when the item is deferred, a row that cannot be written', () => {
@@ -84,6 +88,10 @@ describe('SqlSink rows', () => {
     expect(() => perTable.validate(log())).toThrow('is not a table name');
     const notObject = new SqlSink({ row: () => 5 as never, columns: ['id'] });
     expect(() => notObject.validate(log())).toThrow('row(item) must return an object of column values, got 5');
+    const nan = new SqlSink({ row: (item) => ({ id: item.id, amount: Number.NaN }), columns: ['id', 'amount'] });
+    expect(() => nan.validate(log())).toThrow('row(item) gave column "amount" NaN is not a number SQL stores; give null, or a string');
+    const badDate = new SqlSink({ row: (item) => ({ id: item.id, at: new Date('x') }), columns: ['id', 'at'] });
+    expect(() => badDate.validate(log())).toThrow('row(item) gave column "at" an invalid Date');
   });
 });
 

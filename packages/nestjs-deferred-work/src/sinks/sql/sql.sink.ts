@@ -1,3 +1,4 @@
+import { errorMessage } from '../../core/error-message';
 import { SinkWriteError } from '../../core/errors/sink-write.error';
 import type { SinkItem, SinkKind } from '../../core/items/deferred-item.interface';
 import type { DeferredSink, SinkAttachContext, SinkProcessorOptions, SinkWriteContext, SinkWriteResult } from '../../core/sink.interface';
@@ -165,7 +166,13 @@ export class SqlSink implements DeferredSink<SinkItem> {
     itemId(item); // an item written outside the dispatcher (a test) gets its id here, for row(item)
     const row = this.row(item);
     if (typeof row !== 'object' || row === null) throw new Error(`${this.label}: row(item) must return an object of column values, got ${describeValue(row)}`);
-    const values = this.columns.map((column) => columnValue(row[column]));
+    const values = this.columns.map((column) => {
+      try {
+        return columnValue(row[column]);
+      } catch (error) {
+        throw new Error(`${this.label}: row(item) gave column "${column}" ${errorMessage(error)}`);
+      }
+    });
     this.mapped.set(item, values);
     return values;
   }
@@ -185,10 +192,33 @@ export class SqlSink implements DeferredSink<SinkItem> {
   }
 
   /**
+   * PostgreSQL: the entries whose `json`/`jsonb` values are each one JSON value; the others fail for
+   * good. A row's values go to the server inside one JSON document (see `pgInsert`), where an object
+   * is written as its JSON text as it is — so a string given for such a column must be JSON text of one
+   * value, or it could add keys or rows to the document.
+   */
+  private withJsonChecked(shape: TableShape, entries: Entry[], progress: WriteProgress): Entry[] {
+    const jsonColumns = shape.types.flatMap((type, c) => (type === 'json' || type === 'jsonb' ? [c] : []));
+    if (jsonColumns.length === 0) return entries;
+    return entries.filter((entry) => {
+      for (const c of jsonColumns) {
+        const value = entry.values[c];
+        if (typeof value !== 'string' || isOneJsonValue(value)) continue;
+        const message = `${this.label}: column "${shape.columns[c]}" is ${shape.types[c]}, and row(item) gave it a string that is not JSON text (${describeValue(value.length > 60 ? `${value.slice(0, 60)}…` : value)}); give an object, or JSON.stringify(value)`;
+        progress.fail([entry.index], new SinkWriteError(message, { retryable: false }), false);
+        return false;
+      }
+      return true;
+    });
+  }
+
+  /**
    * Writes one table's rows on one pool connection: one statement, split in halves to isolate a row the
    * database refuses. Confirms each row written, notes each skipped as a duplicate, fails the rest.
    */
   private async writeRows(driver: SqlDriver, shape: TableShape, entries: Entry[], signal: AbortSignal, progress: WriteProgress, duplicates: number[]): Promise<void> {
+    if (driver.dialect === 'postgres') entries = this.withJsonChecked(shape, entries, progress);
+    if (entries.length === 0) return;
     await this.withConnection(async (connection) => {
       const send = async (rows: Entry[]) => {
         const ids = rows.map((r) => r.values[shape.idIndex]);
@@ -226,4 +256,14 @@ export class SqlSink implements DeferredSink<SinkItem> {
     return withConnection(this.driver!, fn, signal);
   }
 
+}
+
+/** Whether `text` is the JSON text of one value (what `JSON.parse` takes). */
+function isOneJsonValue(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
 }
