@@ -129,6 +129,12 @@ describe('BullSink', () => {
     expect(mail.adds[0].opts).not.toBe(opts);
   });
 
+  it('refuses a job with repeat when it is deferred (validate), not only when its batch is written', () => {
+    const sink = new BullSink({ queues: [new FakeQueue('mail')] });
+    expect(() => sink.validate(job('mail', 'tick', {}, { repeat: { every: 1000 } } as JobItem['opts']))).toThrow(/has a "repeat" option, which Bull's addBulk ignores/);
+    expect(() => sink.validate(job('mail', 'once'))).not.toThrow();
+  });
+
   it('a write cut short keeps the adds that resolved: only the unanswered jobs fail', async () => {
     const mail = new SocketQueue('mail');
     const add = mail.add.bind(mail);

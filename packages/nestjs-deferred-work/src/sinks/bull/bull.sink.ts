@@ -179,6 +179,12 @@ export class BullSink extends QueueSink<BullQueueLike, BullBulkJob> {
     );
   }
 
+  /** Refuses, when it is deferred (counted in `stats().rejected`), what `refuse` would fail at write time: a job with `repeat`. */
+  validate(item: SinkItem): void {
+    const refusal = this.refuse(item);
+    if (refusal) throw refusal;
+  }
+
   /** Jobs only, and not with `repeat` (which Bull's `addBulk` ignores). */
   protected override refuse(item: SinkItem): SinkWriteError | undefined {
     const refusal = super.refuse(item);

@@ -2,6 +2,7 @@ import type { JobItem } from '../../core/items/deferred-item.interface';
 import type { SinkWriteResult } from '../../core/sink.interface';
 import type { BullMqBulkJob } from './bullmq-sink.options';
 import { BullMqSink } from './bullmq.sink';
+import { sinkAttachContext } from '../../testing/sink-attach-context';
 
 /** A BullMQ queue stand-in: adds jobs by id (a known id is a no-op, as in BullMQ), can fail part-way. */
 class FakeQueue {
@@ -288,5 +289,28 @@ describe('BullMqSink', () => {
     expect(sink.kinds).toEqual(['job']);
     const bull4 = { name: 'mail', addBulk: async () => [] };
     expect(() => new BullMqSink({ queues: [bull4 as never] })).toThrow(/queues\[0\] is a Bull 4 queue \(@nestjs\/bull\); use BullSink from 'nestjs-deferred-work\/bull'/);
+  });
+});
+
+describe('BullMqSink in an app that also has Bull 4 queues (both register BullQueue_<name>)', () => {
+  /** What a Bull 4 queue looks like to the sink: addBulk, isReady, no waitUntilReady. */
+  const bull4Queue = (name: string) => ({ name, addBulk: async () => [], isReady: async () => undefined, add: async () => ({}) });
+
+  it('boots, passing over the Bull 4 queues; a job for one of them is refused naming BullSink', async () => {
+    const mail = new FakeQueue('mail');
+    const sink = new BullMqSink();
+    await sink.attach(sinkAttachContext({ providers: { BullQueue_mail: mail, BullQueue_legacy: bull4Queue('legacy') } }));
+    const job = (queue: string): JobItem => ({ kind: 'job', queue, name: 'n', data: {}, when: 'always', createdAt: 0, id: `dw-${queue}` });
+    const result = (await sink.write([job('mail'), job('legacy')], { signal: new AbortController().signal, attempt: 1 })) as SinkWriteResult;
+    expect(mail.stored.size).toBe(1);
+    expect(result.failed?.map((f) => [f.index, f.retryable])).toEqual([[1, false]]);
+    expect(String(result.failed![0].error)).toMatch(/queue "legacy" is a Bull 4 queue .*BullSink/);
+  });
+
+  it('with only Bull 4 queues registered, fails at bootstrap naming BullSink', async () => {
+    const sink = new BullMqSink();
+    await expect(Promise.resolve().then(() => sink.attach(sinkAttachContext({ providers: { BullQueue_legacy: bull4Queue('legacy') } })))).rejects.toThrow(
+      /the queue registered as BullQueue_legacy is a Bull 4 queue/,
+    );
   });
 });

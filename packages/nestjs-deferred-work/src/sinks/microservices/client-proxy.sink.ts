@@ -147,6 +147,22 @@ export class ClientProxySink implements DeferredSink<SinkItem> {
       if (previous && (!previous.settled || previous.confirmed)) waiting.push({ index, send: previous });
       else toSend.push({ index, item, message: { pattern: item.name, data: item.data, id: this.idOf(item) } });
     });
+    try {
+      return await this.sendAll(transport, toSend, signal, failed, waiting);
+    } catch (error) {
+      if (!signal.aborted || error !== signal.reason) throw error;
+      return cutShort(batch.length, failed, waiting, signal.reason);
+    }
+  }
+
+  /** Sends `toSend`, awaits every confirmation of the write (`waiting`), and returns its failures. Rejects with the signal's reason when it aborts. */
+  private async sendAll(
+    transport: Transport,
+    toSend: Array<{ index: number; item: JobItem; message: OutgoingMessage }>,
+    signal: AbortSignal,
+    failed: SinkItemFailure[],
+    waiting: Array<{ index: number; send: PendingSend }>,
+  ): Promise<void | SinkWriteResult> {
     if (toSend.length > 0) {
       // a large batch in pieces, a turn of the event loop apart (requests are served in between), two in flight
       const { chunks } = chunk(toSend, { maxCount: transport.messagesPerSend ?? MESSAGES_PER_SEND });
@@ -243,4 +259,19 @@ export class ClientProxySink implements DeferredSink<SinkItem> {
     if (error instanceof SinkWriteError) return error;
     return new SinkWriteError(`ClientProxySink "${this.name}" (${this.transportName}): ${errorMessage(error)}`, { cause: error });
   }
+}
+
+/**
+ * The result of a write cut short by its signal: what failed stays failed, what the broker confirmed
+ * stays delivered (not sent again, not dead-lettered on a last attempt), the rest fails with `reason`
+ * (retryable; a send still pending is awaited by the next attempt instead of being sent twice).
+ */
+function cutShort(size: number, failed: SinkItemFailure[], waiting: ReadonlyArray<{ index: number; send: PendingSend }>, reason: unknown): SinkWriteResult | undefined {
+  const done = new Set(failed.map((f) => f.index));
+  for (const { index, send } of waiting) if (send.settled && send.confirmed) done.add(index);
+  const all = [...failed];
+  for (let index = 0; index < size; index++) if (!done.has(index)) all.push({ index, error: reason, retryable: true });
+  if (all.length === 0) return undefined;
+  all.sort((a, b) => a.index - b.index);
+  return { failed: all };
 }

@@ -60,8 +60,15 @@ export class QueueLookup<Q extends NamedQueue> {
     this.context = context;
   }
 
-  /** Every queue the sink may write to: the given ones and every queue registered in the app among `providers`. */
+  /**
+   * Every queue the sink may write to: the given ones and every queue registered in the app among
+   * `providers`. Queues of the other library (Bull 4 and BullMQ share the `BullQueue_<name>` token) are
+   * passed over — an app moving from one to the other has both — unless the app has none of this
+   * sink's: then the sink is the wrong one, and bootstrap fails naming the right one.
+   */
   *reachable(providers: Iterable<{ token: unknown; instance: unknown }>): Iterable<Q> {
+    let ours = this.given.size;
+    let firstOther: SinkConfigError | undefined;
     yield* this.given.values();
     for (const { token, instance } of providers) {
       let mine = false;
@@ -74,9 +81,12 @@ export class QueueLookup<Q extends NamedQueue> {
       } catch {
         continue; // a provider that throws on property access (a strict proxy outside its context) is no queue of ours
       }
-      if (mine) yield instance as Q;
-      else if (other) throw new SinkConfigError(`${this.flavor.sinkClass} "${this.sinkName}": the queue registered as ${String(token)} ${other}`, 'queues');
+      if (mine) {
+        ours++;
+        yield instance as Q;
+      } else if (other) firstOther ??= new SinkConfigError(`${this.flavor.sinkClass} "${this.sinkName}": the queue registered as ${String(token)} ${other}`, 'queues');
     }
+    if (ours === 0 && firstOther !== undefined) throw firstOther;
   }
 
   /** The queue for `name`: a given one, else one resolved (once) among the app's providers. Throws a not-retryable `SinkWriteError`. */
