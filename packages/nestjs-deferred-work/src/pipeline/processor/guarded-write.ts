@@ -55,8 +55,9 @@ export async function guardedWrite(
     return await raced;
   } catch (error) {
     if (!controller.signal.aborted || error !== controller.signal.reason) throw error;
-    const grace = hardStop.signal.aborted ? 0 : Math.min(ABORT_GRACE_MS, timeoutMs);
-    const late = await settleWithin(write, grace);
+    // At the shutdown deadline there is no grace, but a write its own 'abort' listener settles with what
+    // it had confirmed (a partial result) still gets this turn of the event loop to do so.
+    const late = hardStop.signal.aborted ? await settleThisTurn(write) : await settleWithin(write, Math.min(ABORT_GRACE_MS, timeoutMs));
     if (late.status === 'fulfilled') return late.value;
     // Still pending after its abort and the grace: the sink ignores its signal. Given up on here; the
     // caller is told until it settles (if ever), for the liveness probe.
@@ -66,6 +67,23 @@ export async function guardedWrite(
     clearTimeout(timeout);
     stopWatching();
   }
+}
+
+/** How `promise` settled by the end of this turn of the event loop (its microtasks and ticks), or `pending`. */
+function settleThisTurn<T>(promise: Promise<T>): Promise<PromiseSettledResult<T> | { status: 'pending' }> {
+  return new Promise((resolve) => {
+    const immediate = setImmediate(() => resolve({ status: 'pending' }));
+    promise.then(
+      (value) => {
+        clearImmediate(immediate);
+        resolve({ status: 'fulfilled', value });
+      },
+      (reason: unknown) => {
+        clearImmediate(immediate);
+        resolve({ status: 'rejected', reason });
+      },
+    );
+  });
 }
 
 /**
