@@ -4,13 +4,14 @@ import { gunzipSync } from 'node:zlib';
 
 /**
  * What the receiver does with one request.
- * - `{ status, headers?, body?, delayMs? }`: answer (after `delayMs`, if given).
+ * - `{ status, headers?, body?, delayMs?, bodyDelayMs? }`: answer (after `delayMs`, if given); with
+ *   `bodyDelayMs`, the status line and headers go out at once and the body ends that much later.
  * - `'hang'`: read the request and never answer; the connection stays open until the client gives
  *   up or the receiver is closed.
  * - `'reset'`: read the request, then destroy the connection without answering.
  */
 export type ReceiverReply =
-  | { status: number; headers?: Record<string, string>; body?: string; delayMs?: number }
+  | { status: number; headers?: Record<string, string>; body?: string; delayMs?: number; bodyDelayMs?: number }
   | 'hang'
   | 'reset';
 
@@ -221,7 +222,13 @@ export class HttpReceiver {
     const send = () => {
       if (res.destroyed) return;
       res.writeHead(reply.status, { 'content-type': 'text/plain', ...(reply.headers ?? {}) });
-      res.end(reply.body ?? '');
+      if (!reply.bodyDelayMs) return void res.end(reply.body ?? '');
+      res.flushHeaders();
+      const timer = setTimeout(() => {
+        this.timers.delete(timer);
+        if (!res.destroyed) res.end(reply.body ?? 'done');
+      }, reply.bodyDelayMs);
+      this.timers.add(timer);
     };
     if (reply.delayMs && reply.delayMs > 0) {
       const timer = setTimeout(() => {

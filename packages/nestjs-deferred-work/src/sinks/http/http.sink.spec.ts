@@ -170,6 +170,14 @@ describe('HttpSink against a real local receiver', () => {
     });
   });
 
+  it('a 2xx is delivered when its status arrives: a write cut short while the body is still coming does not fail its items', async () => {
+    receiver.responder = () => ({ status: 200, bodyDelayMs: 400 });
+    sink = new HttpSink({ url: receiver.url('/items') });
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(new Error('write timed out')), 100);
+    await expect(sink.write([job(1)], { signal: controller.signal, attempt: 1 })).resolves.toBeUndefined();
+  });
+
   it('drops functions from payloads (they never go over the wire)', async () => {
     sink = new HttpSink({ url: receiver.url('/items') });
     const item: SinkItem = { kind: 'job', queue: 'q', name: 'n', data: { id: 1, fn: () => 1 }, when: 'success', createdAt: 0 };

@@ -201,6 +201,8 @@ export class HttpSink implements DeferredSink<SinkItem> {
         res.on('error', () => undefined);
         // Read the body to its end so the socket goes back to the pool; its content is not used.
         res.resume();
+        // A 2xx is the receiver's word that it took the items: delivered now, whatever happens to the rest of the body.
+        if (!failure) settle();
         res.on('end', () => settle(failure));
         res.on('close', () => settle(failure));
       });
