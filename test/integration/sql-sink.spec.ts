@@ -241,6 +241,15 @@ describe('SqlSink on PostgreSQL: column types', () => {
     }
   });
 
+  it('a failed bootstrap (a missing table) closes the pool the sink opened from a connection string', async () => {
+    const app = `dw-leak-${process.pid}-${Date.now().toString(36)}`;
+    const url = `${PG_URL}${PG_URL.includes('?') ? '&' : '?'}application_name=${app}`;
+    const sink = new SqlSink({ client: url, table: `no_such_table_${process.pid}` });
+    await expect(sink.attach(sinkAttachContext())).rejects.toThrow(/does not exist|cannot read table/);
+    const connections = async () => Number((await admin.query('postgres', `SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = '${app}'`))[0].n);
+    await eventually(async () => expect(await connections()).toBe(0), 3_000);
+  });
+
   it('char(n), varchar(n) and numeric(p,s) columns take their values as the table declares them', async () => {
     const { client, close } = await open();
     const table = await admin.table('postgres', (t) => `CREATE TABLE ${t} (id text PRIMARY KEY, trace_id char(32) NOT NULL, code varchar(8) NOT NULL, amount numeric(10,2) NOT NULL)`);

@@ -48,6 +48,7 @@ export function checkSqlSinkOptions(options: SqlSinkOptions | undefined): SqlSin
   const createTable = o.createTable ?? SQL_SINK_DEFAULTS.createTable;
   if (typeof createTable !== 'boolean') throw optionError(label, 'createTable', 'must be true or false', 'Leave it out for false.', o.createTable);
   if (createTable && o.row) throw optionError(label, 'createTable', 'only creates the default table', 'Create your own table with your migrations, or leave out row and columns.');
+  if (createTable && typeof o.table === 'function') throw optionError(label, 'createTable', 'only creates a table named by a string', 'Create the tables table(item) chooses with your migrations, or give table as a string.');
   const maxConnections = checkWholeNumber(label, 'maxConnections', o.maxConnections, { min: 1, max: 64, fallback: SQL_SINK_DEFAULTS.maxConnections });
   const prepare = o.prepare ?? SQL_SINK_DEFAULTS.prepare;
   if (typeof prepare !== 'boolean') throw optionError(label, 'prepare', 'must be true or false', 'Leave it out for true.', o.prepare);

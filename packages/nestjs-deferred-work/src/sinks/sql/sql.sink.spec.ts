@@ -30,6 +30,7 @@ describe('SqlSink options', () => {
     [{ row: () => ({}), columns: ['id', 'bad name'] }, 'option "columns" must be a non-empty array of distinct column names'],
     [{ createTable: 'yes' }, 'option "createTable" must be true or false'],
     [{ createTable: true, row: () => ({}), columns: ['id'] }, 'option "createTable" only creates the default table'],
+    [{ createTable: true, table: () => 'events' }, 'option "createTable" only creates a table named by a string'],
     [{ maxConnections: 0 }, 'option "maxConnections" must be a whole number from 1 to 64'],
     [{ kinds: ['callback'] }, "option \"kinds\" must be a non-empty array of 'job', 'log', 'metric'"],
     [{ prepare: 1 }, 'option "prepare" must be true or false'],

@@ -97,7 +97,11 @@ export class SqlSink implements DeferredSink<SinkItem> {
         if (error instanceof SqlTableError) throw new SinkConfigError(`${this.label}: ${error.message}.`, 'table');
         throw error;
       }
-    }).catch((error: unknown) => {
+    }).catch(async (error: unknown) => {
+      // a pool the sink opened (from a connection string) is not left open behind a failed bootstrap
+      const close = this.closeOwnPool;
+      this.closeOwnPool = undefined;
+      await close?.().catch(() => undefined);
       if (error instanceof SinkConfigError) throw error;
       throw new SinkConfigError(`${this.label}: cannot read table ${String(typeof this.table === 'string' ? this.table : '(per item)')} through ${this.driver!.what}: ${(error as Error)?.message ?? String(error)}. Check that the database is up and the user may read it.`, 'client');
     });
