@@ -15,11 +15,13 @@ const PG_ROW = new Set([
   '23503', // foreign_key_violation
   '23505', // unique_violation (on a column other than the id)
   '23514', // check_violation
+  '23P01', // exclusion_violation
   '22001', // string_data_right_truncation (too long for varchar(n))
   '22003', // numeric_value_out_of_range
   '22007', // invalid_datetime_format
   '22008', // datetime_field_overflow
   '22021', // character_not_in_repertoire (a NUL byte in text)
+  '22026', // string_data_length_mismatch (bit(n))
   '22P02', // invalid_text_representation (bad JSON, bad number)
   '22P05', // untranslatable_character (\u0000 in jsonb)
 ]);
@@ -35,6 +37,7 @@ const MYSQL_ROW = new Set([
   1406, // ER_DATA_TOO_LONG
   1452, // ER_NO_REFERENCED_ROW_2 (foreign key)
   3140, // ER_INVALID_JSON_TEXT (MySQL)
+  3144, // ER_INVALID_JSON_CHARSET (MySQL: binary data for a JSON column)
   3819, // ER_CHECK_CONSTRAINT_VIOLATED (MySQL)
   4025, // ER_CONSTRAINT_FAILED (MariaDB: CHECK, and JSON_VALID on a JSON column)
 ]);
