@@ -19,6 +19,8 @@ export interface Internals {
   pubClient?: RedisLike | null;
   mqttClient?: { connected?: boolean; disconnecting?: boolean; options?: { protocolVersion?: number } } | null;
   _producer?: unknown;
+  /** Nest 10's name for it. */
+  producer?: unknown;
   /** Nest's serializer: may answer a promise (Nest awaits it). */
   serializer?: { serialize(packet: unknown, options?: { pattern?: unknown }): unknown };
   normalizePattern?: (pattern: unknown) => string;

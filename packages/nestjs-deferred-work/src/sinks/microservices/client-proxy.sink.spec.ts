@@ -1,4 +1,4 @@
-import { ClientKafka, ClientRedis } from '@nestjs/microservices';
+import { ClientKafka, ClientNats, ClientRedis } from '@nestjs/microservices';
 import type { ProducerBatch, ProducerRecord, RecordMetadata } from 'kafkajs';
 import type { JobItem, SinkItem } from '../../core/items/deferred-item.interface';
 import type { SinkAttachContext, SinkWriteResult } from '../../core/sink.interface';
@@ -148,6 +148,26 @@ describe('ClientProxySink → ClientKafka → producer.send (no broker)', () => 
     expect(records.map((r) => r.topic)).toEqual(['fast', 'slow']); // 'slow' was not sent twice
   });
 
+  it("Nest 10's ClientKafka (its producer under `producer`, not `_producer`): the sink sees it connected and sends through it", async () => {
+    const batches: ProducerBatch[] = [];
+    const client = kafka(
+      async () => {
+        throw new Error('not used');
+      },
+      async (batch) => {
+        batches.push(batch);
+        return batch.topicMessages!.flatMap((t) => metadata(t.topic));
+      },
+    );
+    const producer = (client as unknown as { _producer: unknown })._producer;
+    Object.assign(client, { _producer: undefined });
+    Object.defineProperty(client, 'producer', { value: producer }); // Nest 10: a plain property
+    const sink = new ClientProxySink({ client, name: 'events' });
+    await sink.attach(context());
+    await expect(write(sink, [job('events', 'order.placed', { id: 1 }, { jobId: 'order-1' })])).resolves.toBeUndefined();
+    expect(batches).toHaveLength(1);
+  });
+
   it('a refused sendBatch over several topics: each topic sent on its own, only the refused topic fails', async () => {
     const records: ProducerRecord[] = [];
     const client = kafka(
@@ -259,6 +279,25 @@ describe('ClientProxySink → ClientKafka → producer.send (no broker)', () => 
  * ClientRMQ makes two ChannelWrappers on its first connect and listens for 'error' on neither; one that
  * errs while being set up again after a connection cut would end the process (seen in CI).
  */
+describe("ClientProxySink and Nest 10's ClientNats (no status stream)", () => {
+  it('reads the connection itself: while nats.js reconnects (protocol.connected false) nothing is handed to it', async () => {
+    const client = new ClientNats({ servers: ['nats://127.0.0.1:4222'] });
+    Object.defineProperty(client, 'status', { value: undefined }); // Nest 10 has none
+    const published: unknown[] = [];
+    const nc = { isClosed: () => false, protocol: { connected: false }, publish: (...args: unknown[]) => void published.push(args), flush: async () => undefined };
+    Object.assign(client, { natsClient: nc, connect: async () => nc });
+    const sink = new ClientProxySink({ client, name: 'events' });
+    await sink.attach(context());
+    const result = (await write(sink, [job('events', 'order.placed', { id: 1 })])) as SinkWriteResult;
+    expect(result.failed?.map((f) => [f.index, f.retryable])).toEqual([[0, true]]);
+    expect(String(result.failed![0].error)).toMatch(/the nats broker is not connected; not sending/);
+    expect(published).toEqual([]);
+    nc.protocol.connected = true;
+    await expect(write(sink, [job('events', 'order.placed', { id: 1 })])).resolves.toBeUndefined();
+    expect(published).toHaveLength(1);
+  });
+});
+
 describe('ClientProxySink and ClientRMQ channels', () => {
   it("listens for 'error' on every channel of the client's connection manager once it is connected", async () => {
     const { createConnection } = await import('node:net');

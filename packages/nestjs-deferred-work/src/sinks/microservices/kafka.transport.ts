@@ -34,7 +34,7 @@ export function kafkaTransport(ctx: TransportContext): Transport {
     delivered: "the Kafka producer's send resolved: acked by the partition leader and, with the default acks = -1, by every in-sync replica",
     messageId: `the Kafka header "${MESSAGE_ID_HEADER}" (context.getMessage().headers)`,
     state() {
-      return c._producer ? 'up' : 'unconnected';
+      return producerOf(c) ? 'up' : 'unconnected';
     },
     send(messages) {
       const byTopic = new Map<string, number[]>();
@@ -46,7 +46,7 @@ export function kafkaTransport(ctx: TransportContext): Transport {
       const kafkaMessages = (indexes: number[]) =>
         indexes.map((i) => ({ value: withPayloadId(messages[i].data, ctx.payloadIdKey, messages[i].id), headers: { [MESSAGE_ID_HEADER]: messages[i].id } }));
       const results: Array<Promise<void>> = new Array(messages.length);
-      const producer = c._producer as Partial<BatchProducer> | undefined;
+      const producer = producerOf(c) as Partial<BatchProducer> | undefined;
       const serializer = c.serializer;
       if (typeof producer?.sendBatch === 'function' && serializer && typeof c.normalizePattern === 'function') {
         const topics = [...byTopic];
@@ -82,4 +82,14 @@ export function kafkaTransport(ctx: TransportContext): Transport {
 /** Whether a value is a promise (or any thenable). */
 function isThenable(value: unknown): value is PromiseLike<unknown> {
   return typeof (value as PromiseLike<unknown> | null)?.then === 'function';
+}
+
+/** The client's kafkajs producer once connected: `_producer` on Nest 11 and later, `producer` on Nest 10. */
+function producerOf(c: { _producer?: unknown; producer?: unknown }): unknown {
+  if (c._producer) return c._producer;
+  try {
+    return c.producer ?? undefined; // Nest 11's getter throws before connect()
+  } catch {
+    return undefined;
+  }
 }

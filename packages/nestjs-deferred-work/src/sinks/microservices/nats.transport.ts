@@ -47,6 +47,9 @@ export function natsTransport(ctx: TransportContext): Transport {
       const nc = c.natsClient;
       if (!nc) return 'unconnected';
       if (nc.isClosed?.()) return 'closed';
+      // Nest 10's ClientNats has no status stream: read the connection itself (nats.js keeps
+      // `protocol.connected`, false while it reconnects, when it buffers what is published).
+      if (!watch) return (nc as { protocol?: { connected?: unknown } }).protocol?.connected === false ? 'down' : 'up';
       return status === 'connected' ? 'up' : 'down';
     },
     dispose: () => watch?.unsubscribe(),
