@@ -23,7 +23,7 @@ export function displayUrl(url: URL): string {
 
 /**
  * The item as it goes over the wire: explicit fields only (never a function, nor routing details);
- * `id` when it has a stable one (a spooled item), for the receiver to drop the copy a replay resends.
+ * its `id` (every accepted item has one, the same on every retry and replay), for the receiver to drop a copy.
  */
 export function toWire(item: SinkItem): object {
   switch (item.kind) {
