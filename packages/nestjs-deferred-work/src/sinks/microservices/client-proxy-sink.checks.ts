@@ -1,4 +1,4 @@
-import { checkOneOf, checkOptionsObject, checkSinkName, optionError } from '../kit/option-checks';
+import { checkOneOf, checkOptionsObject, checkSinkName, checkWholeNumber, optionError } from '../kit/option-checks';
 import { SinkConfigError } from '../kit/sink-config.error';
 import type { BrokerTransport, ClientProxyLike, ClientProxySinkOptions } from './client-proxy-sink.options';
 
@@ -30,6 +30,8 @@ export function checkClientProxySinkOptions(options: ClientProxySinkOptions): st
   checkOneOf(C, 'transport', transport, TRANSPORTS, 'rmq');
   checkOneOf(C, 'mqtt.qos', options.mqtt?.qos, [0, 1, 2], 1);
   checkOneOf(C, 'redis.noSubscribers', options.redis?.noSubscribers, ['fail', 'count'], 'fail');
+  checkOneOf(C, 'nats.jetStream', options.nats?.jetStream, [true, false], false);
+  checkWholeNumber(C, 'nats.ackTimeoutMs', options.nats?.ackTimeoutMs, { min: 1, max: 2_147_483_647, fallback: 2000, unit: 'ms' });
   const key = options.payloadIdKey;
   if (key !== undefined && key !== false && (typeof key !== 'string' || key === '')) {
     throw optionError(C, 'payloadIdKey', 'must be a non-empty string or false', "Leave it out for the transport's default.", key);

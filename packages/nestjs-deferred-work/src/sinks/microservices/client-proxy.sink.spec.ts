@@ -23,6 +23,8 @@ describe('ClientProxySink options', () => {
     expect(() => new ClientProxySink({ client: {} as never })).toThrow(/option "client" must be a ClientProxy/);
     expect(() => new ClientProxySink({ client: new ClientRedis({}), mqtt: { qos: 3 as never } })).toThrow(/option "mqtt.qos" must be one of 0, 1, 2, got 3/);
     expect(() => new ClientProxySink({ client: new ClientRedis({}), redis: { noSubscribers: 'drop' as never } })).toThrow(/must be one of 'fail', 'count', got "drop"/);
+    expect(() => new ClientProxySink({ client: new ClientRedis({}), nats: { jetStream: 'false' as never } })).toThrow(/option "nats.jetStream" must be one of true, false, got "false"/);
+    expect(() => new ClientProxySink({ client: new ClientRedis({}), nats: { ackTimeoutMs: '2000' as never } })).toThrow(/option "nats.ackTimeoutMs" must be a whole number from 1 to 2147483647 \(ms\)/);
     const tcpLike = { emit: () => undefined, connect: async () => undefined, close: () => undefined };
     expect(() => new ClientProxySink({ client: tcpLike as never })).toThrow(/cannot tell the transport of a Object\. Pass transport/);
   });
