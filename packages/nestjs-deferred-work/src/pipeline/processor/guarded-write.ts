@@ -69,20 +69,30 @@ export async function guardedWrite(
   }
 }
 
-/** How `promise` settled by the end of this turn of the event loop (its microtasks and ticks), or `pending`. */
-function settleThisTurn<T>(promise: Promise<T>): Promise<PromiseSettledResult<T> | { status: 'pending' }> {
+type Settled<T> = PromiseSettledResult<T> | { status: 'pending' };
+
+/** How `promise` settled before `arm`'s deadline fired (`arm` schedules it and returns how to cancel it), or `pending`. */
+function settleBefore<T>(promise: Promise<T>, arm: (expire: () => void) => () => void): Promise<Settled<T>> {
   return new Promise((resolve) => {
-    const immediate = setImmediate(() => resolve({ status: 'pending' }));
+    const cancel = arm(() => resolve({ status: 'pending' }));
     promise.then(
       (value) => {
-        clearImmediate(immediate);
+        cancel();
         resolve({ status: 'fulfilled', value });
       },
       (reason: unknown) => {
-        clearImmediate(immediate);
+        cancel();
         resolve({ status: 'rejected', reason });
       },
     );
+  });
+}
+
+/** How `promise` settled by the end of this turn of the event loop (its microtasks and ticks), or `pending`. */
+function settleThisTurn<T>(promise: Promise<T>): Promise<Settled<T>> {
+  return settleBefore(promise, (expire) => {
+    const immediate = setImmediate(expire);
+    return () => clearImmediate(immediate);
   });
 }
 
@@ -90,20 +100,11 @@ function settleThisTurn<T>(promise: Promise<T>): Promise<PromiseSettledResult<T>
  * How `promise` settled within `ms`, or `pending`. The timer does not keep the process alive unless
  * `keepAlive` (shutdown waits on it).
  */
-export function settleWithin<T>(promise: Promise<T>, ms: number, keepAlive = false): Promise<PromiseSettledResult<T> | { status: 'pending' }> {
+export function settleWithin<T>(promise: Promise<T>, ms: number, keepAlive = false): Promise<Settled<T>> {
   if (ms <= 0) return Promise.resolve({ status: 'pending' });
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => resolve({ status: 'pending' }), Math.min(ms, MAX_TIMER_MS));
+  return settleBefore(promise, (expire) => {
+    const timer = setTimeout(expire, Math.min(ms, MAX_TIMER_MS));
     if (!keepAlive) timer.unref();
-    promise.then(
-      (value) => {
-        clearTimeout(timer);
-        resolve({ status: 'fulfilled', value });
-      },
-      (reason: unknown) => {
-        clearTimeout(timer);
-        resolve({ status: 'rejected', reason });
-      },
-    );
+    return () => clearTimeout(timer);
   });
 }

@@ -85,8 +85,8 @@ describe('ClientProxySink → ClientKafka → producer.send (no broker)', () => 
     return client;
   }
   const metadata = (topic: string): RecordMetadata[] => [{ topicName: topic, partition: 0, errorCode: 0 }];
-
-  it("the whole batch in one sendBatch across topics, through the client's serializer and with its send options", async () => {
+  /** A client whose producer acks every sendBatch (and records it); `send` is not used. */
+  function batchingKafka() {
     const batches: ProducerBatch[] = [];
     const client = kafka(
       async () => {
@@ -97,6 +97,11 @@ describe('ClientProxySink → ClientKafka → producer.send (no broker)', () => 
         return batch.topicMessages!.flatMap((t) => metadata(t.topic));
       },
     );
+    return { client, batches };
+  }
+
+  it("the whole batch in one sendBatch across topics, through the client's serializer and with its send options", async () => {
+    const { client, batches } = batchingKafka();
     const sink = new ClientProxySink({ client, name: 'events' });
     await sink.attach(context());
     const batch = [job('events', 'order.placed', { id: 1 }, { jobId: 'order-1' }), job('events', 'user.login', { u: 'a' }, { jobId: 'login-1' }), job('events', 'order.placed', { id: 2 }, { jobId: 'order-2' })];
@@ -110,16 +115,7 @@ describe('ClientProxySink → ClientKafka → producer.send (no broker)', () => 
   });
 
   it('an async serializer (as Nest allows, e.g. a schema registry): sendBatch gets the serialized messages, not promises; the pattern is passed as Nest passes it', async () => {
-    const batches: ProducerBatch[] = [];
-    const client = kafka(
-      async () => {
-        throw new Error('not used');
-      },
-      async (batch) => {
-        batches.push(batch);
-        return batch.topicMessages!.flatMap((t) => metadata(t.topic));
-      },
-    );
+    const { client, batches } = batchingKafka();
     const patterns: unknown[] = [];
     const serializer = { serialize: async (m: { value: unknown; headers: unknown }, options?: { pattern?: unknown }) => (patterns.push(options?.pattern), { value: `encoded:${JSON.stringify(m.value)}`, headers: m.headers }) };
     Object.assign(client, { serializer });
@@ -151,16 +147,7 @@ describe('ClientProxySink → ClientKafka → producer.send (no broker)', () => 
   });
 
   it("Nest 10's ClientKafka (its producer under `producer`, not `_producer`): the sink sees it connected and sends through it", async () => {
-    const batches: ProducerBatch[] = [];
-    const client = kafka(
-      async () => {
-        throw new Error('not used');
-      },
-      async (batch) => {
-        batches.push(batch);
-        return batch.topicMessages!.flatMap((t) => metadata(t.topic));
-      },
-    );
+    const { client, batches } = batchingKafka();
     const producer = (client as unknown as { _producer: unknown })._producer;
     Object.assign(client, { _producer: undefined });
     Object.defineProperty(client, 'producer', { value: producer }); // Nest 10: a plain property
