@@ -19,9 +19,12 @@ const PRIORITY_LIMIT = 2_097_152;
  * item is handed to the dispatcher, so a bad option is rejected and counted there, not retried at
  * every write.
  */
-export function bullMqOptionsProblem(opts: DeferredJobOptions | undefined): string | undefined {
+/** Options BullMQ takes only one of: what a child's failure does to its parent. */
+const EXCLUSIVE_ON_FAILURE = ['removeDependencyOnFailure', 'failParentOnFailure', 'continueParentOnFailure', 'ignoreDependencyOnFailure'] as const;
+
+export function bullMqOptionsProblem(opts: DeferredJobOptions | undefined, data?: unknown): string | undefined {
   if (!opts) return undefined;
-  const { jobId, priority, repeat, debounce, deduplication, backoff, delay, attempts, parent } = opts as Record<string, unknown>;
+  const { jobId, priority, repeat, debounce, deduplication, backoff, delay, attempts, parent, sizeLimit } = opts as Record<string, unknown>;
   if (jobId !== undefined) {
     if (typeof jobId !== 'string' || jobId === '') return `jobId must be a non-empty string (got ${JSON.stringify(jobId)})`;
     if (jobId.includes(':')) return `jobId "${jobId}" contains ":", which BullMQ refuses ("Custom Id cannot contain :"); use another separator, e.g. "order-42" or "order_42"`;
@@ -37,6 +40,12 @@ export function bullMqOptionsProblem(opts: DeferredJobOptions | undefined): stri
   if (typeof jitter === 'number' && (jitter < 0 || jitter > 1)) return `backoff.jitter must be between 0 and 1 (got ${jitter})`;
   if (delay !== undefined && (typeof delay !== 'number' || !(delay >= 0))) return `delay must be a number of milliseconds >= 0 (got ${String(delay)})`;
   if (attempts !== undefined && (!Number.isInteger(attempts) || (attempts as number) < 1)) return `attempts must be a whole number >= 1 (got ${String(attempts)})`;
+  const exclusive = EXCLUSIVE_ON_FAILURE.filter((option) => (opts as Record<string, unknown>)[option]);
+  if (exclusive.length > 1) return `${exclusive.join(' and ')} cannot be used together (BullMQ refuses it); keep one`;
+  if (deduplication !== undefined && parent !== undefined) return 'deduplication and parent cannot be used together (BullMQ refuses it); keep one';
+  if (typeof sizeLimit === 'number' && Buffer.byteLength(JSON.stringify(data ?? null)) > sizeLimit) {
+    return `the job's data is larger than its sizeLimit of ${sizeLimit} bytes (BullMQ refuses it); send less, or raise sizeLimit`;
+  }
   if (parent !== undefined) {
     const { id, queue } = (parent ?? {}) as { id?: unknown; queue?: unknown };
     if (typeof id !== 'string' || id === '') return `parent.id must be the parent job's id, a non-empty string (got ${JSON.stringify(id)})`;

@@ -21,7 +21,7 @@ function bullMqJobCheck(queues: readonly string[]): (item: SinkItem) => void {
   return (item) => {
     checkQueue(item);
     if (item.kind !== 'job') return;
-    const problem = bullMqOptionsProblem(item.opts);
+    const problem = bullMqOptionsProblem(item.opts, item.data);
     if (problem) throw new Error(problem);
   };
 }

@@ -189,6 +189,9 @@ describe('BullMqSink', () => {
     [{ debounce: { id: 'x' } }, /use "deduplication: \{ id \}"/],
     [{ deduplication: {} }, /deduplication needs an id/],
     [{ backoff: { type: 'fixed', delay: 1, jitter: 2 } }, /jitter must be between 0 and 1/],
+    [{ failParentOnFailure: true, ignoreDependencyOnFailure: true }, /failParentOnFailure and ignoreDependencyOnFailure cannot be used together/],
+    [{ deduplication: { id: 'd' }, parent: { id: 'p', queue: 'bull:flows' } }, /deduplication and parent cannot be used together/],
+    [{ sizeLimit: 5 }, /the job's data is larger than its sizeLimit of 5 bytes/],
   ])('refuses %j with BullMQ’s own rules, saying how to fix it', (opts, message) => {
     const sink = new BullMqSink({ queues: [new FakeQueue('mail') as never] });
     expect(() => sink.validate(job('mail', 'a', opts))).toThrow(message);

@@ -100,7 +100,7 @@ export class BullMqSink extends QueueSink<BullMqQueueLike, BullMqBulkJob> {
   /** BullMQ's own option rules, checked when the item is handed to the dispatcher. */
   validate(item: SinkItem): void {
     if (item.kind !== 'job') return;
-    const problem = bullMqOptionsProblem(item.opts);
+    const problem = bullMqOptionsProblem(item.opts, item.data);
     if (problem) throw new Error(problem);
   }
 
