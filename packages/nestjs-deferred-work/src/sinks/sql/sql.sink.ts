@@ -26,8 +26,11 @@ const MYSQL_MAX_PLACEHOLDERS = 65_535;
 /** An item ready to write: its index in the batch and its row's values, in the order of the sink's columns. */
 interface Entry {
   index: number;
-  values: unknown[];
+  values: RowValues;
 }
+
+/** A row's values, with the columns `row(item)` gave a string (not an object the sink wrote as JSON). */
+type RowValues = unknown[] & { givenStrings?: readonly number[] };
 
 /**
  * Writes deferred items as rows of the app's own database — PostgreSQL, or MySQL / MariaDB — through
@@ -60,7 +63,7 @@ export class SqlSink implements DeferredSink<SinkItem> {
   private maxStatementBytes = Number.POSITIVE_INFINITY;
   private closed = false;
   /** Each item's row values, from its validation to its write (an item copied — spooled, offloaded — is mapped again); on the item, see ItemMemo. */
-  private readonly mapped = new ItemMemo<unknown[]>('SqlSink row values');
+  private readonly mapped = new ItemMemo<RowValues>('SqlSink row values');
 
   constructor(options?: SqlSinkOptions) {
     const settings = checkSqlSinkOptions(options);
@@ -164,19 +167,23 @@ export class SqlSink implements DeferredSink<SinkItem> {
   }
 
   /** The item's row values, in the order of the sink's columns (mapped once: when it is validated, kept for its write). */
-  private values(item: SinkItem): unknown[] {
+  private values(item: SinkItem): RowValues {
     const known = this.mapped.get(item);
     if (known) return known;
     itemId(item); // an item written outside the dispatcher (a test) gets its id here, for row(item)
     const row = this.row(item);
     if (typeof row !== 'object' || row === null) throw new Error(`${this.label}: row(item) must return an object of column values, got ${describeValue(row)}`);
-    const values = this.columns.map((column) => {
+    let givenStrings: number[] | undefined;
+    const values: RowValues = this.columns.map((column, c) => {
+      const value = row[column];
+      if (typeof value === 'string') (givenStrings ??= []).push(c);
       try {
-        return columnValue(row[column]);
+        return columnValue(value);
       } catch (error) {
         throw new Error(`${this.label}: row(item) gave column "${column}" ${errorMessage(error)}`);
       }
     });
+    if (givenStrings) values.givenStrings = givenStrings;
     this.mapped.set(item, values);
     return values;
   }
@@ -205,9 +212,11 @@ export class SqlSink implements DeferredSink<SinkItem> {
     const jsonColumns = shape.types.flatMap((type, c) => (type === 'json' || type === 'jsonb' ? [c] : []));
     if (jsonColumns.length === 0) return entries;
     return entries.filter((entry) => {
+      const given = entry.values.givenStrings;
+      if (!given) return true; // objects only: the sink wrote them as JSON itself
       for (const c of jsonColumns) {
         const value = entry.values[c];
-        if (typeof value !== 'string' || isOneJsonValue(value)) continue;
+        if (!given.includes(c) || typeof value !== 'string' || isOneJsonValue(value)) continue;
         const message = `${this.label}: column "${shape.columns[c]}" is ${shape.types[c]}, and row(item) gave it a string that is not JSON text (${describeValue(value.length > 60 ? `${value.slice(0, 60)}…` : value)}); give an object, or JSON.stringify(value)`;
         progress.fail([entry.index], new SinkWriteError(message, { retryable: false }), false);
         return false;
