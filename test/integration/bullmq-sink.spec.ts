@@ -376,12 +376,15 @@ describe('BullMQ sink: a batch that half-succeeds, and confusion with the Bull s
       expect(await sink.write([job(100)], { signal: new AbortController().signal, attempt: 1 })).toBeUndefined(); // connected, the script loaded
       proxy.passAnswers(10); // 5 replies of two lines each ($<length>, then the job id)
       const controller = new AbortController();
-      setTimeout(() => controller.abort(new Error('write timed out')), 500);
+      setTimeout(() => controller.abort(new Error('write timed out')), 1500);
       const result = await sink.write(range(0, 10).map(job), { signal: controller.signal, attempt: 1 });
       expect(result?.failed).toHaveLength(5);
       expect(result!.failed!.some((f) => f.retryable === false)).toBe(false); // retried
       await proxy.blackhole.off();
-      await eventually(async () => expect(await jobsIn(queue)).toBe(11), 5_000); // all ten were added: only the five unanswered are sent again
+      await eventually(async () => expect(await jobsIn(queue)).toBe(11), 5_000); // all ten were added while the replies were held
+      const retried = result!.failed!.map((f) => job(f.index));
+      expect(await sink.write(retried, { signal: new AbortController().signal, attempt: 2 })).toBeUndefined(); // the five unanswered, sent again
+      expect(await jobsIn(queue)).toBe(11); // found by their jobId: nothing added twice
     } finally {
       await proxy.blackhole.off();
       await queue.obliterate({ force: true }).catch(() => undefined);

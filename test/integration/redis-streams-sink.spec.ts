@@ -180,7 +180,7 @@ describe('RedisStreamSink writes', () => {
       await sink.attach(sinkAttachContext());
       proxy.passAnswers(60); // 30 replies of two lines each ($<length>, then the id)
       const controller = new AbortController();
-      setTimeout(() => controller.abort(new Error('write timed out')), 500);
+      setTimeout(() => controller.abort(new Error('write timed out')), 1500);
       const result = await sink.write(range(0, 50).map((i) => item(`p${i}`, i)), { signal: controller.signal, attempt: 1 });
       expect(result?.failed?.map((f) => f.index)).toEqual(range(30, 50));
       expect(result!.failed!.every((f) => f.retryable === true)).toBe(true);

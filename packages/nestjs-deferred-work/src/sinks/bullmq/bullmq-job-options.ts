@@ -13,15 +13,15 @@ export function bullMqJob(opts: Omit<JobsOptions, 'repeat'> & DeferredItemOption
 /** Largest priority BullMQ takes (2^21). */
 const PRIORITY_LIMIT = 2_097_152;
 
+/** Options BullMQ takes only one of: what a child's failure does to its parent. */
+const EXCLUSIVE_ON_FAILURE = ['removeDependencyOnFailure', 'failParentOnFailure', 'continueParentOnFailure', 'ignoreDependencyOnFailure'] as const;
+
 /**
  * Why BullMQ would refuse these job options (the checks of BullMQ's own `validateOptions`, and the
  * options `addBulk` cannot take), as a message that says how to fix it — or `undefined`. Run when the
  * item is handed to the dispatcher, so a bad option is rejected and counted there, not retried at
  * every write.
  */
-/** Options BullMQ takes only one of: what a child's failure does to its parent. */
-const EXCLUSIVE_ON_FAILURE = ['removeDependencyOnFailure', 'failParentOnFailure', 'continueParentOnFailure', 'ignoreDependencyOnFailure'] as const;
-
 export function bullMqOptionsProblem(opts: DeferredJobOptions | undefined, data?: unknown): string | undefined {
   if (!opts) return undefined;
   const { jobId, priority, repeat, debounce, deduplication, backoff, delay, attempts, parent, sizeLimit } = opts as Record<string, unknown>;
@@ -43,7 +43,8 @@ export function bullMqOptionsProblem(opts: DeferredJobOptions | undefined, data?
   const exclusive = EXCLUSIVE_ON_FAILURE.filter((option) => (opts as Record<string, unknown>)[option]);
   if (exclusive.length > 1) return `${exclusive.join(' and ')} cannot be used together (BullMQ refuses it); keep one`;
   if (deduplication !== undefined && parent !== undefined) return 'deduplication and parent cannot be used together (BullMQ refuses it); keep one';
-  if (typeof sizeLimit === 'number' && Buffer.byteLength(JSON.stringify(data ?? null)) > sizeLimit) {
+  // as BullMQ measures it: the data as JSON (none: {}), against a sizeLimit that is set (not 0)
+  if (typeof sizeLimit === 'number' && sizeLimit > 0 && Buffer.byteLength(JSON.stringify(data === undefined ? {} : data)) > sizeLimit) {
     return `the job's data is larger than its sizeLimit of ${sizeLimit} bytes (BullMQ refuses it); send less, or raise sizeLimit`;
   }
   if (parent !== undefined) {

@@ -171,10 +171,10 @@ describe('HttpSink against a real local receiver', () => {
   });
 
   it('a 2xx is delivered when its status arrives: a write cut short while the body is still coming does not fail its items', async () => {
-    receiver.responder = () => ({ status: 200, bodyDelayMs: 400 });
+    receiver.responder = () => ({ status: 200, bodyDelayMs: 3000 });
     sink = new HttpSink({ url: receiver.url('/items') });
     const controller = new AbortController();
-    setTimeout(() => controller.abort(new Error('write timed out')), 100);
+    setTimeout(() => controller.abort(new Error('write timed out')), 1000);
     await expect(sink.write([job(1)], { signal: controller.signal, attempt: 1 })).resolves.toBeUndefined();
   });
 

@@ -56,7 +56,10 @@ export function kafkaTransport(ctx: TransportContext): Transport {
             return { topic: name, messages: kafkaMessages(indexes).map((m): unknown => serializer.serialize(m, { pattern: name })) };
           });
           // Nest awaits a serializer (it may be async, e.g. a schema registry's): so does this.
-          for (const t of topicMessages) if (t.messages.some(isThenable)) t.messages = await Promise.all(t.messages);
+          // every topic's at once, so that no serializer's rejection is left without a handler
+          if (topicMessages.some((t) => t.messages.some(isThenable))) {
+            await Promise.all(topicMessages.map(async (t) => void (t.messages = await Promise.all(t.messages))));
+          }
           return producer.sendBatch!({ ...sendOptions(), topicMessages });
         });
         for (const [topic, indexes] of topics) {

@@ -72,9 +72,9 @@ export abstract class QueueSink<Q extends NamedQueue, J> implements DeferredSink
   protected abstract connectionState(queue: Q): QueueState | Promise<QueueState>;
   /**
    * Adds the jobs; resolves with one result per job, in order. Honours `signal` where it can. Where
-   * jobs are added one by one, calls `settled(k, result)` as job `k`'s add settles, with the result
-   * it will resolve with for it: a job added is then confirmed at once, and stays confirmed if the
-   * write is cut short before the others are.
+   * jobs are added one by one, calls `settled(k, result)` for each job added, as its add resolves, with
+   * the result it will resolve with for it: the job is then confirmed at once, and stays confirmed if
+   * the write is cut short before the others are.
    */
   protected abstract addJobs(queue: Q, jobs: J[], signal: AbortSignal, settled?: (k: number, result: unknown) => void): Promise<ReadonlyArray<unknown>>;
   /** The error for a job whose result says it was not added, or `undefined` when it was. */

@@ -269,7 +269,11 @@ export class RedisStreamSink implements DeferredSink<SinkItem> {
       const notSent: [Error, null] = [new NotSent(errorMessage(error), { cause: error }), null];
       for (let i = issued; i < entries.length; i++) this.record(progress, indexes[i], entries[i].stream, notSent);
     }
-    return Promise.all(calls).then(() => undefined);
+    // recording cannot throw; should it, the entries not recorded yet fail (retryable) rather than count as delivered
+    return Promise.all(calls).then(
+      () => undefined,
+      (error: unknown) => progress.fail(indexes, new SinkWriteError(`${this.label}: recording the replies failed: ${errorMessage(error)}`, { cause: error, retryable: true }), true),
+    );
   }
 
   /** One pipeline of `XADD`s (a Cluster's, for the entries of one node group; or an auto-pipelining client's). */

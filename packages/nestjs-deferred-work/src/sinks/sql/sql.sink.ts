@@ -29,8 +29,14 @@ interface Entry {
   values: RowValues;
 }
 
-/** A row's values, with the columns `row(item)` gave a string (not an object the sink wrote as JSON). */
-type RowValues = unknown[] & { givenStrings?: readonly number[] };
+/**
+ * A row's values, with a mask of the columns `row(item)` gave a string (not an object the sink wrote as
+ * JSON): bit `c` for column `c`, bit 30 for any column from 30 on.
+ */
+type RowValues = unknown[] & { givenStrings?: number };
+
+/** The bit of column `c` in `RowValues.givenStrings`. */
+const columnBit = (c: number): number => 1 << Math.min(c, 30);
 
 /**
  * Writes deferred items as rows of the app's own database — PostgreSQL, or MySQL / MariaDB — through
@@ -173,17 +179,17 @@ export class SqlSink implements DeferredSink<SinkItem> {
     itemId(item); // an item written outside the dispatcher (a test) gets its id here, for row(item)
     const row = this.row(item);
     if (typeof row !== 'object' || row === null) throw new Error(`${this.label}: row(item) must return an object of column values, got ${describeValue(row)}`);
-    let givenStrings: number[] | undefined;
+    let givenStrings = 0;
     const values: RowValues = this.columns.map((column, c) => {
       const value = row[column];
-      if (typeof value === 'string') (givenStrings ??= []).push(c);
+      if (typeof value === 'string') givenStrings |= columnBit(c);
       try {
         return columnValue(value);
       } catch (error) {
         throw new Error(`${this.label}: row(item) gave column "${column}" ${errorMessage(error)}`);
       }
     });
-    if (givenStrings) values.givenStrings = givenStrings;
+    if (givenStrings !== 0) values.givenStrings = givenStrings;
     this.mapped.set(item, values);
     return values;
   }
@@ -213,10 +219,10 @@ export class SqlSink implements DeferredSink<SinkItem> {
     if (jsonColumns.length === 0) return entries;
     return entries.filter((entry) => {
       const given = entry.values.givenStrings;
-      if (!given) return true; // objects only: the sink wrote them as JSON itself
+      if (given === undefined) return true; // no strings given: the sink wrote the objects as JSON itself
       for (const c of jsonColumns) {
         const value = entry.values[c];
-        if (!given.includes(c) || typeof value !== 'string' || isOneJsonValue(value)) continue;
+        if ((given & columnBit(c)) === 0 || typeof value !== 'string' || isOneJsonValue(value)) continue;
         const message = `${this.label}: column "${shape.columns[c]}" is ${shape.types[c]}, and row(item) gave it a string that is not JSON text (${describeValue(value.length > 60 ? `${value.slice(0, 60)}…` : value)}); give an object, or JSON.stringify(value)`;
         progress.fail([entry.index], new SinkWriteError(message, { retryable: false }), false);
         return false;
