@@ -6,6 +6,7 @@ import { hasCorkableSocket } from '../kit/one-socket-write';
 import { redisReply } from '../kit/redis-errors';
 import { redisState } from '../kit/redis-state';
 import type { PackedJobData } from '../queue/packed-jobs';
+import { addEach } from '../queue/add-each';
 import { QueueSink } from '../queue/queue-sink';
 import type { QueueState } from '../queue/queue-sink.options';
 import { BULL_PROCESSOR_DEFAULTS, BULL_SINK_NAME, type BullBulkJob, type BullQueueLike, type BullSinkOptions, bullQueueToken } from './bull-sink.options';
@@ -130,20 +131,13 @@ export class BullSink extends QueueSink<BullQueueLike, BullBulkJob> {
     queue: BullQueueLike,
     jobs: BullBulkJob[],
     _signal?: AbortSignal,
-    settled?: (k: number, result: unknown) => void,
+    added?: (k: number) => void,
   ): Promise<ReadonlyArray<{ id?: unknown } | { error: unknown } | null | undefined>> {
     const add = queue.add?.bind(queue);
     const q = queue as BullQueueLike & QueueInternals;
     // A `repeat` among the queue's default job options: `add` would honour it, `addBulk` ignores it.
     if (add && q.defaultJobOptions?.repeat === undefined && hasCorkableSocket(q.client)) {
-      const outcomes = await Promise.all(
-        jobs.map((job, k) =>
-          addOne(add, job).then((outcome) => {
-            if (!thrown(outcome)) settled?.(k, outcome);
-            return outcome;
-          }),
-        ),
-      );
+      const outcomes = await addEach(jobs, (job) => addOne(add, job), (outcome) => !thrown(outcome), added);
       if (!outcomes.some(thrown)) return outcomes;
       // An add that failed because the connection broke or the queue closed meanwhile was not refused
       // by Redis: those jobs fail as unsent ones do (closed: not retryable); the others keep their outcome.

@@ -8,6 +8,7 @@ import { itemId } from '../kit/item-id';
 import { redisReply } from '../kit/redis-errors';
 import { redisState } from '../kit/redis-state';
 import type { PackedJobData } from '../queue/packed-jobs';
+import { addEach } from '../queue/add-each';
 import { QueueSink } from '../queue/queue-sink';
 import type { QueueState } from '../queue/queue-sink.options';
 import { bullMqOptionsProblem } from './bullmq-job-options';
@@ -123,9 +124,9 @@ export class BullMqSink extends QueueSink<BullMqQueueLike, BullMqBulkJob> {
     queue: BullMqQueueLike,
     jobs: BullMqBulkJob[],
     signal: AbortSignal,
-    settled?: (k: number, result: unknown) => void,
+    added?: (k: number) => void,
   ): Promise<ReadonlyArray<BullMqJobResult>> {
-    if (jobs.length <= SINGLE_ADDS_UP_TO) return this.addSingly(queue, jobs, signal, settled);
+    if (jobs.length <= SINGLE_ADDS_UP_TO) return this.addSingly(queue, jobs, signal, added);
     // A connected ioredis client: single adds, without the pipeline addBulk builds (its instances
     // outlive young-generation collections, with every job in them: see inOneSocketWrite). Measured
     // without HTTP (batches of 30 jobs every 5 ms): 42–63 µs of CPU a job against 54–95 for addBulk,
@@ -133,7 +134,7 @@ export class BullMqSink extends QueueSink<BullMqQueueLike, BullMqBulkJob> {
     // (one socket write) cost the same CPU but left the benchmark's server waiting — bullmq-local,
     // Fastify, 10 connections: 10,349 req/s corked against 13,047 uncorked, busy 76% against 96%.
     const client = this.connectedClient(queue);
-    if (client && hasCorkableSocket(client)) return this.addSingly(queue, jobs, signal, settled);
+    if (client && hasCorkableSocket(client)) return this.addSingly(queue, jobs, signal, added);
     // One addBulk (a pipeline). When it fails part of it may be in Redis: with Redis up, each job is
     // added alone (their ids make the ones already added no-ops) to learn which were refused; with
     // Redis down, every job of the part fails as it is (retried later, nothing parked offline).
@@ -153,19 +154,12 @@ export class BullMqSink extends QueueSink<BullMqQueueLike, BullMqBulkJob> {
   }
 
   /**
-   * Each job as its own `queue.add`, all at once, each added job told to `settled` as its add resolves.
+   * Each job as its own `queue.add`, all at once, each added job told to `added` as its add resolves.
    * A refusal is that job's alone; when an add failed and Redis is no longer up (or the signal
    * aborted), the jobs not added fail as a failed `addBulk`'s do (those added stay confirmed).
    */
-  private async addSingly(queue: BullMqQueueLike, jobs: BullMqBulkJob[], signal: AbortSignal, settled?: (k: number, result: unknown) => void): Promise<BullMqJobResult[]> {
-    const outcomes = await Promise.all(
-      jobs.map((job, k) =>
-        this.addOne(queue, job, signal).then((outcome) => {
-          if (!('error' in outcome)) settled?.(k, outcome);
-          return outcome;
-        }),
-      ),
-    );
+  private async addSingly(queue: BullMqQueueLike, jobs: BullMqBulkJob[], signal: AbortSignal, added?: (k: number) => void): Promise<BullMqJobResult[]> {
+    const outcomes = await addEach(jobs, (job) => this.addOne(queue, job, signal), (outcome) => !('error' in outcome), added);
     const failed = outcomes.find((outcome): outcome is { error: unknown } => 'error' in outcome);
     if (failed && (signal.aborted || (await this.connectionState(queue)) !== 'up')) throw failed.error;
     return outcomes;

@@ -88,8 +88,7 @@ interface SdkErrorFields {
  */
 export function awsError(error: unknown): AwsVerdict {
   const e = (typeof error === 'object' && error !== null ? error : {}) as SdkErrorFields;
-  const fromService = e.$fault !== undefined || e.$metadata !== undefined;
-  const name = fromService ? e.name : undefined;
+  const name = sdkName(e);
   const code = e.Code ?? (typeof e.code === 'string' ? e.code : undefined) ?? name;
   const status = e.$metadata?.httpStatusCode;
   const throttledOrFailing =
@@ -97,6 +96,11 @@ export function awsError(error: unknown): AwsVerdict {
   if (throttledOrFailing) return { code, retryable: true };
   if (e.$fault === 'client') return { code, retryable: false };
   return { code, retryable: true };
+}
+
+/** The SDK's name for an error the service answered with (`undefined` for any other error, e.g. a reset connection). */
+function sdkName(e: SdkErrorFields | null | undefined): string | undefined {
+  return e && (e.$fault !== undefined || e.$metadata !== undefined) ? e.name : undefined;
 }
 
 /** Whether the error's code or the SDK's name for it is in `codes`. */
@@ -110,8 +114,7 @@ function isOneOf(codes: ReadonlySet<string>, code: string | undefined, name: str
  */
 export function awsEntryMayCause(error: unknown): boolean {
   const { code, retryable } = awsError(error);
-  const e = error as SdkErrorFields | null | undefined;
-  return !retryable && isOneOf(ENTRY_CODES, code, e?.$fault !== undefined || e?.$metadata !== undefined ? e.name : undefined);
+  return !retryable && isOneOf(ENTRY_CODES, code, sdkName(error as SdkErrorFields | null | undefined));
 }
 
 /** One entry of a batch answer's `Failed` list (SQS `SendMessageBatch`, SNS `PublishBatch`). */

@@ -72,11 +72,11 @@ export abstract class QueueSink<Q extends NamedQueue, J> implements DeferredSink
   protected abstract connectionState(queue: Q): QueueState | Promise<QueueState>;
   /**
    * Adds the jobs; resolves with one result per job, in order. Honours `signal` where it can. Where
-   * jobs are added one by one, calls `settled(k, result)` for each job added, as its add resolves, with
-   * the result it will resolve with for it: the job is then confirmed at once, and stays confirmed if
-   * the write is cut short before the others are.
+   * jobs are added one by one (see `addEach`), calls `added(k)` as job `k`'s add resolves with the job
+   * in Redis: it is then confirmed at once, and stays confirmed if the write is cut short before the
+   * others are.
    */
-  protected abstract addJobs(queue: Q, jobs: J[], signal: AbortSignal, settled?: (k: number, result: unknown) => void): Promise<ReadonlyArray<unknown>>;
+  protected abstract addJobs(queue: Q, jobs: J[], signal: AbortSignal, added?: (k: number) => void): Promise<ReadonlyArray<unknown>>;
   /** The error for a job whose result says it was not added, or `undefined` when it was. */
   protected abstract jobNotAdded(queueName: string, job: J, result: unknown): SinkWriteError | undefined;
   /** The job that carries several deferred jobs of one name (`packJobs`), under `jobId`. */
@@ -183,8 +183,7 @@ export abstract class QueueSink<Q extends NamedQueue, J> implements DeferredSink
   private async addPiece(queue: Q, piece: SendPlan<J>, signal: AbortSignal, progress: WriteProgress): Promise<SinkItemFailure[]> {
     if (signal.aborted) throw signal.reason;
     const all = (failure: { error: SinkWriteError; retryable: boolean }) => piece.indexes.map((index) => ({ index, ...failure }));
-    const settled = (k: number, result: unknown) => {
-      if (this.jobNotAdded(queue.name, piece.jobs[k], result)) return;
+    const added = (k: number) => {
       if (piece.covers) for (const index of piece.covers[k]) progress.confirmOne(index);
       else progress.confirmOne(piece.indexes[k]);
     };
@@ -194,7 +193,7 @@ export abstract class QueueSink<Q extends NamedQueue, J> implements DeferredSink
     let results: ReadonlyArray<unknown>;
     try {
       // Not sent once the signal aborted (the state check above may have waited).
-      const add = () => (signal.aborted ? Promise.reject(signal.reason) : this.addJobs(queue, piece.jobs, signal, settled));
+      const add = () => (signal.aborted ? Promise.reject(signal.reason) : this.addJobs(queue, piece.jobs, signal, added));
       results = await abortable(Promise.resolve().then(add), signal);
     } catch (error) {
       if (signal.aborted) throw signal.reason;

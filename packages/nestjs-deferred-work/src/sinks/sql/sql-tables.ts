@@ -101,6 +101,15 @@ export async function describeTable(connection: SqlConnection, dialect: SqlDiale
   return { table, quoted, columns, idIndex: columns.indexOf(idColumn), types };
 }
 
+const jsonColumns = new WeakMap<TableShape, readonly number[]>();
+
+/** The indexes of a table's `json` / `jsonb` columns (PostgreSQL), worked out once per table shape. */
+export function jsonColumnsOf(shape: TableShape): readonly number[] {
+  let found = jsonColumns.get(shape);
+  if (!found) jsonColumns.set(shape, (found = shape.types.flatMap((type, c) => (type === 'json' || type === 'jsonb' ? [c] : []))));
+  return found;
+}
+
 /**
  * The PostgreSQL insert of a batch: one constant text whose one parameter is the batch as a JSON
  * array of rows (`jsonb_to_recordset`), skipping ids already there and returning those inserted. The
@@ -113,7 +122,8 @@ export function pgInsert(shape: TableShape, rows: readonly unknown[][], prepare:
   const id = cols[shape.idIndex];
   const record = cols.map((c, i) => `${c} ${shape.types[i]}`);
   const text = `INSERT INTO ${shape.quoted} (${cols.join(', ')}) SELECT ${cols.join(', ')} FROM jsonb_to_recordset($1::jsonb) AS r(${record.join(', ')}) ON CONFLICT (${id}) DO NOTHING RETURNING ${id} AS id`;
-  const json = shape.types.map((t) => t === 'json' || t === 'jsonb');
+  const jsonAt = jsonColumnsOf(shape);
+  const json = shape.types.map((_, c) => jsonAt.includes(c));
   const keys = shape.columns.map((c) => `${JSON.stringify(c)}:`);
   let doc = '[';
   for (let r = 0; r < rows.length; r++) {

@@ -18,7 +18,7 @@ import { sqlErrorCode, sqlErrorKind } from './sql-errors';
 import { columnValue, defaultTableDdl, rowBytes } from './sql-rows';
 import { checkSqlSinkOptions } from './sql-sink.checks';
 import { SQL_PROCESSOR_DEFAULTS, type SqlSinkOptions } from './sql-sink.options';
-import { describeTable, mysqlExisting, mysqlInsert, pgInsert, quoteTable, SqlTableError, tableParts, type TableShape } from './sql-tables';
+import { describeTable, jsonColumnsOf, mysqlExisting, mysqlInsert, pgInsert, quoteTable, SqlTableError, tableParts, type TableShape } from './sql-tables';
 
 /** MySQL's limit on placeholders in one statement. */
 const MYSQL_MAX_PLACEHOLDERS = 65_535;
@@ -215,7 +215,7 @@ export class SqlSink implements DeferredSink<SinkItem> {
    * value, or it could add keys or rows to the document.
    */
   private withJsonChecked(shape: TableShape, entries: Entry[], progress: WriteProgress): Entry[] {
-    const jsonColumns = shape.types.flatMap((type, c) => (type === 'json' || type === 'jsonb' ? [c] : []));
+    const jsonColumns = jsonColumnsOf(shape);
     if (jsonColumns.length === 0) return entries;
     return entries.filter((entry) => {
       const given = entry.values.givenStrings;
