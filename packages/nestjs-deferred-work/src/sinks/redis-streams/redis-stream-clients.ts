@@ -10,6 +10,8 @@ export interface StreamRedis {
   pipeline(): { xadd(...args: Array<string | readonly string[]>): unknown; exec(): Promise<Array<[Error | null, unknown]> | null> };
   /** ioredis flattens array arguments one level: `xadd(stream, head, fields)` is one `XADD`. */
   xadd(...args: Array<string | readonly string[]>): Promise<unknown>;
+  /** Any command by name (`call('XADD', …)`), flattening array arguments one level as `xadd` does. */
+  call?(command: string, ...args: Array<string | readonly string[]>): Promise<unknown>;
   quit(): Promise<unknown>;
   /** Connects a client created with `lazyConnect` (status `wait`). */
   connect?(): Promise<unknown>;
@@ -28,26 +30,111 @@ function ownConnection(client: unknown): string | Record<string, unknown> | unde
   return undefined;
 }
 
+/** What the sink uses of a Bull 4 queue (`client`: its ioredis connection) or a BullMQ queue (`waitUntilReady()`: its connection, once ready). */
+interface QueueWithRedis {
+  name?: unknown;
+  add(...args: unknown[]): unknown;
+  client?: unknown;
+  isReady?: (...args: unknown[]) => unknown;
+  waitUntilReady?: () => Promise<unknown>;
+  /** BullMQ 6: the queue's backend, which holds its connection's client. */
+  getBackend?: () => unknown;
+}
+
 /**
- * The client the sink writes through: the app's (found by token, or given), or one the sink opens from
- * a URL or connection options (`own`: the sink closes it at shutdown).
+ * Whether a value is a Bull 4 queue (it adds jobs, has `isReady()` and a `client`) or a BullMQ queue
+ * (it adds jobs and has `waitUntilReady()`). Bull creates its connection when `client` is first read:
+ * this only asks whether the queue has one.
  */
-export async function findStreamRedis(context: SinkAttachContext, client: unknown, label: string): Promise<{ redis: StreamRedis; own: boolean }> {
+export function isQueueWithRedis(value: unknown): value is QueueWithRedis {
+  if (typeof value !== 'object' || value === null) return false;
+  const q = value as Partial<QueueWithRedis>;
+  return typeof q.add === 'function' && (typeof q.waitUntilReady === 'function' || (typeof q.isReady === 'function' && 'client' in q));
+}
+
+/**
+ * Whether a client BullMQ handed out is ioredis: BullMQ (6.x) wraps the connection of a queue in an
+ * adapter (ioredis, node-redis or Bun's client); only the ioredis one keeps ioredis's `defineCommand`.
+ */
+function isIoredisBehindBullMq(client: unknown): boolean {
+  return isStreamRedis(client) && typeof (client as { defineCommand?: unknown }).defineCommand === 'function';
+}
+
+/**
+ * Whether the client is BullMQ's ioredis adapter (BullMQ 6.x): a proxy of the queue's ioredis client
+ * whose `xadd` takes BullMQ's own argument shape; every other ioredis method passes through. The sink
+ * sends its `XADD`s with `call('XADD', …)` through it.
+ */
+export function isBullMqAdapter(client: unknown): boolean {
+  return (client as { __bullmq_iredis?: unknown } | null)?.__bullmq_iredis === true;
+}
+
+/** The client the sink writes through, and what it holds open through the drain. */
+export interface FoundStreamRedis {
+  /** The client, when it is there at once (the app's own, one the sink opened, a Bull queue's). */
+  redis?: StreamRedis;
+  /** A BullMQ queue's client: once the queue's connection is ready (BullMQ connects it then checks the server). */
+  ready?: Promise<StreamRedis>;
+  /** Whether the sink opened the connection itself (it closes it at shutdown). */
+  own: boolean;
+  /** The queue whose connection the sink writes through (held open through the drain, as its client is). */
+  queue?: object;
+}
+
+/**
+ * The client the sink writes through: the app's (found by token, or given), a Bull or BullMQ queue's
+ * connection (the queue found by token, or given), or one the sink opens from a URL or connection
+ * options (`own`: the sink closes it at shutdown).
+ */
+export async function findStreamRedis(context: SinkAttachContext, client: unknown, label: string): Promise<FoundStreamRedis> {
   if (isStreamRedis(client)) return { redis: client, own: false };
+  if (isQueueWithRedis(client)) return queueRedis(client, label);
   const connection = ownConnection(client);
   if (connection === undefined) {
-    const redis = findAppClient(context, {
+    const found = findAppClient<StreamRedis | QueueWithRedis>(context, {
       sink: label,
       option: 'client',
       token: client,
-      is: isStreamRedis,
-      what: 'an ioredis client',
-      register: "a provider { provide: 'REDIS', useFactory: () => new Redis(…) }",
+      is: (value): value is StreamRedis | QueueWithRedis => isStreamRedis(value) || isQueueWithRedis(value),
+      what: 'an ioredis client or a Bull/BullMQ queue',
+      register: "a provider { provide: 'REDIS', useFactory: () => new Redis(…) } (or BullModule.registerQueue, with client: getQueueToken(name))",
     });
-    return { redis, own: false };
+    return isStreamRedis(found) ? { redis: found, own: false } : queueRedis(found, label);
   }
   const { Redis } = await loadIoredis(label);
   return { redis: new Redis(connection), own: true };
+}
+
+/**
+ * A BullMQ queue's client, once its connection is ready: BullMQ 6 keeps it on the queue's backend
+ * (`getBackend().client`), BullMQ 5 on the queue (`client`); both are promises of the client.
+ */
+async function bullMqClient(queue: QueueWithRedis): Promise<unknown> {
+  const backend = typeof queue.getBackend === 'function' ? (queue.getBackend() as { client?: unknown } | undefined) : undefined;
+  if (backend && 'client' in backend) return backend.client;
+  return 'client' in queue ? queue.client : queue.waitUntilReady!();
+}
+
+/** A queue's connection: Bull's `client` at once; BullMQ's once the queue is ready (never awaited here: Redis may be down at bootstrap). */
+function queueRedis(queue: QueueWithRedis, label: string): FoundStreamRedis {
+  const name = typeof queue.name === 'string' ? `"${queue.name}"` : '(unnamed)';
+  const notIoredis = () =>
+    new SinkConfigError(
+      `${label}: the connection of queue ${name} is not an ioredis client; the sink writes through ioredis. ` +
+        "Give the queue an ioredis connection, or give the sink its own client (client: 'REDIS' or a redis:// URL).",
+      'client',
+    );
+  if (typeof queue.waitUntilReady !== 'function') {
+    const redis = queue.client;
+    if (!isStreamRedis(redis)) throw notIoredis();
+    return { redis, own: false, queue };
+  }
+  const ready = bullMqClient(queue).then((redis) => {
+    if (!isIoredisBehindBullMq(redis)) throw notIoredis();
+    return redis as StreamRedis;
+  });
+  ready.catch(() => undefined); // read by the writes (each fails, saying why)
+  return { ready, own: false, queue };
 }
 
 /** What the sink uses of the `ioredis` package: `Redis` (a connection of its own), `Command` (a key's hash slot). */

@@ -13,6 +13,10 @@ export interface RedisStreamSinkOptions {
    * The Redis to write to, one of:
    * - an injection token the app registers its ioredis `Redis` under, resolved at bootstrap;
    * - such a client itself;
+   * - a Bull 4 or BullMQ `Queue`, or its injection token (`getQueueToken('orders')` of `@nestjs/bull` /
+   *   `@nestjs/bullmq`): the sink writes through the queue's own connection (Bull's `client`; BullMQ's
+   *   once the queue is ready, the writes before that waiting for it within their `writeTimeoutMs`) and
+   *   holds the queue open through the drain as well;
    * - a URL (`redis://…`, `rediss://…`) or ioredis connection options (`{ host, port, … }`): the only
    *   cases in which the sink opens a connection of its own (closed at shutdown).
    *

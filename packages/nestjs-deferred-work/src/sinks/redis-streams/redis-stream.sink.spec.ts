@@ -88,6 +88,19 @@ describe('RedisStreamSink options', () => {
     await expect(new RedisStreamSink({ client: 'CACHE' }).attach(attachContext)).rejects.toThrow('RedisStreamSink "redis-streams": no client found as "CACHE" (nothing is registered)');
   });
 
+  it('a queue whose connection is not ioredis: Bull\'s fails the bootstrap, BullMQ\'s (known once ready) fails each write, naming the queue', async () => {
+    const nodeRedis = { sendCommand: async () => 'OK', isOpen: true };
+    const bull = { name: 'orders', add: async () => ({}), isReady: async () => undefined, client: nodeRedis };
+    await expect(new RedisStreamSink({ client: bull }).attach(attachContext)).rejects.toThrow('the connection of queue "orders" is not an ioredis client');
+    const bullmq = { name: 'events', add: async () => ({}), waitUntilReady: async () => undefined, getBackend: () => ({ client: Promise.resolve(nodeRedis) }) };
+    const sink = new RedisStreamSink({ client: bullmq });
+    await sink.attach(attachContext);
+    await expect(sink.write([log()], { signal: signal(), attempt: 1 })).rejects.toMatchObject({
+      retryable: true,
+      message: expect.stringContaining('the connection of queue "events" is not an ioredis client'),
+    });
+  });
+
   it('refuses writes before it is attached, for good', async () => {
     await expect(new RedisStreamSink().write([log()], { signal: signal(), attempt: 1 })).rejects.toMatchObject({ retryable: false });
   });

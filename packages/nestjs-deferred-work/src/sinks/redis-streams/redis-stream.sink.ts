@@ -2,6 +2,7 @@ import { errorMessage } from '../../core/error-message';
 import { SinkWriteError } from '../../core/errors/sink-write.error';
 import type { SinkItem, SinkKind } from '../../core/items/deferred-item.interface';
 import type { DeferredSink, SinkAttachContext, SinkProcessorOptions, SinkWriteContext, SinkWriteResult } from '../../core/sink.interface';
+import { abortable } from '../kit/abortable';
 import { itemId } from '../kit/item-id';
 import { ItemMemo } from '../kit/item-memo';
 import { chunk } from '../kit/chunks';
@@ -12,7 +13,7 @@ import { Partitions } from '../kit/partitions';
 import { redisReply } from '../kit/redis-errors';
 import { redisState } from '../kit/redis-state';
 import { WriteProgress } from '../kit/write-progress';
-import { findStreamRedis, type StreamRedis } from './redis-stream-clients';
+import { findStreamRedis, isBullMqAdapter, type StreamRedis } from './redis-stream-clients';
 import { defaultFields, defaultFieldArgs, type Trim, xaddHead } from './redis-stream-entries';
 import { isRedirection, isStreamCluster, keyPrefixOf, loadSlotOf, SlotGroups, type SlotOf } from './redis-stream-slots';
 import { checkRedisStreamSinkOptions } from './redis-stream-sink.checks';
@@ -118,6 +119,10 @@ export class RedisStreamSink implements DeferredSink<SinkItem> {
   /** `NOMKSTREAM`, `MAXLEN ~ n`, `*`: the same for every entry (with `maxAgeMs`, built per batch). */
   private readonly head: readonly string[] | undefined;
   private redis: StreamRedis | undefined;
+  /** A BullMQ queue's connection being readied (the client is set once it is). */
+  private ready: Promise<void> | undefined;
+  /** Whether `XADD`s go through `call('XADD', …)`: BullMQ's ioredis adapter takes its own shape in `xadd`. */
+  private viaCall = false;
   private own = false;
   /** A key's hash slot, when the client is an ioredis `Cluster`. */
   private slotOf: SlotOf | undefined;
@@ -138,14 +143,39 @@ export class RedisStreamSink implements DeferredSink<SinkItem> {
     this.head = this.trim && 'maxAgeMs' in this.trim ? undefined : xaddHead(this.trim, this.noMkStream, 0);
   }
 
-  /** Finds the client and holds the app's open through the drain. */
+  /**
+   * Finds the client and holds the app's open through the drain (and the queue whose connection it is).
+   * A BullMQ queue's connection is used once the queue is ready, without waiting for it here: Redis may
+   * be down while the app starts.
+   */
   async attach(context: SinkAttachContext): Promise<void> {
     const found = await findStreamRedis(context, this.client, this.label);
-    this.redis = found.redis;
     this.own = found.own;
-    if (!this.own) context.holdOpen(this.redis as unknown as object);
-    connectIfLazy(this.redis);
-    if (isStreamCluster(this.redis)) this.slotOf = await loadSlotOf(this.label, keyPrefixOf(this.redis));
+    if (found.queue) context.holdOpen(found.queue);
+    if (found.redis) await this.use(found.redis, context);
+    else if (found.ready) {
+      this.ready = found.ready.then((redis) => this.use(redis, context));
+      this.ready.catch(() => undefined); // each write waiting for it fails, saying why
+    }
+  }
+
+  private async use(redis: StreamRedis, context: SinkAttachContext): Promise<void> {
+    if (!this.own) context.holdOpen(redis as unknown as object);
+    connectIfLazy(redis);
+    this.viaCall = isBullMqAdapter(redis);
+    if (isStreamCluster(redis)) this.slotOf = await loadSlotOf(this.label, keyPrefixOf(redis));
+    this.redis = redis;
+  }
+
+  /** A BullMQ queue's connection, once the queue is ready (at most until the write's signal aborts). */
+  private async readyRedis(ready: Promise<void>, signal: AbortSignal): Promise<StreamRedis | undefined> {
+    try {
+      await abortable(ready, signal);
+    } catch (error) {
+      const why = signal.aborted ? 'it did not connect before the write timed out' : errorMessage(error);
+      throw new SinkWriteError(`${this.label}: the connection of the BullMQ queue it writes through is not ready (${why}); the batch was not sent`, { cause: error, retryable: true });
+    }
+    return this.redis;
   }
 
   /** Refuses, when it is deferred, an item whose entry cannot be built (a stream key that is not a string, fields that are not strings). */
@@ -154,7 +184,8 @@ export class RedisStreamSink implements DeferredSink<SinkItem> {
   }
 
   async write(batch: readonly SinkItem[], { signal }: SinkWriteContext): Promise<void | SinkWriteResult> {
-    const redis = this.redis;
+    // a BullMQ queue's connection not ready yet: wait for it (its first send then a turn later)
+    const redis = this.redis ?? (this.ready && !this.closed ? await this.readyRedis(this.ready, signal) : undefined);
     if (this.closed || !redis) throw new SinkWriteError(`${this.label} is ${this.closed ? 'shut down' : 'not attached: add it to DeferredWorkModule'}`, { retryable: false });
     if (connectIfLazy(redis)) {
       throw new SinkWriteError(`${this.label}: Redis is not connected (client status "wait", connecting now); the batch was not sent`, { retryable: true });
@@ -258,7 +289,7 @@ export class RedisStreamSink implements DeferredSink<SinkItem> {
           const index = indexes[issued];
           const stream = entries[issued].stream;
           calls.push(
-            redis.xadd(stream, head, entries[issued].fields).then(
+            (this.viaCall ? redis.call!('XADD', stream, head, entries[issued].fields) : redis.xadd(stream, head, entries[issued].fields)).then(
               (id) => (id !== null ? progress.confirmOne(index) : this.record(progress, index, stream, [null, id])),
               (error: unknown) => this.record(progress, index, stream, refused(error)),
             ),
