@@ -4,6 +4,7 @@ import { DEFERRED_INTAKE, type DeferredIntake, type ItemBuilder } from '../../..
 import type { DeferredJobOptions, DeferredLogLevel, DeferredLogOptions, DeferredMetricOptions, SinkItem } from '../../../core/items/deferred-item.interface';
 import { describeToken } from '../../kit/app-client';
 import { checkOptionsObject, checkString, checkWholeNumber, optionError } from '../../kit/option-checks';
+import { settlesBy } from '../../kit/settles-by';
 import { SinkConfigError } from '../../kit/sink-config.error';
 import { openOwnPool, type SqlDriver, sqlDriverOf } from '../sql-clients';
 import { describeTable, quoteTable, SqlTableError, tableParts } from '../sql-tables';
@@ -114,8 +115,13 @@ export class DeferredOutbox implements OnApplicationBootstrap, OnModuleDestroy, 
     await this.relay?.stop(this.intake!.shutdownTimeoutMs);
   }
 
+  /** Closes the pool it opened (from a connection string), waiting at most `shutdownTimeoutMs` for a connection the database stopped answering. */
   async onApplicationShutdown(): Promise<void> {
-    await this.closeOwnPool?.();
+    const close = this.closeOwnPool;
+    this.closeOwnPool = undefined;
+    if (close && !(await settlesBy(close(), Date.now() + (this.intake?.shutdownTimeoutMs ?? 0)))) {
+      this.logger.warn(`${LABEL}: its own pool did not close within shutdownTimeoutMs (a connection the database stopped answering); left to close on its own.`);
+    }
   }
 
   private ready(): SqlDriver {

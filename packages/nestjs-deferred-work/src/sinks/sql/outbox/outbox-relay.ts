@@ -2,6 +2,7 @@ import type { Logger } from '@nestjs/common';
 import { errorMessage } from '../../../core/error-message';
 import type { DeferredIntake, ItemOutcome } from '../../../core/intake.interface';
 import type { SinkItem } from '../../../core/items/deferred-item.interface';
+import { settlesBy } from '../../kit/settles-by';
 import type { SqlConnection, SqlDriver } from '../sql-clients';
 import { mysqlClaimRead, mysqlClaimWrite, outboxDelete, outboxRelease, outboxRenew, pgClaim } from './outbox-statements';
 
@@ -37,6 +38,9 @@ interface ClaimedRow {
 
 
 const MAX_BACKOFF_MS = 5000;
+/** At shutdown, the deletion of delivered rows gets at least this long, even when waiting for the items used up `shutdownTimeoutMs`. */
+const FINISH_GRACE_MS = 1000;
+
 /** At most this many batches of rows under way at once per instance. */
 const MAX_IN_FLIGHT_BATCHES = 10;
 
@@ -76,16 +80,32 @@ export class OutboxRelay {
     this.loop = this.run();
   }
 
-  /** Stops claiming; waits (up to `waitMs`) for the items under way to settle, and deletes their rows. */
+  /**
+   * Stops claiming; waits (up to `waitMs`) for the round under way and the items under way to settle,
+   * and deletes their rows (given at least {@link FINISH_GRACE_MS} for that). A database that does not
+   * answer does not hold the shutdown past that: what is still under way keeps its claim and is taken
+   * again when its lease ends (same id: at least once).
+   */
   async stop(waitMs: number): Promise<void> {
     if (!this.running) return;
     this.running = false;
     this.wake?.();
-    await this.loop;
     const deadline = Date.now() + waitMs;
+    if (!(await settlesBy(this.loop, deadline))) {
+      this.logger.warn(`Outbox relay of ${this.table}: the database did not answer the round under way within ${waitMs} ms of shutdown; the rows it claimed are relayed again when their lease ends.`);
+      return;
+    }
     while (this.inFlight.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
-    // What is still under way keeps its claim: taken again when the lease ends (same id: at least once).
-    await this.finish().catch((error: unknown) => this.logger.warn(`Outbox relay of ${this.table}: could not delete delivered rows at shutdown (${errorMessage(error)}); they will be delivered again.`));
+    const finishing = this.finish().then(
+      () => true,
+      (error: unknown) => {
+        this.logger.warn(`Outbox relay of ${this.table}: could not delete delivered rows at shutdown (${errorMessage(error)}); they will be delivered again.`);
+        return true;
+      },
+    );
+    if (!(await settlesBy(finishing, Math.max(deadline, Date.now() + FINISH_GRACE_MS)))) {
+      this.logger.warn(`Outbox relay of ${this.table}: the database did not answer the deletion of delivered rows at shutdown; they will be delivered again.`);
+    }
   }
 
   private async run(): Promise<void> {
