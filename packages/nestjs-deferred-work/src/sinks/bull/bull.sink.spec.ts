@@ -135,6 +135,13 @@ describe('BullSink', () => {
     expect(() => sink.validate(job('mail', 'once'))).not.toThrow();
   });
 
+  it('BullSink.offloaded() refuses the same on the request thread: a job with repeat, and a queue it was not given', () => {
+    const sink = BullSink.offloaded({ redis: 'redis://127.0.0.1:6379', queues: ['mail'] });
+    expect(() => sink.validate!(job('mail', 'tick', {}, { repeat: { every: 1000 } } as JobItem['opts']))).toThrow(/has a "repeat" option, which Bull's addBulk ignores/);
+    expect(() => sink.validate!(job('other', 'once'))).toThrow('queue "other" is not one of the queues given to BullSink.offloaded()');
+    expect(() => sink.validate!(job('mail', 'once'))).not.toThrow();
+  });
+
   it('a write cut short keeps the adds that resolved: only the unanswered jobs fail', async () => {
     const mail = new SocketQueue('mail');
     const add = mail.add.bind(mail);

@@ -12,6 +12,7 @@ import type { QueueState } from '../queue/queue-sink.options';
 import { BULL_PROCESSOR_DEFAULTS, BULL_SINK_NAME, type BullBulkJob, type BullQueueLike, type BullSinkOptions, bullQueueToken } from './bull-sink.options';
 import type { OffloadedSink } from '../offload/offloaded.sink';
 import { type BullOffloadOptions, offloadedBullSink } from './bull.offload';
+import { bullJobRefusal } from './bull-job-options';
 
 /** A BullMQ queue has `waitUntilReady()`; a Bull 4 queue has `isReady()` instead. */
 function isBullMqQueue(value: unknown): boolean {
@@ -182,12 +183,7 @@ export class BullSink extends QueueSink<BullQueueLike, BullBulkJob> {
   /** Jobs only, and not with `repeat` (which Bull's `addBulk` ignores). */
   protected override refuse(item: SinkItem): SinkWriteError | undefined {
     const refusal = super.refuse(item);
-    if (refusal || item.kind !== 'job' || !item.opts || item.opts.repeat === undefined) return refusal;
-    return new SinkWriteError(
-      `Job "${item.name}" on queue "${item.queue}" has a "repeat" option, which Bull's addBulk ignores. ` +
-        'Register repeatable jobs once at bootstrap with queue.add(name, data, { repeat }).',
-      { retryable: false },
-    );
+    return refusal ?? bullJobRefusal(item);
   }
 
   /**
