@@ -6,7 +6,7 @@ import { SinkWriteError } from '../../core/errors/sink-write.error';
 import type { SinkItem } from '../../core/items/deferred-item.interface';
 import type { SinkWriteResult } from '../../core/sink.interface';
 import type { HttpSinkGzipOptions, HttpSinkOptions } from './http-sink.options';
-import { HTTP_SINK_DEFAULTS, HttpSink, parseRetryAfter } from './http.sink';
+import { BODY_AFTER_SUCCESS_MS, HTTP_SINK_DEFAULTS, HttpSink, parseRetryAfter } from './http.sink';
 import { idempotencyKey, toWire } from './http-wire';
 
 const SECRET = 'Bearer s3cr3t-t0ken';
@@ -177,6 +177,14 @@ describe('HttpSink against a real local receiver', () => {
     setTimeout(() => controller.abort(new Error('write timed out')), 1000);
     await expect(sink.write([job(1)], { signal: controller.signal, attempt: 1 })).resolves.toBeUndefined();
   });
+
+  it(`a 2xx whose body never ends: delivered at its status, and its socket freed ${BODY_AFTER_SUCCESS_MS} ms later`, async () => {
+    receiver.responder = () => ({ status: 200, bodyDelayMs: 120_000 });
+    sink = new HttpSink({ url: receiver.url('/items') });
+    await expect(sink.write([job(1)], ctx())).resolves.toBeUndefined();
+    expect(receiver.openConnections).toBe(1);
+    await receiver.waitUntil(() => receiver.openConnections === 0, 'the connection closed', BODY_AFTER_SUCCESS_MS + 3000);
+  }, BODY_AFTER_SUCCESS_MS + 10_000);
 
   it('drops functions from payloads (they never go over the wire)', async () => {
     sink = new HttpSink({ url: receiver.url('/items') });

@@ -23,6 +23,13 @@ const gzipAsync = promisify(gzipCallback);
 const CONTENT_TYPES: Record<HttpSinkFormat, string> = { json: 'application/json', ndjson: 'application/x-ndjson' };
 
 /**
+ * How long the body of a 2xx answer may take to end once its status has settled the write (its items
+ * delivered): then the response is destroyed, freeing its socket, so that a receiver that keeps
+ * streaming cannot hold one socket per write.
+ */
+export const BODY_AFTER_SUCCESS_MS = 5000;
+
+/**
  * Sends batches to an HTTP endpoint: one POST per distinct URL per batch, as JSON (`{"items":[...]}`)
  * or NDJSON, over keep-alive connections, optionally gzipped.
  *
@@ -202,7 +209,13 @@ export class HttpSink implements DeferredSink<SinkItem> {
         // Read the body to its end so the socket goes back to the pool; its content is not used.
         res.resume();
         // A 2xx is the receiver's word that it took the items: delivered now, whatever happens to the rest of the body.
-        if (!failure) settle();
+        if (!failure) {
+          settle();
+          // ... whose socket is freed all the same if it does not end (a receiver that streams on after its 2xx)
+          const timer = setTimeout(() => res.destroy(), BODY_AFTER_SUCCESS_MS);
+          timer.unref();
+          res.once('close', () => clearTimeout(timer));
+        }
         res.on('end', () => settle(failure));
         res.on('close', () => settle(failure));
       });
