@@ -1,6 +1,6 @@
 import { Test } from '@nestjs/testing';
 import { createPool as createMysqlPool } from 'mysql2';
-import { DeferredWorkModule } from 'nestjs-deferred-work';
+import { DeferredWork, DeferredWorkModule } from 'nestjs-deferred-work';
 import { DeferredOutbox, DeferredOutboxModule } from 'nestjs-deferred-work/sql';
 import pg from 'pg';
 import { eventually } from '../support/eventually';
@@ -128,6 +128,7 @@ describe.each([postgres, mariadb])('DeferredOutbox relay at shutdown on $name', 
       for (let n = 1; n <= 3; n++) await direct.commit(async (tx) => later.push(await outbox.job(tx, 'mail', 'welcome', { n })));
       await new Promise((resolve) => setTimeout(resolve, 200)); // a round is under way, unanswered
 
+      const firstWork = app.get(DeferredWork);
       await app.close(); // without the bound, this waits for the database forever (the test's timeout)
       expect(first.items).toHaveLength(1);
 
@@ -136,6 +137,9 @@ describe.each([postgres, mariadb])('DeferredOutbox relay at shutdown on $name', 
       try {
         await eventually(() => expect(second.items.map((item) => item.id).sort()).toEqual([...later].sort()), 15_000, 50);
         await eventually(async () => expect(await db.query(`SELECT id FROM ${table}`)).toEqual([]), 5000, 50);
+        // the round the first app stopped waiting for was answered once the link was back: it handed nothing to the closed app
+        expect(first.items).toHaveLength(1);
+        expect(firstWork.stats()).toMatchObject({ accepted: 1, deadLettered: 0 });
       } finally {
         await next.app.close();
       }

@@ -53,20 +53,25 @@ export function isQueueWithRedis(value: unknown): value is QueueWithRedis {
 }
 
 /**
- * Whether a client BullMQ handed out is ioredis: BullMQ (6.x) wraps the connection of a queue in an
- * adapter (ioredis, node-redis or Bun's client); only the ioredis one keeps ioredis's `defineCommand`.
- */
-function isIoredisBehindBullMq(client: unknown): boolean {
-  return isStreamRedis(client) && typeof (client as { defineCommand?: unknown }).defineCommand === 'function';
-}
-
-/**
  * Whether the client is BullMQ's ioredis adapter (BullMQ 6.x): a proxy of the queue's ioredis client
  * whose `xadd` takes BullMQ's own argument shape; every other ioredis method passes through. The sink
  * sends its `XADD`s with `call('XADD', …)` through it.
  */
 export function isBullMqAdapter(client: unknown): boolean {
   return (client as { __bullmq_iredis?: unknown } | null)?.__bullmq_iredis === true;
+}
+
+/**
+ * Whether a client a BullMQ queue handed out is ioredis: BullMQ 6's ioredis adapter, or (BullMQ 5)
+ * ioredis itself. BullMQ 6's adapters of node-redis, Bun's and valkey-glide's clients also have
+ * `pipeline`, `xadd` and `defineCommand` (with BullMQ's own argument shapes) — and `runCommand`, which
+ * ioredis has not.
+ */
+function isIoredisBehindBullMq(client: unknown): boolean {
+  if (!isStreamRedis(client)) return false;
+  if (isBullMqAdapter(client)) return true;
+  const c = client as { runCommand?: unknown; call?: unknown; defineCommand?: unknown };
+  return c.runCommand === undefined && typeof c.call === 'function' && typeof c.defineCommand === 'function';
 }
 
 /** The client the sink writes through, and what it holds open through the drain. */

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { EventEmitter } from 'node:events';
 import * as path from 'node:path';
 import type { LogItem, SinkItem } from '../../core/items/deferred-item.interface';
 import { itemParts } from '../kit/item-parts';
@@ -92,7 +93,10 @@ describe('RedisStreamSink options', () => {
     const nodeRedis = { sendCommand: async () => 'OK', isOpen: true };
     const bull = { name: 'orders', add: async () => ({}), isReady: async () => undefined, client: nodeRedis };
     await expect(new RedisStreamSink({ client: bull }).attach(attachContext)).rejects.toThrow('the connection of queue "orders" is not an ioredis client');
-    const bullmq = { name: 'events', add: async () => ({}), waitUntilReady: async () => undefined, getBackend: () => ({ client: Promise.resolve(nodeRedis) }) };
+    // BullMQ 6's own node-redis adapter: it has pipeline, xadd and defineCommand too (in BullMQ's shapes)
+    const { createNodeRedisClient } = (await import('bullmq')) as unknown as { createNodeRedisClient(raw: object): object };
+    const adapter = createNodeRedisClient(Object.assign(new EventEmitter(), nodeRedis, { isReady: true }));
+    const bullmq = { name: 'events', add: async () => ({}), waitUntilReady: async () => undefined, getBackend: () => ({ client: Promise.resolve(adapter) }) };
     const sink = new RedisStreamSink({ client: bullmq });
     await sink.attach(attachContext);
     await expect(sink.write([log()], { signal: signal(), attempt: 1 })).rejects.toMatchObject({

@@ -155,6 +155,9 @@ export class OutboxRelay {
       }
       return room > 0 ? this.claim(connection, Math.min(room, this.options.batchSize)) : [];
     });
+    // Stopped while the database took its time (the shutdown stopped waiting for this round): the rows
+    // stay claimed, relayed again when their lease ends, rather than handed to a dispatcher shutting down.
+    if (!this.running) return 0;
     const fresh = rows.filter((row) => !this.inFlight.has(row.id));
     if (fresh.length === 0) return 0;
     this.counters.claimed += fresh.length;
