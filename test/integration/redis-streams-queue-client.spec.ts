@@ -82,6 +82,20 @@ describe.each(platforms)("RedisStreamSink through a queue's connection ($name)",
     return marks;
   };
 
+  /** `count` requests through the started app: every entry delivered and in `stream` (read by `reader`) once. */
+  const deliveredOnce = async (started: Awaited<ReturnType<typeof start>>, stream: string, count: number, reader: Redis = admin) => {
+    const work = started.app.get(DeferredWork);
+    const marks = await requests(started.url, 'a', count);
+    await eventually(async () => expect(work.stats().sinks['redis-streams']).toMatchObject({ accepted: count, delivered: count, pending: 0, deadLettered: 0 }));
+    expect((await marksIn(reader, stream)).sort()).toEqual([...marks].sort());
+  };
+
+  /** The modules of an app whose queue "events" is registered with `@nestjs/bullmq`. */
+  const bullMqModules = () => [
+    BullMqNestModule.forRoot({ connection: { host: server.host, port: server.port }, prefix: `${RUN}-mq` }),
+    BullMqNestModule.registerQueue({ name: 'events' }),
+  ];
+
   /**
    * A backlog, the queue closed by the app before the app closes: the entries wait out a long linger;
    * `queue.close()` first has the sink drain (its entries written through the queue's connection),
@@ -102,15 +116,9 @@ describe.each(platforms)("RedisStreamSink through a queue's connection ($name)",
 
   it('a BullMQ queue registered with @nestjs/bullmq, by its token: 60 requests give 60 entries, each once', async () => {
     const stream = nextStream();
-    const started = await start(bullMqQueueToken('events'), stream, 5, [
-      BullMqNestModule.forRoot({ connection: { host: server.host, port: server.port }, prefix: `${RUN}-mq` }),
-      BullMqNestModule.registerQueue({ name: 'events' }),
-    ]);
+    const started = await start(bullMqQueueToken('events'), stream, 5, bullMqModules());
     try {
-      const work = started.app.get(DeferredWork);
-      const marks = await requests(started.url, 'a', 60);
-      await eventually(async () => expect(work.stats().sinks['redis-streams']).toMatchObject({ accepted: 60, delivered: 60, pending: 0 }));
-      expect((await marksIn(admin, stream)).sort()).toEqual([...marks].sort());
+      await deliveredOnce(started, stream, 60);
     } finally {
       await started.close();
     }
@@ -118,10 +126,7 @@ describe.each(platforms)("RedisStreamSink through a queue's connection ($name)",
 
   it('the same, a backlog at shutdown: the app closes the queue before the drain, and its close waits until the entries are written', async () => {
     const stream = nextStream();
-    const started = await start(bullMqQueueToken('events'), stream, 60_000, [
-      BullMqNestModule.forRoot({ connection: { host: server.host, port: server.port }, prefix: `${RUN}-mq` }),
-      BullMqNestModule.registerQueue({ name: 'events' }),
-    ]);
+    const started = await start(bullMqQueueToken('events'), stream, 60_000, bullMqModules());
     await backlogThroughClosedQueue(started, started.app.get<Closable>(bullMqQueueToken('events')), stream);
   });
 
@@ -130,10 +135,7 @@ describe.each(platforms)("RedisStreamSink through a queue's connection ($name)",
     const modules = [BullNestModule.forRoot({ redis: { host: server.host, port: server.port }, prefix: `${RUN}-bull` }), BullNestModule.registerQueue({ name: 'events' })];
     const started = await start(bullQueueToken('events'), stream, 5, modules);
     try {
-      const work = started.app.get(DeferredWork);
-      const marks = await requests(started.url, 'a', 60);
-      await eventually(async () => expect(work.stats().sinks['redis-streams']).toMatchObject({ accepted: 60, delivered: 60, pending: 0 }));
-      expect((await marksIn(admin, stream)).sort()).toEqual([...marks].sort());
+      await deliveredOnce(started, stream, 60);
     } finally {
       await started.close();
     }
@@ -147,10 +149,7 @@ describe.each(platforms)("RedisStreamSink through a queue's connection ($name)",
     const queue = new BullQueue('given', { redis: { host: server.host, port: server.port }, prefix: `${RUN}-given` });
     const started = await start(queue, stream, 5);
     try {
-      const work = started.app.get(DeferredWork);
-      const marks = await requests(started.url, 'a', 30);
-      await eventually(async () => expect(work.stats().sinks['redis-streams']).toMatchObject({ accepted: 30, delivered: 30, pending: 0 }));
-      expect((await marksIn(queue.client, stream)).sort()).toEqual([...marks].sort());
+      await deliveredOnce(started, stream, 30, queue.client);
     } finally {
       await started.close();
       await queue.close();

@@ -8,6 +8,7 @@ import { MYSQL_URL, requireMariaDb } from '../support/mariadb';
 import { failOnUnhandledRejection } from '../support/platforms';
 import { PG_URL, requirePostgres } from '../support/postgres';
 import { RecordingSink } from '../support/recording.sink';
+import { mysqlTestPool, pgTestPool, type TestSqlPool } from '../support/sql-pools';
 import { TcpProxy } from '../support/tcp-proxy';
 
 /**
@@ -25,7 +26,7 @@ interface Db {
   port: number;
   query(text: string): Promise<Array<Record<string, unknown>>>;
   /** A pool to `port` (the proxy's, or the server's own) and a committed transaction through it. */
-  pool(port: number): { client: object; commit(fn: (tx: unknown) => Promise<unknown>): Promise<void>; close(): Promise<void> };
+  pool(port: number): TestSqlPool;
 }
 
 const pgAdmin = new pg.Pool({ connectionString: PG_URL, max: 2 });
@@ -40,47 +41,14 @@ const postgres: Db = {
   name: 'postgres',
   port: Number(new URL(PG_URL).port || 5432),
   query: async (text) => (await pgAdmin.query(text)).rows,
-  pool: (port) => {
-    const pool = new pg.Pool({ connectionString: withPort(PG_URL, port), max: 4 });
-    pool.on('error', () => undefined); // a connection cut at the end of the test
-    return {
-      client: pool,
-      commit: async (fn) => {
-        const c = await pool.connect();
-        try {
-          await c.query('BEGIN');
-          await fn(c);
-          await c.query('COMMIT');
-        } finally {
-          c.release();
-        }
-      },
-      close: () => pool.end(),
-    };
-  },
+  pool: (port) => pgTestPool(withPort(PG_URL, port), 4),
 };
 
 const mariadb: Db = {
   name: 'mariadb',
   port: Number(new URL(MYSQL_URL).port || 3306),
   query: async (text) => (await mysqlAdmin.query(text))[0] as Array<Record<string, unknown>>,
-  pool: (port) => {
-    const pool = createMysqlPool({ uri: withPort(MYSQL_URL, port), connectionLimit: 4 });
-    return {
-      client: pool,
-      commit: async (fn) => {
-        const c = await pool.promise().getConnection();
-        try {
-          await c.beginTransaction();
-          await fn(c);
-          await c.commit();
-        } finally {
-          c.release();
-        }
-      },
-      close: () => new Promise<void>((resolve) => pool.end(() => resolve())),
-    };
-  },
+  pool: (port) => mysqlTestPool(withPort(MYSQL_URL, port), 4),
 };
 
 beforeAll(async () => {
@@ -119,13 +87,13 @@ describe.each([postgres, mariadb])('DeferredOutbox relay at shutdown on $name', 
     const second = new RecordingSink('jobs');
     try {
       const { app, outbox } = await outboxApp(proxied.client, table, first);
-      await proxied.commit((tx) => outbox.job(tx, 'mail', 'welcome', { n: 0 }));
+      await proxied.transaction((tx) => outbox.job(tx, 'mail', 'welcome', { n: 0 }));
       await eventually(() => expect(first.items).toHaveLength(1), 10_000, 20);
 
       await proxy.blackhole.on();
       // committed by another instance's connection while this relay's rounds wait for answers
       const later: string[] = [];
-      for (let n = 1; n <= 3; n++) await direct.commit(async (tx) => later.push(await outbox.job(tx, 'mail', 'welcome', { n })));
+      for (let n = 1; n <= 3; n++) await direct.transaction(async (tx) => later.push(await outbox.job(tx, 'mail', 'welcome', { n })));
       await new Promise((resolve) => setTimeout(resolve, 200)); // a round is under way, unanswered
 
       const firstWork = app.get(DeferredWork);

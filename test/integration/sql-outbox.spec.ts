@@ -11,6 +11,7 @@ import { MYSQL_URL, requireMariaDb } from '../support/mariadb';
 import { failOnUnhandledRejection, platforms, startApp } from '../support/platforms';
 import { PG_URL, requirePostgres } from '../support/postgres';
 import { RecordingSink } from '../support/recording.sink';
+import { mysqlTestPool, pgTestPool, type TestSqlPool } from '../support/sql-pools';
 
 /**
  * The transactional outbox against the machine's PostgreSQL and MariaDB: items written through the
@@ -27,7 +28,7 @@ interface Db {
   name: 'postgres' | 'mariadb';
   query(text: string): Promise<Array<Record<string, unknown>>>;
   /** The app's client (registered under TOKEN) and how it opens a transaction for the test. */
-  client(): { client: object; transaction(fn: (tx: unknown) => Promise<void>): Promise<void>; close(): Promise<void> };
+  client(): TestSqlPool;
 }
 
 const pgAdmin = new pg.Pool({ connectionString: PG_URL, max: 2 });
@@ -36,51 +37,13 @@ const mysqlAdmin = createMysqlPool({ uri: MYSQL_URL, connectionLimit: 2 }).promi
 const postgres: Db = {
   name: 'postgres',
   query: async (text) => (await pgAdmin.query(text)).rows,
-  client: () => {
-    const pool = new pg.Pool({ connectionString: PG_URL, max: 5 });
-    return {
-      client: pool,
-      transaction: async (fn) => {
-        const c = await pool.connect();
-        try {
-          await c.query('BEGIN');
-          await fn(c);
-          await c.query('COMMIT');
-        } catch (error) {
-          await c.query('ROLLBACK');
-          throw error;
-        } finally {
-          c.release();
-        }
-      },
-      close: () => pool.end(),
-    };
-  },
+  client: () => pgTestPool(PG_URL),
 };
 
 const mariadb: Db = {
   name: 'mariadb',
   query: async (text) => (await mysqlAdmin.query(text))[0] as Array<Record<string, unknown>>,
-  client: () => {
-    const pool = createMysqlPool({ uri: MYSQL_URL, connectionLimit: 5 });
-    return {
-      client: pool,
-      transaction: async (fn) => {
-        const c = await pool.promise().getConnection();
-        try {
-          await c.beginTransaction();
-          await fn(c);
-          await c.commit();
-        } catch (error) {
-          await c.rollback();
-          throw error;
-        } finally {
-          c.release();
-        }
-      },
-      close: () => new Promise<void>((resolve) => pool.end(() => resolve())),
-    };
-  },
+  client: () => mysqlTestPool(MYSQL_URL),
 };
 
 beforeAll(async () => {
