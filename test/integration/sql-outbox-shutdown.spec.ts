@@ -113,7 +113,7 @@ describe.each([postgres, mariadb])('DeferredOutbox relay at shutdown on $name', 
       }
     } finally {
       await proxy.blackhole.off();
-      await proxy.stop();
+      await proxy.close();
       await proxied.close().catch(() => undefined);
       await direct.close();
     }
