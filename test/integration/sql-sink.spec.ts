@@ -188,6 +188,69 @@ describe.each(['postgres', 'mysql'] as const)('SqlSink writes on %s', (dialect) 
     }
   });
 
+  it('a row that clashes with another on a unique key other than the id is failed for good with the key named, not counted delivered; the rest written once', async () => {
+    const { client, close } = await open();
+    const table = await admin.table(dialect, (t) =>
+      dialect === 'postgres'
+        ? `CREATE TABLE ${t} (id text PRIMARY KEY, mark text NOT NULL CONSTRAINT ${t}_mark UNIQUE, poison boolean NOT NULL)`
+        : `CREATE TABLE ${t} (id varchar(64) PRIMARY KEY, mark varchar(255) NOT NULL, poison boolean NOT NULL, CONSTRAINT ${t}_mark UNIQUE (mark))`,
+    );
+    const sink = new SqlSink({ client, table, columns: ['id', 'mark', 'poison'], row: row as never });
+    try {
+      await sink.attach(sinkAttachContext());
+      const [a, b, c] = [item('x'), item('x'), item('y')];
+      expect(await sink.write([a], { signal: signal(), attempt: 1 })).toBeUndefined();
+      // b has a new id but the mark a holds; a again is a duplicate
+      const result = await sink.write([b, c, a], { signal: signal(), attempt: 1 });
+      expect(result?.duplicates).toEqual([2]);
+      expect(result?.failed).toHaveLength(1);
+      expect(result!.failed![0]).toMatchObject({ index: 0, retryable: false, code: dialect === 'postgres' ? '23505' : '1062' });
+      expect(String((result!.failed![0].error as Error).message)).toContain(`${table}_mark`);
+      const rows = await admin.query(dialect, `SELECT id, mark FROM ${table} ORDER BY mark`);
+      expect(rows).toEqual([
+        { id: a.id, mark: 'x' },
+        { id: c.id, mark: 'y' },
+      ]);
+    } finally {
+      await close();
+    }
+  });
+
+  it('a row whose id is committed by another writer while the insert waits on its lock is a duplicate; the rest written once', async () => {
+    const { client, close } = await open();
+    const table = await admin.table(dialect, ddl);
+    const sink = new SqlSink({ client, table, columns: ['id', 'mark', 'poison'], row: row as never });
+    // Another writer of the same item (a write given up on at its timeout, committing late), its transaction open.
+    const other = dialect === 'postgres' ? new pg.Client({ connectionString: PG_URL }) : undefined;
+    await other?.connect();
+    const otherMy = dialect === 'mysql' ? await createConnection({ uri: MYSQL_URL }) : undefined;
+    const writer = (text: string) => (other ? other.query(text) : otherMy!.query(text));
+    const [d, e] = [item('d', {}, `${RUN}-race-d`), item('e')];
+    try {
+      await sink.attach(sinkAttachContext());
+      await writer(dialect === 'postgres' ? 'BEGIN' : 'START TRANSACTION');
+      await writer(`INSERT INTO ${table} (id, mark, poison) VALUES ('${d.id}', 'other', false)`);
+      const written = sink.write([d, e], { signal: signal(), attempt: 2 });
+      // the sink's insert waits on the uncommitted row's lock (seen from a third connection, outside any transaction)
+      const waiting =
+        dialect === 'postgres'
+          ? `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO "${table}"%'`
+          : `SELECT count(*) AS n FROM information_schema.innodb_trx WHERE trx_state = 'LOCK WAIT' AND trx_query LIKE 'INSERT INTO \`${table}\`%'`;
+      await eventually(async () => expect(Number((await admin.query(dialect, waiting))[0].n)).toBe(1), 10_000, 150);
+      await writer('COMMIT');
+      expect(await written).toEqual({ duplicates: [0] });
+      const rows = await admin.query(dialect, `SELECT id, mark FROM ${table} ORDER BY mark`);
+      expect(rows).toEqual([
+        { id: e.id, mark: 'e' },
+        { id: d.id, mark: 'other' },
+      ]);
+    } finally {
+      await other?.end();
+      await otherMy?.end();
+      await close();
+    }
+  });
+
   it('bootstrap errors say what to fix: a missing table, a missing column, an id without a unique index, a token with nothing behind it', async () => {
     const { client, close } = await open();
     const noUnique = await admin.table(dialect, (t) => `CREATE TABLE ${t} (id varchar(64), mark text, poison boolean)`);

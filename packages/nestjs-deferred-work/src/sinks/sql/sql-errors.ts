@@ -29,7 +29,7 @@ const PG_ROW = new Set([
 /** MySQL / MariaDB errnos that one bad row causes. */
 const MYSQL_ROW = new Set([
   1048, // ER_BAD_NULL_ERROR
-  1062, // ER_DUP_ENTRY (on a unique key other than the id)
+  1062, // ER_DUP_ENTRY (on a unique key other than the id; an id written meanwhile is told apart by the sink)
   1264, // ER_WARN_DATA_OUT_OF_RANGE
   1265, // WARN_DATA_TRUNCATED
   1292, // ER_TRUNCATED_WRONG_VALUE (a bad date)

@@ -149,13 +149,17 @@ function jsonValue(value: unknown, json: boolean): string {
   return JSON.stringify(value);
 }
 
-/** The MySQL insert of a chunk: a multi-row `INSERT … VALUES`, a row already there left as it is (not `INSERT IGNORE`, which would turn a bad value into a warning and write it mangled). */
+/**
+ * The MySQL insert of a chunk's new rows: a plain multi-row `INSERT … VALUES`. Not `INSERT IGNORE`,
+ * which would turn a bad value into a warning and write it mangled, nor `ON DUPLICATE KEY UPDATE`,
+ * which answers a clash on any unique key as "already there": the rows already there are left out
+ * before (see `mysqlExisting`).
+ */
 export function mysqlInsert(shape: TableShape, rows: readonly unknown[][]): SqlStatement {
   const cols = shape.columns.map((c) => quote('mysql', c));
   const one = `(${cols.map(() => '?').join(', ')})`;
-  const id = cols[shape.idIndex];
   return {
-    text: `INSERT INTO ${shape.quoted} (${cols.join(', ')}) VALUES ${rows.map(() => one).join(', ')} ON DUPLICATE KEY UPDATE ${id} = ${id}`,
+    text: `INSERT INTO ${shape.quoted} (${cols.join(', ')}) VALUES ${rows.map(() => one).join(', ')}`,
     values: rows.flat(),
   };
 }

@@ -118,11 +118,11 @@ describe('SqlSink statements', () => {
     expect(pgInsert(shape, [['a', '{}', null]], false).name).toBeUndefined();
   });
 
-  it('MySQL: a multi-row INSERT that leaves a row already there as it is (not INSERT IGNORE), and the lookup of those already there', () => {
+  it('MySQL: a plain multi-row INSERT (not INSERT IGNORE, not ON DUPLICATE KEY UPDATE), and the lookup of the rows already there', () => {
     const my: TableShape = { ...shape, table: 'events', quoted: quoteTable('mysql', 'events') };
     const insert = mysqlInsert(my, [['a', '{}', null], ['b', '[]', null]]);
-    expect(insert.text).toBe('INSERT INTO `events` (`id`, `body`, `at`) VALUES (?, ?, ?), (?, ?, ?) ON DUPLICATE KEY UPDATE `id` = `id`');
-    expect(insert.text).not.toMatch(/IGNORE/);
+    expect(insert.text).toBe('INSERT INTO `events` (`id`, `body`, `at`) VALUES (?, ?, ?), (?, ?, ?)');
+    expect(insert.text).not.toMatch(/IGNORE|DUPLICATE/);
     expect(insert.values).toEqual(['a', '{}', null, 'b', '[]', null]);
     expect(mysqlExisting(my, ['a', 'b'])).toEqual({ text: 'SELECT `id` AS id FROM `events` WHERE `id` IN (?, ?)', values: ['a', 'b'] });
   });

@@ -23,6 +23,9 @@ import { describeTable, jsonColumnsOf, mysqlExisting, mysqlInsert, pgInsert, quo
 /** MySQL's limit on placeholders in one statement. */
 const MYSQL_MAX_PLACEHOLDERS = 65_535;
 
+/** MySQL's and MariaDB's `ER_DUP_ENTRY`, as `sqlErrorCode` gives it. */
+const DUPLICATE_ENTRY = '1062';
+
 /** An item ready to write: its index in the batch and its row's values, in the order of the sink's columns. */
 interface Entry {
   index: number;
@@ -247,9 +250,7 @@ export class SqlSink implements DeferredSink<SinkItem> {
           const written = new Set(inserted.map((r) => String(r.id)));
           skipped = (id) => !written.has(String(id));
         } else {
-          const existing = await run(connection, mysqlExisting(shape, ids), progress, signal);
-          await run(connection, mysqlInsert(shape, rows.map((r) => r.values)), progress, signal);
-          const there = new Set(existing.map((r) => String(r.id)));
+          const there = await this.mysqlInsertNew(connection, shape, rows, ids, progress, signal);
           skipped = (id) => there.has(String(id));
         }
         progress.confirm(rows.map((r) => r.index));
@@ -268,6 +269,33 @@ export class SqlSink implements DeferredSink<SinkItem> {
       // a connection that failed a statement for another reason than a row (reset, shut down) is not given back as it is
       if (broken !== undefined) connection.destroy(broken);
     }, signal);
+  }
+
+  /**
+   * MySQL / MariaDB: inserts the rows whose ids are not in the table yet, with a plain `INSERT` (not
+   * `ON DUPLICATE KEY UPDATE`, which would take a clash on any other unique key for a row already
+   * there, and count it delivered). Returns the ids found there (duplicates). A row whose id was written
+   * meanwhile (a write given up on at its timeout, committed after the check) fails the insert with
+   * `ER_DUP_ENTRY`: found by a second check, it is a duplicate too, and the rest are inserted again.
+   * A clash on another unique key finds nothing new: the error is the row's (isolated by the caller).
+   */
+  private async mysqlInsertNew(connection: SqlConnection, shape: TableShape, rows: Entry[], ids: unknown[], progress: WriteProgress, signal: AbortSignal): Promise<Set<string>> {
+    const idOf = (r: Entry) => String(r.values[shape.idIndex]);
+    const there = new Set((await run(connection, mysqlExisting(shape, ids), progress, signal)).map((r) => String(r.id)));
+    let fresh = rows.filter((r) => !there.has(idOf(r)));
+    while (fresh.length > 0) {
+      try {
+        await run(connection, mysqlInsert(shape, fresh.map((r) => r.values)), progress, signal);
+        return there;
+      } catch (error) {
+        if (sqlErrorCode(error) !== DUPLICATE_ENTRY || signal.aborted) throw error;
+        const now = (await run(connection, mysqlExisting(shape, fresh.map((r) => r.values[shape.idIndex])), progress, signal)).map((r) => String(r.id));
+        if (now.length === 0) throw error;
+        for (const id of now) there.add(id);
+        fresh = fresh.filter((r) => !there.has(idOf(r)));
+      }
+    }
+    return there;
   }
 
   /** Runs `fn` on a connection of the pool (see `withConnection`). */
