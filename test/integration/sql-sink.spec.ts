@@ -270,6 +270,14 @@ describe.each(['postgres', 'mysql'] as const)('SqlSink writes on %s', (dialect) 
       const table = await admin.table(dialect, ddl);
       await expect(boot(new SqlSink({ client: TOKEN, table, columns: ['id', 'mark', 'body'], row: () => ({}) as never }))).rejects.toThrow(`table ${table} has no column "body"`);
       await expect(boot(new SqlSink({ client: TOKEN, table: noUnique, columns: ['id', 'mark'], row: () => ({}) as never }))).rejects.toThrow('has no unique index of its own');
+      if (dialect === 'postgres') {
+        // PostgreSQL's ON CONFLICT (id) cannot use a partial or a deferrable unique index: every write would fail
+        const partial = await admin.table(dialect, (t) => `CREATE TABLE ${t} (id text, mark text, poison boolean); CREATE UNIQUE INDEX ${t}_id ON ${t} (id) WHERE mark IS NOT NULL`);
+        const deferrable = await admin.table(dialect, (t) => `CREATE TABLE ${t} (id text, mark text, poison boolean, CONSTRAINT ${t}_id UNIQUE (id) DEFERRABLE)`);
+        for (const table of [partial, deferrable]) {
+          await expect(boot(new SqlSink({ client: TOKEN, table, columns: ['id', 'mark'], row: () => ({}) as never }))).rejects.toThrow('has no unique index of its own');
+        }
+      }
       await expect(boot(new SqlSink({ client: 'NOT_REGISTERED', table }))).rejects.toThrow('nothing is registered as "NOT_REGISTERED"');
     } finally {
       await close();
