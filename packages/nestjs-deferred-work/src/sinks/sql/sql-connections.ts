@@ -46,3 +46,40 @@ export async function run(connection: SqlConnection, statement: Parameters<SqlCo
   connection.destroy(signal.reason);
   throw signal.reason;
 }
+
+/**
+ * Runs `fn` at bootstrap on a connection of the driver's pool, the whole of it (waiting for the
+ * connection, every statement) bounded by `timeoutMs`: a database that takes connections and never
+ * answers (a black hole, a hung server) fails the bootstrap with a message saying so, instead of holding
+ * it forever (`pg` has no connection or query timeout by default). A statement cut at the deadline
+ * destroys its connection.
+ */
+export async function atBootstrap<T>(driver: SqlDriver, timeoutMs: number, fn: (connection: SqlConnection) => Promise<T>): Promise<T> {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(new Error(`the database did not answer within ${timeoutMs} ms (bootstrapTimeoutMs)`)), timeoutMs);
+  timer.unref();
+  const progress = new WriteProgress(0);
+  try {
+    return await withConnection(driver, (connection) => fn(new BoundedConnection(connection, progress, controller.signal)), controller.signal);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** A connection whose statements end when `signal` aborts (see `run`). */
+class BoundedConnection implements SqlConnection {
+  constructor(
+    private readonly connection: SqlConnection,
+    private readonly progress: WriteProgress,
+    private readonly signal: AbortSignal,
+  ) {}
+  query(statement: Parameters<SqlConnection['query']>[0]) {
+    return run(this.connection, statement, this.progress, this.signal);
+  }
+  release(): void {
+    this.connection.release();
+  }
+  destroy(reason: unknown): void {
+    this.connection.destroy(reason);
+  }
+}

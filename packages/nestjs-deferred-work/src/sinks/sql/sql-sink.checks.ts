@@ -17,6 +17,7 @@ export interface SqlSinkSettings {
   readonly idColumn: string;
   readonly createTable: boolean;
   readonly maxConnections: number;
+  readonly bootstrapTimeoutMs: number;
   readonly prepare: boolean;
 }
 
@@ -50,9 +51,10 @@ export function checkSqlSinkOptions(options: SqlSinkOptions | undefined): SqlSin
   if (createTable && o.row) throw optionError(label, 'createTable', 'only creates the default table', 'Create your own table with your migrations, or leave out row and columns.');
   if (createTable && typeof o.table === 'function') throw optionError(label, 'createTable', 'only creates a table named by a string', 'Create the tables table(item) chooses with your migrations, or give table as a string.');
   const maxConnections = checkWholeNumber(label, 'maxConnections', o.maxConnections, { min: 1, max: 64, fallback: SQL_SINK_DEFAULTS.maxConnections });
+  const bootstrapTimeoutMs = checkWholeNumber(label, 'bootstrapTimeoutMs', o.bootstrapTimeoutMs, { min: 1, max: 600_000, fallback: SQL_SINK_DEFAULTS.bootstrapTimeoutMs, unit: 'ms' });
   const prepare = o.prepare ?? SQL_SINK_DEFAULTS.prepare;
   if (typeof prepare !== 'boolean') throw optionError(label, 'prepare', 'must be true or false', 'Leave it out for true.', o.prepare);
-  return { name, label, kinds, client: o.client, table, columns, row, idColumn, createTable, maxConnections, prepare };
+  return { name, label, kinds, client: o.client, table, columns, row, idColumn, createTable, maxConnections, bootstrapTimeoutMs, prepare };
 }
 
 function checkColumns(label: string, value: unknown): readonly string[] {

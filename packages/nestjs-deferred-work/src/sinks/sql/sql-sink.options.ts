@@ -59,6 +59,12 @@ export interface SqlSinkOptions<C extends string = string> {
    */
   maxConnections?: number;
   /**
+   * How long the bootstrap may wait for the database (a connection, then reading the table), in ms:
+   * a database that takes connections and never answers fails the bootstrap, saying so, instead of
+   * holding it forever. Default `30000`.
+   */
+  bootstrapTimeoutMs?: number;
+  /**
    * PostgreSQL: sends each insert as a named prepared statement (planned once per connection). Turn it
    * off behind a pooler in transaction mode (PgBouncer before 1.21), which cannot keep one. Default `true`.
    */
@@ -76,6 +82,7 @@ export const SQL_SINK_DEFAULTS = Object.freeze({
   idColumn: 'id',
   createTable: false,
   maxConnections: 1,
+  bootstrapTimeoutMs: 30_000,
   prepare: true,
 });
 

@@ -191,6 +191,7 @@ describe('docs/sinks/sql.md', () => {
       idColumn: `\`'${SQL_SINK_DEFAULTS.idColumn}'\``,
       createTable: `\`${SQL_SINK_DEFAULTS.createTable}\``,
       maxConnections: `\`${SQL_SINK_DEFAULTS.maxConnections}\``,
+      bootstrapTimeoutMs: `\`${SQL_SINK_DEFAULTS.bootstrapTimeoutMs}\``,
       prepare: `\`${SQL_SINK_DEFAULTS.prepare}\``,
     };
     expect(Object.fromEntries(rows)).toEqual(expected);

@@ -9,10 +9,11 @@ import { ItemMemo } from '../kit/item-memo';
 import { describeValue } from '../kit/option-checks';
 import { Partitions } from '../kit/partitions';
 import { runLimited } from '../kit/run-limited';
+import { settlesBy } from '../kit/settles-by';
 import { SinkConfigError } from '../kit/sink-config.error';
 import { WriteProgress } from '../kit/write-progress';
 import type { SqlConnection, SqlDriver } from './sql-clients';
-import { run, withConnection } from './sql-connections';
+import { atBootstrap, run, withConnection } from './sql-connections';
 import { findSqlDriver } from './sql-driver-lookup';
 import { sqlErrorCode, sqlErrorKind } from './sql-errors';
 import { columnValue, defaultTableDdl, rowBytes } from './sql-rows';
@@ -22,6 +23,9 @@ import { describeTable, jsonColumnsOf, mysqlExisting, mysqlInsert, pgInsert, quo
 
 /** MySQL's limit on placeholders in one statement. */
 const MYSQL_MAX_PLACEHOLDERS = 65_535;
+
+/** How long a failed bootstrap waits for the pool the sink opened (from a connection string) to close. */
+const OWN_POOL_CLOSE_MS = 1000;
 
 /** MySQL's and MariaDB's `ER_DUP_ENTRY`, as `sqlErrorCode` gives it. */
 const DUPLICATE_ENTRY = '1062';
@@ -63,6 +67,7 @@ export class SqlSink implements DeferredSink<SinkItem> {
   private readonly idColumn: string;
   private readonly createTable: boolean;
   private readonly maxConnections: number;
+  private readonly bootstrapTimeoutMs: number;
   private readonly prepare: boolean;
 
   private driver: SqlDriver | undefined;
@@ -86,6 +91,7 @@ export class SqlSink implements DeferredSink<SinkItem> {
     this.idColumn = settings.idColumn;
     this.createTable = settings.createTable;
     this.maxConnections = settings.maxConnections;
+    this.bootstrapTimeoutMs = settings.bootstrapTimeoutMs;
     this.prepare = settings.prepare;
   }
 
@@ -95,7 +101,7 @@ export class SqlSink implements DeferredSink<SinkItem> {
     this.driver = found.driver;
     this.closeOwnPool = found.closeOwnPool;
     if (!this.closeOwnPool) context.holdOpen(this.driver.closable);
-    await this.withConnection(async (connection) => {
+    await atBootstrap(this.driver, this.bootstrapTimeoutMs, async (connection) => {
       if (this.driver!.dialect === 'mysql') {
         const [row] = await connection.query({ text: 'SELECT @@max_allowed_packet AS packet', values: [] });
         // the margin: the statement's own text, and the estimate of each value's bytes
@@ -113,7 +119,8 @@ export class SqlSink implements DeferredSink<SinkItem> {
       // a pool the sink opened (from a connection string) is not left open behind a failed bootstrap
       const close = this.closeOwnPool;
       this.closeOwnPool = undefined;
-      await close?.().catch(() => undefined);
+      // not waited on past a second: its database may not answer
+      await settlesBy(close?.().catch(() => undefined), Date.now() + OWN_POOL_CLOSE_MS);
       if (error instanceof SinkConfigError) throw error;
       throw new SinkConfigError(`${this.label}: cannot read table ${String(typeof this.table === 'string' ? this.table : '(per item)')} through ${this.driver!.what}: ${(error as Error)?.message ?? String(error)}. Check that the database is up and the user may read it.`, 'client');
     });

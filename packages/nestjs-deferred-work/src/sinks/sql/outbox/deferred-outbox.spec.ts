@@ -45,6 +45,7 @@ describe('DeferredOutbox options', () => {
       batchSize: `\`${d.batchSize}\``,
       pollIntervalMs: `\`${d.pollIntervalMs}\``,
       leaseMs: `\`${d.leaseMs}\``,
+      bootstrapTimeoutMs: `\`${d.bootstrapTimeoutMs}\``,
     });
   });
 });

@@ -7,6 +7,7 @@ import { checkOptionsObject, checkString, checkWholeNumber, optionError } from '
 import { settlesBy } from '../../kit/settles-by';
 import { SinkConfigError } from '../../kit/sink-config.error';
 import { openOwnPool, type SqlDriver, sqlDriverOf } from '../sql-clients';
+import { atBootstrap } from '../sql-connections';
 import { describeTable, quoteTable, SqlTableError, tableParts } from '../sql-tables';
 import { DEFERRED_OUTBOX_OPTIONS } from './deferred-outbox.module-definition';
 import { OutboxRelay, type OutboxRelayStats } from './outbox-relay';
@@ -18,6 +19,8 @@ import { DEFERRED_OUTBOX_DEFAULTS, type DeferredOutboxOptions } from './outbox.o
 export type OutboxWork = ItemBuilder;
 
 const CONNECTION_STRING = /^(postgres|postgresql|mysql|mariadb):\/\//i;
+/** How long a failed bootstrap waits for the pool the relay opened to close. */
+const OWN_POOL_CLOSE_MS = 1000;
 const LABEL = 'DeferredOutboxModule';
 
 /**
@@ -91,14 +94,16 @@ export class DeferredOutbox implements OnApplicationBootstrap, OnModuleDestroy, 
   async onApplicationBootstrap(): Promise<void> {
     const driver = await this.findDriver();
     const table = quoteTable(driver.dialect, this.options.table);
-    const connection = await driver.acquire();
     try {
-      if (this.options.createTable) for (const ddl of outboxTableDdl(driver.dialect, table)) await connection.query({ text: ddl, values: [] });
-      await describeTable(connection, driver.dialect, this.options.table, ['id', 'seq', 'item', 'claimed_until', 'attempts'], 'id');
-      connection.release();
+      await atBootstrap(driver, this.options.bootstrapTimeoutMs, async (connection) => {
+        if (this.options.createTable) for (const ddl of outboxTableDdl(driver.dialect, table)) await connection.query({ text: ddl, values: [] });
+        await describeTable(connection, driver.dialect, this.options.table, ['id', 'seq', 'item', 'claimed_until', 'attempts'], 'id');
+      });
     } catch (error) {
-      connection.destroy(error);
-      await this.closeOwnPool?.();
+      // a pool the relay opened is not left open behind a failed bootstrap (not waited on past a second: its database may not answer)
+      const close = this.closeOwnPool;
+      this.closeOwnPool = undefined;
+      await settlesBy(close?.().catch(() => undefined), Date.now() + OWN_POOL_CLOSE_MS);
       if (error instanceof SqlTableError) throw new SinkConfigError(`${LABEL}: ${error.message.replace('docs/sinks/sql.md', 'docs/sinks/sql.md#the-outbox-table')}.`, 'table');
       throw new SinkConfigError(`${LABEL}: cannot read table ${this.options.table} through ${driver.what}: ${(error as Error)?.message ?? String(error)}. Check that the database is up and the user may read it.`, 'client');
     }
@@ -186,5 +191,6 @@ function checkOutboxOptions(options: DeferredOutboxOptions) {
     batchSize: checkWholeNumber(LABEL, 'batchSize', o.batchSize, { min: 1, max: 10_000, fallback: DEFERRED_OUTBOX_DEFAULTS.batchSize }),
     pollIntervalMs: checkWholeNumber(LABEL, 'pollIntervalMs', o.pollIntervalMs, { min: 1, max: 3_600_000, fallback: DEFERRED_OUTBOX_DEFAULTS.pollIntervalMs }),
     leaseMs: checkWholeNumber(LABEL, 'leaseMs', o.leaseMs, { min: 2000, max: 86_400_000, fallback: DEFERRED_OUTBOX_DEFAULTS.leaseMs }),
+    bootstrapTimeoutMs: checkWholeNumber(LABEL, 'bootstrapTimeoutMs', o.bootstrapTimeoutMs, { min: 1, max: 600_000, fallback: DEFERRED_OUTBOX_DEFAULTS.bootstrapTimeoutMs, unit: 'ms' }),
   };
 }

@@ -26,6 +26,12 @@ export interface DeferredOutboxOptions {
    * delivery, retries included. Default `60000`.
    */
   leaseMs?: number;
+  /**
+   * How long the bootstrap may wait for the database (a connection, then reading or creating the
+   * outbox table), in ms: a database that takes connections and never answers fails the bootstrap,
+   * saying so, instead of holding it forever. Default `30000`.
+   */
+  bootstrapTimeoutMs?: number;
 }
 
 /** The defaults of {@link DeferredOutboxOptions}. */
@@ -36,4 +42,5 @@ export const DEFERRED_OUTBOX_DEFAULTS = Object.freeze({
   batchSize: 100,
   pollIntervalMs: 200,
   leaseMs: 60_000,
+  bootstrapTimeoutMs: 30_000,
 });
