@@ -61,6 +61,13 @@ describe('RedisStreamDeadLetterStore', () => {
     expect((await store.list({})).records.map((r) => r.id)).toEqual(['dw-1:odd']);
   });
 
+  it('a large add keeps every record, in order', async () => {
+    const store = new RedisStreamDeadLetterStore({ client: redis, key: key() });
+    await store.add(Array.from({ length: 250 }, (_, i) => record(i)));
+    await store.add([record(250)]);
+    expect((await store.list({ limit: 1000 })).records.map((r) => r.item.id)).toEqual(Array.from({ length: 251 }, (_, i) => `dw-${i}`));
+  });
+
   it('holds maxCount and maxAgeMs, the oldest going first', async () => {
     const byCount = new RedisStreamDeadLetterStore({ client: redis, key: key(), maxCount: 3 });
     await byCount.add(Array.from({ length: 5 }, (_, i) => record(i)));

@@ -11,7 +11,7 @@ import { DeferredWork } from './deferred-work.service';
 import { DeferredHandles } from './handles/deferred-handles';
 import { deferredClientToken, handlesInUse } from './handles/handle-tokens';
 import { provideHandles, provideScopeSource } from './handles/scope-source';
-import { settleWithin } from '../pipeline/processor/guarded-write';
+import { settleWithin } from '../core/settle';
 import { ClientHolds } from '../sinks/kit/hold-open';
 import { checkDecoratedRoutes } from './decorated-routes.check';
 import { GLOBAL_INTERCEPTOR_REGISTERED, type GlobalInterceptorState } from './deferred-work.module-definition';

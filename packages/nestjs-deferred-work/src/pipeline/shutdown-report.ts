@@ -1,6 +1,6 @@
 import type { Logger } from '@nestjs/common';
 import { errorMessage } from '../core/error-message';
-import { settleWithin } from './processor/guarded-write';
+import { settleWithin } from '../core/settle';
 import type { ProcessorBase } from './processor/processor-base';
 
 /** What `shutdown()` reports. */

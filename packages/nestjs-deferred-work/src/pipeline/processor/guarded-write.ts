@@ -1,6 +1,6 @@
 import type { DeferredItem } from '../../core/items/deferred-item.interface';
 import type { DeferredSink, SinkWriteResult } from '../../core/sink.interface';
-import { MAX_TIMER_MS } from '../../core/timers';
+import { settleThisTurn, settleWithin } from '../../core/settle';
 import type { HardStop } from './hard-stop';
 
 /** After a write's timeout, how long to let it settle before the next write may start. */
@@ -67,44 +67,4 @@ export async function guardedWrite(
     clearTimeout(timeout);
     stopWatching();
   }
-}
-
-type Settled<T> = PromiseSettledResult<T> | { status: 'pending' };
-
-/** How `promise` settled before `arm`'s deadline fired (`arm` schedules it and returns how to cancel it), or `pending`. */
-function settleBefore<T>(promise: Promise<T>, arm: (expire: () => void) => () => void): Promise<Settled<T>> {
-  return new Promise((resolve) => {
-    const cancel = arm(() => resolve({ status: 'pending' }));
-    promise.then(
-      (value) => {
-        cancel();
-        resolve({ status: 'fulfilled', value });
-      },
-      (reason: unknown) => {
-        cancel();
-        resolve({ status: 'rejected', reason });
-      },
-    );
-  });
-}
-
-/** How `promise` settled by the end of this turn of the event loop (its microtasks and ticks), or `pending`. */
-function settleThisTurn<T>(promise: Promise<T>): Promise<Settled<T>> {
-  return settleBefore(promise, (expire) => {
-    const immediate = setImmediate(expire);
-    return () => clearImmediate(immediate);
-  });
-}
-
-/**
- * How `promise` settled within `ms`, or `pending`. The timer does not keep the process alive unless
- * `keepAlive` (shutdown waits on it).
- */
-export function settleWithin<T>(promise: Promise<T>, ms: number, keepAlive = false): Promise<Settled<T>> {
-  if (ms <= 0) return Promise.resolve({ status: 'pending' });
-  return settleBefore(promise, (expire) => {
-    const timer = setTimeout(expire, Math.min(ms, MAX_TIMER_MS));
-    if (!keepAlive) timer.unref();
-    return () => clearTimeout(timer);
-  });
 }

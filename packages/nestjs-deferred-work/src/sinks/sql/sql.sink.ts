@@ -9,7 +9,7 @@ import { ItemMemo } from '../kit/item-memo';
 import { describeValue } from '../kit/option-checks';
 import { Partitions } from '../kit/partitions';
 import { runLimited } from '../kit/run-limited';
-import { settlesBy } from '../kit/settles-by';
+import { settlesBy } from '../../core/settle';
 import { SinkConfigError } from '../kit/sink-config.error';
 import { WriteProgress } from '../kit/write-progress';
 import type { SqlConnection, SqlDriver } from './sql-clients';

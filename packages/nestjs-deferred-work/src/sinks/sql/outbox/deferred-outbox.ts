@@ -4,7 +4,7 @@ import { DEFERRED_INTAKE, type DeferredIntake, type ItemBuilder } from '../../..
 import type { DeferredJobOptions, DeferredLogLevel, DeferredLogOptions, DeferredMetricOptions, SinkItem } from '../../../core/items/deferred-item.interface';
 import { describeToken } from '../../kit/app-client';
 import { checkOptionsObject, checkString, checkWholeNumber, optionError } from '../../kit/option-checks';
-import { settlesBy } from '../../kit/settles-by';
+import { settlesBy } from '../../../core/settle';
 import { SinkConfigError } from '../../kit/sink-config.error';
 import { openOwnPool, type SqlDriver, sqlDriverOf } from '../sql-clients';
 import { atBootstrap } from '../sql-connections';

@@ -2,7 +2,7 @@ import type { Logger } from '@nestjs/common';
 import { errorMessage } from '../../../core/error-message';
 import type { DeferredIntake, ItemOutcome } from '../../../core/intake.interface';
 import type { SinkItem } from '../../../core/items/deferred-item.interface';
-import { settlesBy } from '../../kit/settles-by';
+import { settlesBy } from '../../../core/settle';
 import type { SqlConnection, SqlDriver } from '../sql-clients';
 import { mysqlClaimRead, mysqlClaimWrite, outboxDelete, outboxRelease, outboxRenew, pgClaim } from './outbox-statements';
 
