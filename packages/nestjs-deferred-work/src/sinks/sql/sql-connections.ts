@@ -56,8 +56,8 @@ export async function run(connection: SqlConnection, statement: Parameters<SqlCo
  */
 export async function atBootstrap<T>(driver: SqlDriver, timeoutMs: number, fn: (connection: SqlConnection) => Promise<T>): Promise<T> {
   const controller = new AbortController();
+  // not unref'd: a bootstrap waiting on a pool with no socket of its own must not let the process exit
   const timer = setTimeout(() => controller.abort(new Error(`the database did not answer within ${timeoutMs} ms (bootstrapTimeoutMs)`)), timeoutMs);
-  timer.unref();
   const progress = new WriteProgress(0);
   try {
     return await withConnection(driver, (connection) => fn(new BoundedConnection(connection, progress, controller.signal)), controller.signal);

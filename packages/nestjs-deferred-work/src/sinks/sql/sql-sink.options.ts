@@ -59,7 +59,8 @@ export interface SqlSinkOptions<C extends string = string> {
    */
   maxConnections?: number;
   /**
-   * How long the bootstrap may wait for the database (a connection, then reading the table), in ms:
+   * How long the bootstrap may wait for the database (a connection of the pool, then reading the
+   * server's packet size on MySQL, creating the table with `createTable`, reading the table), in ms:
    * a database that takes connections and never answers fails the bootstrap, saying so, instead of
    * holding it forever. Default `30000`.
    */

@@ -65,8 +65,8 @@ export async function describeTable(connection: SqlConnection, dialect: SqlDiale
     const idx = await connection.query({
       text:
         'SELECT 1 AS ok FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0] ' +
-        // not partial, not deferrable: neither can be the arbiter of ON CONFLICT (id)
-        'WHERE i.indrelid = to_regclass($1) AND i.indisunique AND i.indnatts = 1 AND i.indpred IS NULL AND i.indimmediate AND a.attname = $2',
+        // one key column (INCLUDE columns allowed); not partial, not deferrable, not a failed concurrent build: none of those can be the arbiter of ON CONFLICT (id)
+        'WHERE i.indrelid = to_regclass($1) AND i.indisunique AND i.indnkeyatts = 1 AND i.indpred IS NULL AND i.indimmediate AND i.indisvalid AND a.attname = $2',
       values: [quoted, idColumn],
     });
     unique = idx.length > 0;
@@ -96,7 +96,7 @@ export async function describeTable(connection: SqlConnection, dialect: SqlDiale
   if (!unique) {
     throw new SqlTableError(
       `column ${JSON.stringify(idColumn)} of table ${table} has no unique index of its own, so a row written again (a retry, a replay) would be a second row. ` +
-        `Make it the primary key, or add a unique index on it alone (neither partial nor deferrable)`,
+        `Make it the primary key, or add a unique index on it alone (not partial, not deferrable)`,
     );
   }
   return { table, quoted, columns, idIndex: columns.indexOf(idColumn), types };

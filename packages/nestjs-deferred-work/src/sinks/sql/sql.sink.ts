@@ -285,6 +285,7 @@ export class SqlSink implements DeferredSink<SinkItem> {
    * meanwhile (a write given up on at its timeout, committed after the check) fails the insert with
    * `ER_DUP_ENTRY`: found by a second check, it is a duplicate too, and the rest are inserted again.
    * A clash on another unique key finds nothing new: the error is the row's (isolated by the caller).
+   * Ids are compared as the exact strings the table gives back.
    */
   private async mysqlInsertNew(connection: SqlConnection, shape: TableShape, rows: Entry[], ids: unknown[], progress: WriteProgress, signal: AbortSignal): Promise<Set<string>> {
     const idOf = (r: Entry) => String(r.values[shape.idIndex]);
@@ -297,9 +298,12 @@ export class SqlSink implements DeferredSink<SinkItem> {
       } catch (error) {
         if (sqlErrorCode(error) !== DUPLICATE_ENTRY || signal.aborted) throw error;
         const now = (await run(connection, mysqlExisting(shape, fresh.map((r) => r.values[shape.idIndex])), progress, signal)).map((r) => String(r.id));
-        if (now.length === 0) throw error;
         for (const id of now) there.add(id);
-        fresh = fresh.filter((r) => !there.has(idOf(r)));
+        const left = fresh.filter((r) => !there.has(idOf(r)));
+        // Nothing new found as it was written (or an id the column's collation takes for another: 'A' for
+        // 'a' in a case-insensitive one): the clash is the rows', isolated and dead-lettered by the caller.
+        if (left.length === fresh.length) throw error;
+        fresh = left;
       }
     }
     return there;
