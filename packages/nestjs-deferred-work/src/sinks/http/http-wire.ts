@@ -37,11 +37,13 @@ export function toWire(item: SinkItem): object {
 }
 
 /**
- * The `Idempotency-Key` of one POST: derived from its items' stable ids (a hash, so the same items
- * give the same key on every retry and after a replay), or `undefined` when one of them has none.
+ * The `Idempotency-Key` of one POST: derived from `scope` (the sink and the URL it posts to) and its
+ * items' stable ids (a hash, so the same items give the same key on every retry and after a replay),
+ * or `undefined` when one of them has none. The scope keeps two sinks that post the same items (an item
+ * routed to both) from sending one key to a receiver that keeps one key store for every path.
  */
-export function idempotencyKey(batch: readonly SinkItem[], indexes: readonly number[]): string | undefined {
-  const hash = createHash('sha256');
+export function idempotencyKey(batch: readonly SinkItem[], indexes: readonly number[], scope: string): string | undefined {
+  const hash = createHash('sha256').update(scope).update('\n');
   for (const index of indexes) {
     const id = batch[index]!.id;
     if (id === undefined) return undefined;

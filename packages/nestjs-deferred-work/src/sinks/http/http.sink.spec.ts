@@ -44,13 +44,15 @@ describe('stable ids (spooled items)', () => {
     expect(JSON.stringify(toWire(log()))).not.toContain('"id"');
   });
 
-  it('derives one Idempotency-Key per POST from its items\' ids: the same items give the same key, other items another, no key when one has no id', () => {
+  it('derives one Idempotency-Key per POST from its scope and its items\' ids: the same items give the same key, other items or another scope another, no key when one has no id', () => {
     const batch = [log('dw-1'), log('dw-2'), log('dw-3'), log()];
-    const key = idempotencyKey(batch, [0, 1]);
+    const key = idempotencyKey(batch, [0, 1], 'http\nhttp://a/x');
     expect(key).toMatch(/^dw-[\w-]{32}$/);
-    expect(idempotencyKey([log('x'), log('dw-1'), log('dw-2')], [1, 2])).toBe(key);
-    expect(idempotencyKey(batch, [0, 2])).not.toBe(key);
-    expect(idempotencyKey(batch, [0, 3])).toBeUndefined();
+    expect(idempotencyKey([log('x'), log('dw-1'), log('dw-2')], [1, 2], 'http\nhttp://a/x')).toBe(key);
+    expect(idempotencyKey(batch, [0, 2], 'http\nhttp://a/x')).not.toBe(key);
+    expect(idempotencyKey(batch, [0, 1], 'audit\nhttp://a/x')).not.toBe(key);
+    expect(idempotencyKey(batch, [0, 1], 'http\nhttp://a/y')).not.toBe(key);
+    expect(idempotencyKey(batch, [0, 3], 'http\nhttp://a/x')).toBeUndefined();
   });
 });
 
@@ -435,9 +437,26 @@ describe('HttpSink against a real local receiver', () => {
       await sink.write(batch, ctx());
       expect(receiver.requests.length).toBeGreaterThan(1);
       for (const request of receiver.requests) {
-        expect(request.headers['idempotency-key']).toBe(idempotencyKey(batch, request.items.map(indexOf)));
+        expect(request.headers['idempotency-key']).toBe(idempotencyKey(batch, request.items.map(indexOf), `${sink.name}\n${receiver.url('/x')}`));
       }
       expect(new Set(receiver.requests.map((r) => r.headers['idempotency-key'])).size).toBe(receiver.requests.length);
+    });
+
+    it('two sinks posting the same items (an item routed to both) send different keys, each the same on a retry', async () => {
+      receiver.responder = () => ({ status: 200 });
+      const batch = batchOf(3);
+      const logs = new HttpSink({ name: 'logs', url: receiver.url('/logs') });
+      const archive = new HttpSink({ name: 'archive', url: receiver.url('/archive') });
+      try {
+        for (const s of [logs, archive, logs]) await s.write(batch, ctx());
+        const keys = receiver.requests.map((r) => r.headers['idempotency-key']);
+        expect(keys).toHaveLength(3);
+        expect(keys[0]).not.toBe(keys[1]);
+        expect(keys[2]).toBe(keys[0]);
+      } finally {
+        logs.shutdown();
+        archive.shutdown();
+      }
     });
 
     it('isolates several bad items (NDJSON too), and reports each with its own error', async () => {

@@ -144,9 +144,10 @@ export class HttpSink implements DeferredSink<SinkItem> {
   private async sendPart(batch: readonly SinkItem[], part: Part<Route, string>, signal: AbortSignal): Promise<Array<SinkWriteError | undefined>> {
     const route = part.destination;
     const positions = part.indexes.map((_, p) => p);
+    const scope = `${this.name}\n${route.display}`;
     const outcomes = await isolate(
       positions,
-      (some) => this.post(route, some.map((p) => part.values[p]), signal, idempotencyKey(batch, some.map((p) => part.indexes[p]))),
+      (some) => this.post(route, some.map((p) => part.values[p]), signal, idempotencyKey(batch, some.map((p) => part.indexes[p]), scope)),
       { signal, splits: (error) => error instanceof SinkWriteError && error.code !== undefined && CONTENT_STATUSES.has(Number(error.code)) },
     );
     // Items not confirmed when the signal aborted carry its bare reason: one retryable error for them all.
