@@ -1,5 +1,6 @@
+import { Test } from '@nestjs/testing';
 import { Redis } from 'ioredis';
-import type { DeadLetter } from 'nestjs-deferred-work';
+import { type DeadLetter, type DeferredItem, type DeferredSink, DeferredWork, DeferredWorkModule } from 'nestjs-deferred-work';
 import { RedisStreamDeadLetterStore } from 'nestjs-deferred-work/redis-streams';
 import { deadLettersOutliveTheApp } from '../support/dead-letters-outlive';
 import { failOnUnhandledRejection, platforms } from '../support/platforms';
@@ -90,5 +91,36 @@ describe.each(platforms)('RedisStreamDeadLetterStore in an app on $name', (platf
   it('keeps dead letters beyond the app; the next app redrives each exactly once to the recovered receiver', async () => {
     const stream = key();
     await deadLettersOutliveTheApp(platform, () => new RedisStreamDeadLetterStore({ client: redis, key: stream }));
+  });
+});
+
+/** A sink whose writes never settle: at the shutdown deadline its items are dead-lettered (`shutdown`). */
+class NeverSettlingSink implements DeferredSink {
+  readonly name = 'stuck';
+  async write(_batch: readonly DeferredItem[]): Promise<void> {
+    return new Promise(() => {});
+  }
+}
+
+describe('RedisStreamDeadLetterStore at shutdown', () => {
+  it("the dead letters buried at the shutdown deadline are stored when app.close() resolves, even if the app's Redis client is dropped right after", async () => {
+    const stream = key();
+    const client = new Redis({ host: server.host, port: server.port });
+    try {
+      const moduleRef = await Test.createTestingModule({
+        imports: [DeferredWorkModule.forRoot({ sinks: [new NeverSettlingSink()], shutdownTimeoutMs: 300, deadLetter: { store: new RedisStreamDeadLetterStore({ client, key: stream }) } })],
+      }).compile();
+      const app = moduleRef.createNestApplication({ logger: false });
+      await app.init();
+      const work = app.get(DeferredWork);
+      for (let i = 0; i < 300; i++) work.log('info', 'x', { i });
+      await app.close();
+      // what a process does next: exit, or close its client without waiting (disconnect drops what is not sent)
+      client.disconnect();
+      expect(work.stats()).toMatchObject({ accepted: 300, deadLettered: 300 });
+      expect(await redis.xlen(stream)).toBe(300);
+    } finally {
+      client.disconnect();
+    }
   });
 });

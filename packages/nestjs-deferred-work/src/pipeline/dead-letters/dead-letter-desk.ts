@@ -1,11 +1,15 @@
 import type { DeadLetter } from '../../core/dead-letter.interface';
 import type { DeadLetterStore } from '../../core/dead-letter-store.interface';
 import { errorMessage } from '../../core/error-message';
+import { settleWithin } from '../../core/settle';
 import type { ProcessorBase } from '../processor/processor-base';
 import type { ResolvedDeferredWorkOptions } from '../resolved-options.interface';
 import type { RateLimitedLogger } from '../warnings/rate-limited-logger';
 import { recordId, recordOf } from './dead-letter-record';
 import { Redrive } from './redrive';
+
+/** How long the shutdown waits for an async store's adds under way. */
+const STORE_FLUSH_MS = 5000;
 
 /**
  * @internal
@@ -19,6 +23,8 @@ export class DeadLetterDesk {
   /** The store, once opened (an async `open()` is waited for); `undefined` after close. */
   private store: DeadLetterStore | undefined;
   private opening: Promise<unknown> | undefined;
+  /** The store's adds under way (an async store): `close()` waits for them, within `STORE_FLUSH_MS`. */
+  private readonly adding = new Set<Promise<unknown>>();
   readonly redrive: Redrive | undefined;
 
   constructor(
@@ -49,7 +55,9 @@ export class DeadLetterDesk {
   async close(): Promise<void> {
     const store = this.store;
     this.store = undefined;
-    if (!store?.close) return;
+    if (!store) return;
+    await this.flushed();
+    if (!store.close) return;
     await this.ready();
     try {
       await store.close();
@@ -85,9 +93,30 @@ export class DeadLetterDesk {
     const add = () => store.add(records);
     try {
       const added = this.opening ? this.opening.then(add) : add();
-      if (added instanceof Promise) added.catch((error: unknown) => this.storeFailed('add', error));
+      if (added instanceof Promise) {
+        const settled = added.catch((error: unknown) => this.storeFailed('add', error));
+        this.adding.add(settled);
+        void settled.then(() => this.adding.delete(settled));
+      }
     } catch (error) {
       this.storeFailed('add', error);
+    }
+  }
+
+  /**
+   * Waits for the store's adds under way — dead letters of the drain's last moments, buried at the
+   * shutdown deadline — so that `app.close()` resolves with them stored, not in flight on a client the
+   * app may close or a process about to exit. At most `STORE_FLUSH_MS`; past that, says how many.
+   */
+  private async flushed(): Promise<void> {
+    if (this.adding.size === 0) return;
+    const pending = [...this.adding];
+    const done = await settleWithin(Promise.all(pending), STORE_FLUSH_MS, true);
+    if (done.status === 'pending') {
+      this.warnings.warn(
+        'dead-letter-store:flush',
+        `Dead-letter store ${this.options.deadLetterStore?.description ?? ''} had not stored ${pending.length} write(s) of dead letters ${STORE_FLUSH_MS} ms into the shutdown; they stay in DeferredWork.deadLetters() only.`,
+      );
     }
   }
 
