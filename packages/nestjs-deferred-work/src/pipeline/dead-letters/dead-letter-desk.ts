@@ -96,7 +96,8 @@ export class DeadLetterDesk {
       if (added instanceof Promise) {
         const settled = added.catch((error: unknown) => this.storeFailed('add', error));
         this.adding.add(settled);
-        void settled.then(() => this.adding.delete(settled));
+        const done = () => this.adding.delete(settled);
+        void settled.then(done, done);
       }
     } catch (error) {
       this.storeFailed('add', error);
@@ -115,7 +116,7 @@ export class DeadLetterDesk {
     if (done.status === 'pending') {
       this.warnings.warn(
         'dead-letter-store:flush',
-        `Dead-letter store ${this.options.deadLetterStore?.description ?? ''} had not stored ${pending.length} write(s) of dead letters ${STORE_FLUSH_MS} ms into the shutdown; they stay in DeferredWork.deadLetters() only.`,
+        `Dead-letter store ${this.options.deadLetterStore?.description ?? ''} had not stored ${pending.length} write(s) of dead letters within ${STORE_FLUSH_MS} ms after the drain; they may be in DeferredWork.deadLetters() only.`,
       );
     }
   }
