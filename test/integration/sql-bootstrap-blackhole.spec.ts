@@ -5,7 +5,7 @@ import { MYSQL_URL, requireMariaDb } from '../support/mariadb';
 import { failOnUnhandledRejection } from '../support/platforms';
 import { PG_URL, requirePostgres } from '../support/postgres';
 import { RecordingSink } from '../support/recording.sink';
-import { mysqlTestPool, pgTestPool, type TestSqlPool } from '../support/sql-pools';
+import { mysqlTestPool, pgTestPool, type TestSqlPool, withPort } from '../support/sql-pools';
 import { TcpProxy } from '../support/tcp-proxy';
 
 /**
@@ -35,12 +35,6 @@ interface Db {
 const postgres: Db = { name: 'postgres', url: PG_URL, pool: (url) => pgTestPool(url, 2) };
 const mariadb: Db = { name: 'mariadb', url: MYSQL_URL, pool: (url) => mysqlTestPool(url, 2) };
 
-const viaPort = (url: string, port: number) => {
-  const u = new URL(url);
-  u.port = String(port);
-  return u.toString();
-};
-
 async function init(imports: unknown[], client?: object): Promise<void> {
   const moduleRef = await Test.createTestingModule({ imports: imports as never[], providers: client ? [{ provide: TOKEN, useValue: client }] : [] }).compile();
   const app = moduleRef.createNestApplication({ logger: false });
@@ -63,7 +57,7 @@ describe.each([postgres, mariadb])('bootstrap with $name not answering', (db) =>
     proxy = new TcpProxy(Number(new URL(db.url).port || (db === postgres ? 5432 : 3306)));
     await proxy.listen();
     await proxy.blackhole.on();
-    pool = db.pool(viaPort(db.url, proxy.port));
+    pool = db.pool(withPort(db.url, proxy.port));
   });
   afterEach(async () => {
     await proxy.blackhole.off();
@@ -77,7 +71,7 @@ describe.each([postgres, mariadb])('bootstrap with $name not answering', (db) =>
   }, CASE_TIMEOUT_MS);
 
   it('SqlSink from a connection string (its own pool): the same, and its pool is not waited on', async () => {
-    const sink = new SqlSink({ client: viaPort(db.url, proxy.port), createTable: true, bootstrapTimeoutMs: TIMEOUT_MS });
+    const sink = new SqlSink({ client: withPort(db.url, proxy.port), createTable: true, bootstrapTimeoutMs: TIMEOUT_MS });
     await expect(init([DeferredWorkModule.forRoot({ sinks: [sink] })])).rejects.toThrow(NO_ANSWER);
   }, CASE_TIMEOUT_MS);
 

@@ -8,7 +8,7 @@ import { MYSQL_URL, requireMariaDb } from '../support/mariadb';
 import { failOnUnhandledRejection } from '../support/platforms';
 import { PG_URL, requirePostgres } from '../support/postgres';
 import { RecordingSink } from '../support/recording.sink';
-import { mysqlTestPool, pgTestPool, type TestSqlPool } from '../support/sql-pools';
+import { mysqlTestPool, pgTestPool, type TestSqlPool, withPort } from '../support/sql-pools';
 import { TcpProxy } from '../support/tcp-proxy';
 
 /**
@@ -31,11 +31,6 @@ interface Db {
 
 const pgAdmin = new pg.Pool({ connectionString: PG_URL, max: 2 });
 const mysqlAdmin = createMysqlPool({ uri: MYSQL_URL, connectionLimit: 2 }).promise();
-const withPort = (url: string, port: number) => {
-  const u = new URL(url);
-  u.port = String(port);
-  return u.toString();
-};
 
 const postgres: Db = {
   name: 'postgres',

@@ -53,3 +53,10 @@ export function mysqlTestPool(url: string, connectionLimit = 5): TestSqlPool {
     close: () => new Promise<void>((resolve) => pool.end(() => resolve())),
   };
 }
+
+/** `url` with its port replaced (the same database through a TCP proxy). */
+export function withPort(url: string, port: number): string {
+  const u = new URL(url);
+  u.port = String(port);
+  return u.toString();
+}

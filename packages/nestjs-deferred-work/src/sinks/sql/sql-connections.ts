@@ -1,3 +1,4 @@
+import { settlesBy } from '../../core/settle';
 import { WriteProgress } from '../kit/write-progress';
 import type { SqlConnection, SqlDriver } from './sql-clients';
 
@@ -82,4 +83,12 @@ class BoundedConnection implements SqlConnection {
   destroy(reason: unknown): void {
     this.connection.destroy(reason);
   }
+}
+
+/** How long a failed bootstrap waits for a pool the library opened to close. */
+const OWN_POOL_CLOSE_MS = 1000;
+
+/** Closes a pool the library opened (from a connection string) after a failed bootstrap: its error ignored, not waited on past a second (its database may not answer). */
+export async function closeAfterFailedBootstrap(close: (() => Promise<void>) | undefined): Promise<void> {
+  await settlesBy(close?.().catch(() => undefined), Date.now() + OWN_POOL_CLOSE_MS);
 }

@@ -9,11 +9,10 @@ import { ItemMemo } from '../kit/item-memo';
 import { describeValue } from '../kit/option-checks';
 import { Partitions } from '../kit/partitions';
 import { runLimited } from '../kit/run-limited';
-import { settlesBy } from '../../core/settle';
 import { SinkConfigError } from '../kit/sink-config.error';
 import { WriteProgress } from '../kit/write-progress';
 import type { SqlConnection, SqlDriver } from './sql-clients';
-import { atBootstrap, run, withConnection } from './sql-connections';
+import { atBootstrap, closeAfterFailedBootstrap, run, withConnection } from './sql-connections';
 import { findSqlDriver } from './sql-driver-lookup';
 import { sqlErrorCode, sqlErrorKind } from './sql-errors';
 import { columnValue, defaultTableDdl, rowBytes } from './sql-rows';
@@ -23,9 +22,6 @@ import { describeTable, jsonColumnsOf, mysqlExisting, mysqlInsert, pgInsert, quo
 
 /** MySQL's limit on placeholders in one statement. */
 const MYSQL_MAX_PLACEHOLDERS = 65_535;
-
-/** How long a failed bootstrap waits for the pool the sink opened (from a connection string) to close. */
-const OWN_POOL_CLOSE_MS = 1000;
 
 /** MySQL's and MariaDB's `ER_DUP_ENTRY`, as `sqlErrorCode` gives it. */
 const DUPLICATE_ENTRY = '1062';
@@ -119,8 +115,7 @@ export class SqlSink implements DeferredSink<SinkItem> {
       // a pool the sink opened (from a connection string) is not left open behind a failed bootstrap
       const close = this.closeOwnPool;
       this.closeOwnPool = undefined;
-      // not waited on past a second: its database may not answer
-      await settlesBy(close?.().catch(() => undefined), Date.now() + OWN_POOL_CLOSE_MS);
+      await closeAfterFailedBootstrap(close);
       if (error instanceof SinkConfigError) throw error;
       throw new SinkConfigError(`${this.label}: cannot read table ${String(typeof this.table === 'string' ? this.table : '(per item)')} through ${this.driver!.what}: ${(error as Error)?.message ?? String(error)}. Check that the database is up and the user may read it.`, 'client');
     });
@@ -250,14 +245,13 @@ export class SqlSink implements DeferredSink<SinkItem> {
     if (entries.length === 0) return;
     await this.withConnection(async (connection) => {
       const send = async (rows: Entry[]) => {
-        const ids = rows.map((r) => r.values[shape.idIndex]);
         let skipped: (id: unknown) => boolean;
         if (driver.dialect === 'postgres') {
           const inserted = await run(connection, pgInsert(shape, rows.map((r) => r.values), this.prepare), progress, signal);
           const written = new Set(inserted.map((r) => String(r.id)));
           skipped = (id) => !written.has(String(id));
         } else {
-          const there = await this.mysqlInsertNew(connection, shape, rows, ids, progress, signal);
+          const there = await this.mysqlInsertNew(connection, shape, rows, progress, signal);
           skipped = (id) => there.has(String(id));
         }
         progress.confirm(rows.map((r) => r.index));
@@ -287,26 +281,27 @@ export class SqlSink implements DeferredSink<SinkItem> {
    * A clash on another unique key finds nothing new: the error is the row's (isolated by the caller).
    * Ids are compared as the exact strings the table gives back.
    */
-  private async mysqlInsertNew(connection: SqlConnection, shape: TableShape, rows: Entry[], ids: unknown[], progress: WriteProgress, signal: AbortSignal): Promise<Set<string>> {
-    const idOf = (r: Entry) => String(r.values[shape.idIndex]);
-    const there = new Set((await run(connection, mysqlExisting(shape, ids), progress, signal)).map((r) => String(r.id)));
-    let fresh = rows.filter((r) => !there.has(idOf(r)));
-    while (fresh.length > 0) {
+  private async mysqlInsertNew(connection: SqlConnection, shape: TableShape, rows: Entry[], progress: WriteProgress, signal: AbortSignal): Promise<Set<string>> {
+    const idOf = (r: Entry) => r.values[shape.idIndex];
+    const there = new Set<string>();
+    let fresh = rows;
+    let clash: unknown;
+    for (;;) {
+      for (const r of await run(connection, mysqlExisting(shape, fresh.map(idOf)), progress, signal)) there.add(String(r.id));
+      const left = fresh.filter((r) => !there.has(String(idOf(r))));
+      // After a clash, nothing new found as it was written (or an id the column's collation takes for
+      // another: 'A' for 'a' in a case-insensitive one): the clash is the rows', isolated by the caller.
+      if (clash !== undefined && left.length === fresh.length) throw clash;
+      if (left.length === 0) return there;
       try {
-        await run(connection, mysqlInsert(shape, fresh.map((r) => r.values)), progress, signal);
+        await run(connection, mysqlInsert(shape, left.map((r) => r.values)), progress, signal);
         return there;
       } catch (error) {
         if (sqlErrorCode(error) !== DUPLICATE_ENTRY || signal.aborted) throw error;
-        const now = (await run(connection, mysqlExisting(shape, fresh.map((r) => r.values[shape.idIndex])), progress, signal)).map((r) => String(r.id));
-        for (const id of now) there.add(id);
-        const left = fresh.filter((r) => !there.has(idOf(r)));
-        // Nothing new found as it was written (or an id the column's collation takes for another: 'A' for
-        // 'a' in a case-insensitive one): the clash is the rows', isolated and dead-lettered by the caller.
-        if (left.length === fresh.length) throw error;
+        clash = error;
         fresh = left;
       }
     }
-    return there;
   }
 
   /** Runs `fn` on a connection of the pool (see `withConnection`). */

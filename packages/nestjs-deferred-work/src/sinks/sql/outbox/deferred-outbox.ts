@@ -7,7 +7,7 @@ import { checkOptionsObject, checkString, checkWholeNumber, optionError } from '
 import { settlesBy } from '../../../core/settle';
 import { SinkConfigError } from '../../kit/sink-config.error';
 import { openOwnPool, type SqlDriver, sqlDriverOf } from '../sql-clients';
-import { atBootstrap } from '../sql-connections';
+import { atBootstrap, closeAfterFailedBootstrap } from '../sql-connections';
 import { describeTable, quoteTable, SqlTableError, tableParts } from '../sql-tables';
 import { DEFERRED_OUTBOX_OPTIONS } from './deferred-outbox.module-definition';
 import { OutboxRelay, type OutboxRelayStats } from './outbox-relay';
@@ -19,8 +19,6 @@ import { DEFERRED_OUTBOX_DEFAULTS, type DeferredOutboxOptions } from './outbox.o
 export type OutboxWork = ItemBuilder;
 
 const CONNECTION_STRING = /^(postgres|postgresql|mysql|mariadb):\/\//i;
-/** How long a failed bootstrap waits for the pool the relay opened to close. */
-const OWN_POOL_CLOSE_MS = 1000;
 const LABEL = 'DeferredOutboxModule';
 
 /**
@@ -100,10 +98,10 @@ export class DeferredOutbox implements OnApplicationBootstrap, OnModuleDestroy, 
         await describeTable(connection, driver.dialect, this.options.table, ['id', 'seq', 'item', 'claimed_until', 'attempts'], 'id');
       });
     } catch (error) {
-      // a pool the relay opened is not left open behind a failed bootstrap (not waited on past a second: its database may not answer)
+      // a pool the relay opened is not left open behind a failed bootstrap
       const close = this.closeOwnPool;
       this.closeOwnPool = undefined;
-      await settlesBy(close?.().catch(() => undefined), Date.now() + OWN_POOL_CLOSE_MS);
+      await closeAfterFailedBootstrap(close);
       if (error instanceof SqlTableError) throw new SinkConfigError(`${LABEL}: ${error.message.replace('docs/sinks/sql.md', 'docs/sinks/sql.md#the-outbox-table')}.`, 'table');
       throw new SinkConfigError(`${LABEL}: cannot read table ${this.options.table} through ${driver.what}: ${(error as Error)?.message ?? String(error)}. Check that the database is up and the user may read it.`, 'client');
     }
