@@ -345,6 +345,8 @@ export interface ServerSnapshot {
    * (cumulative; 0 when no sink is offloaded). Its CPU is part of `cpu` too.
    */
   workerActiveMs: number;
+  /** `stats().sinks[name].writes` by sink name: the writes each sink started so far (items ÷ writes is the batch size). */
+  writes?: Record<string, number>;
   /**
    * The server's main thread's own CPU time so far, in ms (Linux `/proc/thread-self/schedstat`, read
    * there): the request thread exactly, without the workers' or V8's helper threads. `undefined`

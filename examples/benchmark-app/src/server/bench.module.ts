@@ -114,6 +114,7 @@ class StatsController {
       effectsInFlight: { ...effectsInFlight },
       unhandledRejections: unhandled.rejections,
       mainThreadCpuMs: mainThreadCpuMs(),
+      writes: Object.fromEntries(Object.entries(s.sinks ?? {}).map(([name, sink]) => [name, sink.writes])),
       workerActiveMs: Object.values(s.sinks ?? {}).reduce((total, sink) => total + (sink.host?.cpuMs ?? sink.host?.activeMs ?? 0), 0),
       spool: Object.fromEntries(
         Object.entries(s.sinks ?? {}).flatMap(([name, sink]) =>

@@ -2,7 +2,11 @@ import type { DeferredItem, SinkKind } from './items/deferred-item.interface';
 
 /** Passed to every {@link DeferredSink.write}. */
 export interface SinkWriteContext {
-  /** Aborted when the write exceeds `writeTimeoutMs` or shutdown's deadline passes. Honour it. */
+  /**
+   * Aborted when the write exceeds `writeTimeoutMs` or shutdown's deadline passes. Honour it. Made
+   * when first read (a write that never reads it is timed out all the same); read after the abort, it
+   * is already aborted, with the same reason.
+   */
   signal: AbortSignal;
   /** 1 for a first try, 2 for the first retry, and so on. */
   attempt: number;

@@ -38,4 +38,27 @@ describe('guardedWrite', () => {
     hardStop.abort(new Error('shutdown deadline reached'));
     await expect(written).rejects.toThrow('shutdown deadline reached');
   });
+  it('times out a write that never reads its signal, and a signal read after the timeout is already aborted with it', async () => {
+    const hardStop = new HardStop();
+    let context: SinkWriteContext | undefined;
+    const ignoring = { name: 'ignoring', write: (_batch: unknown, c: SinkWriteContext) => ((context = c), new Promise(() => undefined)) } as unknown as DeferredSink;
+    await expect(guardedWrite(ignoring, items, 1, 20, hardStop)).rejects.toThrow('write timed out after 20 ms');
+    expect(context!.signal.aborted).toBe(true);
+    expect(String(context!.signal.reason)).toContain('write timed out after 20 ms');
+    expect(context!.attempt).toBe(1);
+  });
+
+  it('aborts a signal the sink read before the timeout, once, with the timeout', async () => {
+    const hardStop = new HardStop();
+    const reasons: unknown[] = [];
+    const reading = {
+      name: 'reading',
+      write: (_batch: unknown, { signal }: SinkWriteContext) => new Promise((_resolve, reject) => signal.addEventListener('abort', () => (reasons.push(signal.reason), reject(signal.reason)))),
+    } as unknown as DeferredSink;
+    const written = guardedWrite(reading, items, 2, 20, hardStop);
+    await expect(written).rejects.toThrow('write timed out after 20 ms');
+    hardStop.abort(new Error('shutdown deadline reached')); // after the write ended: nothing more
+    expect(reasons).toHaveLength(1);
+    expect(String(reasons[0])).toContain('write timed out after 20 ms');
+  });
 });

@@ -1,5 +1,5 @@
 import type { DeferredItem } from '../../core/items/deferred-item.interface';
-import type { DeferredSink, SinkWriteResult } from '../../core/sink.interface';
+import type { DeferredSink, SinkWriteContext, SinkWriteResult } from '../../core/sink.interface';
 import { settleThisTurn, settleWithin } from '../../core/settle';
 import type { HardStop } from './hard-stop';
 
@@ -26,17 +26,32 @@ export async function guardedWrite(
   hardStop: HardStop,
   abandoned?: (settled: Promise<unknown>) => void,
 ): Promise<void | SinkWriteResult> {
-  const controller = new AbortController();
+  // The write's signal is made only when the sink reads it: an `AbortController` (an `EventTarget`) costs
+  // more than the rest of a write of an in-process sink (memory, logger, metrics), which never reads it.
+  let controller: AbortController | undefined;
+  /** Set once the write is aborted: the reason its signal carries (or will, when the sink reads it after). */
+  let abortedWith: { reason: unknown } | undefined;
+  const context: SinkWriteContext = {
+    attempt,
+    get signal(): AbortSignal {
+      if (!controller) {
+        controller = new AbortController();
+        if (abortedWith) controller.abort(abortedWith.reason);
+      }
+      return controller.signal;
+    },
+  };
   // The write's outcome or its abort, whichever comes first — without an 'abort' listener per write:
   // the timeout and the hard stop call `abort` directly.
   let settle!: { resolve: (value: void | SinkWriteResult) => void; reject: (reason: unknown) => void };
   const raced = new Promise<void | SinkWriteResult>((resolve, reject) => (settle = { resolve, reject }));
   const abort = (reason: unknown) => {
-    if (controller.signal.aborted) return;
-    controller.abort(reason);
+    if (abortedWith) return;
+    const why = reason ?? new DOMException('This operation was aborted', 'AbortError');
+    abortedWith = { reason: why };
+    controller?.abort(why);
     // One microtask later: a write that its own 'abort' listener settled (resolved with what it did, or
     // rejected with its own error) wins, as it would in a race against the signal.
-    const why = controller.signal.reason;
     queueMicrotask(() => settle.reject(why));
   };
   const timeout = setTimeout(() => abort(new WriteTimeoutError(`write timed out after ${timeoutMs} ms`)), timeoutMs);
@@ -45,7 +60,7 @@ export async function guardedWrite(
   let write: Promise<void | SinkWriteResult>;
   try {
     // Called synchronously, so an inline-mode write does its synchronous part right away.
-    write = Promise.resolve(sink.write(items as never, { signal: controller.signal, attempt }));
+    write = Promise.resolve(sink.write(items as never, context));
   } catch (error) {
     write = Promise.reject(error);
   }
@@ -54,7 +69,7 @@ export async function guardedWrite(
   try {
     return await raced;
   } catch (error) {
-    if (!controller.signal.aborted || error !== controller.signal.reason) throw error;
+    if (!abortedWith || error !== abortedWith.reason) throw error;
     // At the shutdown deadline there is no grace, but a write its own 'abort' listener settles with what
     // it had confirmed (a partial result) still gets this turn of the event loop to do so.
     const late = hardStop.signal.aborted ? await settleThisTurn(write) : await settleWithin(write, Math.min(ABORT_GRACE_MS, timeoutMs));
