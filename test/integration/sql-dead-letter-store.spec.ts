@@ -6,6 +6,8 @@ import { deadLettersOutliveTheApp } from '../support/dead-letters-outlive';
 import { MYSQL_URL, requireMariaDb } from '../support/mariadb';
 import { failOnUnhandledRejection, platforms } from '../support/platforms';
 import { PG_URL, requirePostgres } from '../support/postgres';
+import { mysqlTestPool, pgTestPool, type TestSqlPool, withPort } from '../support/sql-pools';
+import { TcpProxy } from '../support/tcp-proxy';
 
 /**
  * SqlDeadLetterStore against the machine's PostgreSQL and MariaDB, through the app's pg Pool and mysql2
@@ -96,9 +98,74 @@ describe.each(Object.keys(databases))('SqlDeadLetterStore on %s', (name) => {
     expect((await byAge.list({})).records.map((r) => r.item.id)).toEqual(['dw-2']);
   });
 
+  it('adds a large write in a few statements: every record once, in order, the last of two with one id kept', async () => {
+    const s = await store();
+    // 250 records (three INSERTs of at most 100), one of them twice: its second copy is the one kept, at its place
+    const records = Array.from({ length: 250 }, (_, i) => record(i));
+    records.splice(200, 0, { ...record(7), redrives: 3 });
+    // and three of about 400 KB, split by bytes
+    const big = (i: number) => ({ ...record(i), error: 'x'.repeat(400_000) });
+    await s.add([...records, big(300), big(301), big(302)]);
+    const ids: string[] = [];
+    for (let page = await s.list({ limit: 1000 }); ; page = await s.list({ limit: 1000, after: page.next })) {
+      ids.push(...page.records.map((r) => r.item.id!));
+      if (!page.next) break;
+    }
+    const expected = [...records.map((r) => r.item.id).filter((id, i) => id !== 'dw-7' || i === 200), 'dw-300', 'dw-301', 'dw-302'];
+    expect(ids).toEqual(expected);
+    expect(await s.get('dw-7:odd')).toMatchObject({ redrives: 3 });
+    expect((await s.get('dw-301:odd'))!.error).toHaveLength(400_000);
+  });
+
   it.each(platforms)('keeps dead letters beyond the app on $name; the next app redrives each exactly once', async (platform) => {
     const t = table(++tables);
     made.push(t);
     await deadLettersOutliveTheApp(platform, () => new SqlDeadLetterStore({ client: db.client, table: t }));
   });
+});
+
+/**
+ * A database that stops answering while the store uses it (a black hole between the app and the server,
+ * through a TCP proxy): each call fails after `timeoutMs`, saying so, and gives up its connection — the
+ * app's pool still has connections to give once the database answers again.
+ */
+describe.each([
+  { name: 'postgres', url: PG_URL, port: 5432, require: requirePostgres, pool: (url: string) => pgTestPool(url, 2) },
+  { name: 'mariadb', url: MYSQL_URL, port: 3306, require: requireMariaDb, pool: (url: string) => mysqlTestPool(url, 2) },
+])('SqlDeadLetterStore on $name when the database stops answering', (db) => {
+  let proxy: TcpProxy;
+  let pool: TestSqlPool;
+  const t = table(++tables);
+  beforeAll(async () => {
+    await db.require();
+    proxy = new TcpProxy(Number(new URL(db.url).port || db.port));
+    await proxy.listen();
+    pool = db.pool(withPort(db.url, proxy.port));
+  });
+  afterAll(async () => {
+    await proxy.blackhole.off();
+    await pool.transaction(async (tx) => void (await (tx as { query(sql: string): Promise<unknown> }).query(`DROP TABLE IF EXISTS ${t}`))).catch(() => undefined);
+    await proxy.close();
+    await pool.close().catch(() => undefined);
+  });
+
+  it('each call fails after timeoutMs, saying so, more calls than the pool has connections included; it works again once the database answers', async () => {
+    const s = new SqlDeadLetterStore({ client: pool.client, table: t, timeoutMs: 500 });
+    await s.open();
+    await s.add([record(1)]);
+    await proxy.blackhole.on();
+    const noAnswer = 'SqlDeadLetterStore: the database did not answer within 500 ms (timeoutMs)';
+    // more calls than the pool has connections: each one is cut and its connection destroyed, none waits for one forever
+    for (const call of [() => s.add([record(2)]), () => s.list({}), () => s.add([record(3)]), () => s.count({})]) {
+      const started = Date.now();
+      await expect(call()).rejects.toThrow(noAnswer);
+      expect(Date.now() - started).toBeLessThan(3000);
+    }
+    await proxy.blackhole.off();
+    await s.add([record(4)]);
+    // 1 and 4, and whichever of 2 and 3 the server carried out from what reached it before the cut
+    const ids = (await s.list({})).records.map((r) => r.item.id);
+    expect(ids).toEqual(expect.arrayContaining(['dw-1', 'dw-4']));
+    expect(ids.filter((id) => !['dw-1', 'dw-2', 'dw-3', 'dw-4'].includes(id!))).toEqual([]);
+  }, 20_000);
 });

@@ -49,22 +49,30 @@ export async function run(connection: SqlConnection, statement: Parameters<SqlCo
 }
 
 /**
- * Runs `fn` at bootstrap on a connection of the driver's pool, the whole of it (waiting for the
- * connection, every statement) bounded by `timeoutMs`: a database that takes connections and never
- * answers (a black hole, a hung server) fails the bootstrap with a message saying so, instead of holding
- * it forever (`pg` has no connection or query timeout by default). A statement cut at the deadline
- * destroys its connection.
+ * Runs `fn` on a connection of the driver's pool, the whole of it (waiting for the connection, every
+ * statement) bounded by `timeoutMs`: past it the call fails with `timedOut()`, and a statement cut
+ * short destroys its connection (the pool opens a fresh one) instead of holding it until a database
+ * that took the connection and never answers (a black hole, a hung server) answers again — `pg` has
+ * no connection or query timeout by default.
  */
-export async function atBootstrap<T>(driver: SqlDriver, timeoutMs: number, fn: (connection: SqlConnection) => Promise<T>): Promise<T> {
+export async function withinTime<T>(driver: SqlDriver, timeoutMs: number, timedOut: () => Error, fn: (connection: SqlConnection) => Promise<T>): Promise<T> {
   const controller = new AbortController();
-  // not unref'd: a bootstrap waiting on a pool with no socket of its own must not let the process exit
-  const timer = setTimeout(() => controller.abort(new Error(`the database did not answer within ${timeoutMs} ms (bootstrapTimeoutMs)`)), timeoutMs);
+  // not unref'd: a call waiting on a pool with no socket of its own must not let the process exit
+  const timer = setTimeout(() => controller.abort(timedOut()), timeoutMs);
   const progress = new WriteProgress(0);
   try {
     return await withConnection(driver, (connection) => fn(new BoundedConnection(connection, progress, controller.signal)), controller.signal);
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * Runs `fn` at bootstrap within `timeoutMs` (see {@link withinTime}): a database that does not answer
+ * fails the bootstrap with a message saying so, instead of holding it forever.
+ */
+export function atBootstrap<T>(driver: SqlDriver, timeoutMs: number, fn: (connection: SqlConnection) => Promise<T>): Promise<T> {
+  return withinTime(driver, timeoutMs, () => new Error(`the database did not answer within ${timeoutMs} ms (bootstrapTimeoutMs)`), fn);
 }
 
 /** A connection whose statements end when `signal` aborts (see `run`). */

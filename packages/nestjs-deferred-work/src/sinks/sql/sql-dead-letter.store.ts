@@ -2,7 +2,7 @@ import { matchesDeadLetterFilter } from '../../core/dead-letter-filter';
 import type { DeadLetterFilter, DeadLetterPage, DeadLetterQuery, DeadLetterRecord, DeadLetterStore } from '../../core/dead-letter-store.interface';
 import { checkOptionsObject, checkWholeNumber, optionError } from '../kit/option-checks';
 import { sqlDriverOf, type SqlConnection, type SqlDriver } from './sql-clients';
-import { withConnection } from './sql-connections';
+import { withinTime } from './sql-connections';
 import type { SqlDialect } from './sql-sink.options';
 import { quoteTable } from './sql-tables';
 
@@ -16,9 +16,21 @@ export interface SqlDeadLetterStoreOptions {
   maxCount?: number;
   /** Age after which records are deleted, in ms. Default `604800000` (7 days). */
   maxAgeMs?: number;
+  /**
+   * How long one call of the store (an add, a list, a get, a count, a remove, a purge, creating the
+   * table) may take, waiting for a pool connection included, in ms. Past it the call fails — an add's
+   * records then stay in `DeferredWork.deadLetters()` only, with a warning — and a statement still
+   * running has its connection destroyed, so a database that stopped answering does not keep the
+   * app's pool connections. Default `10000`.
+   */
+  timeoutMs?: number;
 }
 
 const LABEL = 'SqlDeadLetterStore';
+
+/** Most records in one `DELETE` + `INSERT` of an add, and most bytes of their JSON (under any server's packet limit). */
+const ADD_ROWS = 100;
+const ADD_BYTES = 1_048_576;
 
 /**
  * Dead letters in a table of the app's PostgreSQL or MySQL / MariaDB, through its own client (a
@@ -32,6 +44,7 @@ export class SqlDeadLetterStore implements DeadLetterStore {
   private readonly table: string;
   private readonly maxCount: number;
   private readonly maxAgeMs: number;
+  private readonly timeoutMs: number;
 
   constructor(options: SqlDeadLetterStoreOptions) {
     checkOptionsObject(LABEL, options, "new SqlDeadLetterStore({ client: pool, table: 'deferred_dead_letters' })");
@@ -42,6 +55,7 @@ export class SqlDeadLetterStore implements DeadLetterStore {
     this.table = quoteTable(driver.dialect, table);
     this.maxCount = checkWholeNumber(LABEL, 'maxCount', options.maxCount, { min: 1, fallback: 10_000 });
     this.maxAgeMs = checkWholeNumber(LABEL, 'maxAgeMs', options.maxAgeMs, { min: 1, fallback: 7 * 24 * 3600 * 1000, unit: 'ms' });
+    this.timeoutMs = checkWholeNumber(LABEL, 'timeoutMs', options.timeoutMs, { min: 1, fallback: 10_000, unit: 'ms' });
     this.description = `sql (${table})`;
   }
 
@@ -54,14 +68,18 @@ export class SqlDeadLetterStore implements DeadLetterStore {
     await this.with((c) => c.query({ text: createTable(this.dialect, this.table), values: [] }));
   }
 
+  /**
+   * Adds the records, each replacing one kept with the same id: a `DELETE` of their ids and one
+   * multi-row `INSERT` per {@link ADD_ROWS} records, then the bounds by age and count.
+   */
   async add(records: DeadLetterRecord[]): Promise<void> {
     await this.with(async (c) => {
-      for (const record of records) {
+      for (const rows of addChunks(records)) {
         const p = this.params();
-        await c.query({ text: `DELETE FROM ${this.table} WHERE id = ${p.add(record.id)}`, values: p.values });
+        await c.query({ text: `DELETE FROM ${this.table} WHERE id IN (${rows.map((row) => p.add(row.record.id)).join(', ')})`, values: p.values });
         const q = this.params();
-        const columns = [q.add(record.id), q.add(record.sink), q.add(record.reason), q.add(record.at), q.add(JSON.stringify(record))].join(', ');
-        await c.query({ text: `INSERT INTO ${this.table} (id, sink, reason, at, record) VALUES (${columns})`, values: q.values });
+        const tuples = rows.map(({ record, json }) => `(${[q.add(record.id), q.add(record.sink), q.add(record.reason), q.add(record.at), q.add(json)].join(', ')})`);
+        await c.query({ text: `INSERT INTO ${this.table} (id, sink, reason, at, record) VALUES ${tuples.join(', ')}`, values: q.values });
       }
       const age = this.params();
       await c.query({ text: `DELETE FROM ${this.table} WHERE at < ${age.add(Date.now() - this.maxAgeMs)}`, values: age.values });
@@ -129,9 +147,36 @@ export class SqlDeadLetterStore implements DeadLetterStore {
     return new Params(this.dialect);
   }
 
+  /** `fn` on a connection of the pool, the whole call bounded by `timeoutMs`. */
   private with<T>(fn: (connection: SqlConnection) => Promise<T>): Promise<T> {
-    return withConnection(this.driver, fn);
+    return withinTime(this.driver, this.timeoutMs, () => new Error(`${LABEL}: the database did not answer within ${this.timeoutMs} ms (timeoutMs)`), fn);
   }
+}
+
+/**
+ * An add's records as rows to insert, in order, in chunks of at most {@link ADD_ROWS} rows and
+ * {@link ADD_BYTES} of JSON (a larger record alone); a record whose id comes again later in the same
+ * add is left out for the later one, as a second add would replace it.
+ */
+function addChunks(records: readonly DeadLetterRecord[]): Array<Array<{ record: DeadLetterRecord; json: string }>> {
+  const last = new Map<string, number>();
+  records.forEach((record, index) => last.set(record.id, index));
+  const chunks: Array<Array<{ record: DeadLetterRecord; json: string }>> = [];
+  let current: Array<{ record: DeadLetterRecord; json: string }> = [];
+  let bytes = 0;
+  records.forEach((record, index) => {
+    if (last.get(record.id) !== index) return;
+    const json = JSON.stringify(record);
+    if (current.length > 0 && (current.length >= ADD_ROWS || bytes + json.length > ADD_BYTES)) {
+      chunks.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push({ record, json });
+    bytes += json.length;
+  });
+  if (current.length > 0) chunks.push(current);
+  return chunks;
 }
 
 /** A statement's values and their placeholders (`$1` on PostgreSQL, `?` on MySQL). */
