@@ -117,6 +117,19 @@ describe.each(Object.keys(databases))('SqlDeadLetterStore on %s', (name) => {
     expect((await s.get('dw-301:odd'))!.error).toHaveLength(400_000);
   });
 
+  it('an add the database refuses leaves the records it would have replaced as they were', async () => {
+    const s = await store();
+    await s.add([record(1), record(2)]);
+    // the second record's reason is longer than its column takes: the INSERT fails, after the DELETE of both ids
+    await expect(s.add([{ ...record(1), redrives: 5 }, { ...record(2), reason: 'x'.repeat(40) as never }])).rejects.toThrow();
+    expect((await s.list({})).records.map((r) => [r.item.id, r.redrives, r.reason])).toEqual([
+      ['dw-1', 0, 'attempts-exhausted'],
+      ['dw-2', 0, 'attempts-exhausted'],
+    ]);
+    await s.add([{ ...record(1), redrives: 5 }]);
+    expect(await s.get('dw-1:odd')).toMatchObject({ redrives: 5 });
+  });
+
   it.each(platforms)('keeps dead letters beyond the app on $name; the next app redrives each exactly once', async (platform) => {
     const t = table(++tables);
     made.push(t);

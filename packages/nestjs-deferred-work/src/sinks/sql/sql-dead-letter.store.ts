@@ -18,7 +18,7 @@ export interface SqlDeadLetterStoreOptions {
   maxAgeMs?: number;
   /**
    * How long one call of the store (an add, a list, a get, a count, a remove, a purge, creating the
-   * table) may take, waiting for a pool connection included, in ms. Past it the call fails — an add's
+   * table) may take, waiting for a pool connection included, in ms (at most 600000). Past it the call fails — an add's
    * records then stay in `DeferredWork.deadLetters()` only, with a warning — and a statement still
    * running has its connection destroyed, so a database that stopped answering does not keep the
    * app's pool connections. Default `10000`.
@@ -28,7 +28,7 @@ export interface SqlDeadLetterStoreOptions {
 
 const LABEL = 'SqlDeadLetterStore';
 
-/** Most records in one `DELETE` + `INSERT` of an add, and most bytes of their JSON (under any server's packet limit). */
+/** Most records in one `DELETE` + `INSERT` of an add, and most bytes of their JSON as UTF-8 (a few MiB sent, escaped, under the default packet limits of MySQL and MariaDB). */
 const ADD_ROWS = 100;
 const ADD_BYTES = 1_048_576;
 
@@ -55,7 +55,7 @@ export class SqlDeadLetterStore implements DeadLetterStore {
     this.table = quoteTable(driver.dialect, table);
     this.maxCount = checkWholeNumber(LABEL, 'maxCount', options.maxCount, { min: 1, fallback: 10_000 });
     this.maxAgeMs = checkWholeNumber(LABEL, 'maxAgeMs', options.maxAgeMs, { min: 1, fallback: 7 * 24 * 3600 * 1000, unit: 'ms' });
-    this.timeoutMs = checkWholeNumber(LABEL, 'timeoutMs', options.timeoutMs, { min: 1, fallback: 10_000, unit: 'ms' });
+    this.timeoutMs = checkWholeNumber(LABEL, 'timeoutMs', options.timeoutMs, { min: 1, max: 600_000, fallback: 10_000, unit: 'ms' });
     this.description = `sql (${table})`;
   }
 
@@ -69,17 +69,26 @@ export class SqlDeadLetterStore implements DeadLetterStore {
   }
 
   /**
-   * Adds the records, each replacing one kept with the same id: a `DELETE` of their ids and one
-   * multi-row `INSERT` per {@link ADD_ROWS} records, then the bounds by age and count.
+   * Adds the records, each replacing one kept with the same id: per {@link ADD_ROWS} records, a
+   * `DELETE` of their ids and one multi-row `INSERT`, in a transaction (a chunk that fails leaves the
+   * records it would have replaced as they were); then the bounds by age and count.
    */
   async add(records: DeadLetterRecord[]): Promise<void> {
     await this.with(async (c) => {
       for (const rows of addChunks(records)) {
         const p = this.params();
-        await c.query({ text: `DELETE FROM ${this.table} WHERE id IN (${rows.map((row) => p.add(row.record.id)).join(', ')})`, values: p.values });
         const q = this.params();
         const tuples = rows.map(({ record, json }) => `(${[q.add(record.id), q.add(record.sink), q.add(record.reason), q.add(record.at), q.add(json)].join(', ')})`);
-        await c.query({ text: `INSERT INTO ${this.table} (id, sink, reason, at, record) VALUES ${tuples.join(', ')}`, values: q.values });
+        await c.query({ text: 'BEGIN', values: [] });
+        try {
+          await c.query({ text: `DELETE FROM ${this.table} WHERE id IN (${rows.map((row) => p.add(row.record.id)).join(', ')})`, values: p.values });
+          await c.query({ text: `INSERT INTO ${this.table} (id, sink, reason, at, record) VALUES ${tuples.join(', ')}`, values: q.values });
+          await c.query({ text: 'COMMIT', values: [] });
+        } catch (error) {
+          // a connection cut at the timeout is destroyed (the server rolls back); this one goes back to the pool clean
+          await c.query({ text: 'ROLLBACK', values: [] }).catch(() => undefined);
+          throw error;
+        }
       }
       const age = this.params();
       await c.query({ text: `DELETE FROM ${this.table} WHERE at < ${age.add(Date.now() - this.maxAgeMs)}`, values: age.values });
@@ -167,13 +176,14 @@ function addChunks(records: readonly DeadLetterRecord[]): Array<Array<{ record: 
   records.forEach((record, index) => {
     if (last.get(record.id) !== index) return;
     const json = JSON.stringify(record);
-    if (current.length > 0 && (current.length >= ADD_ROWS || bytes + json.length > ADD_BYTES)) {
+    const size = Buffer.byteLength(json);
+    if (current.length > 0 && (current.length >= ADD_ROWS || bytes + size > ADD_BYTES)) {
       chunks.push(current);
       current = [];
       bytes = 0;
     }
     current.push({ record, json });
-    bytes += json.length;
+    bytes += size;
   });
   if (current.length > 0) chunks.push(current);
   return chunks;
