@@ -6,10 +6,10 @@ import { Redis } from 'ioredis';
 import { AfterResponse, Deferred, type DeferredScope, DeferredWork, DeferredWorkModule } from 'nestjs-deferred-work';
 import { RedisStreamSink } from 'nestjs-deferred-work/redis-streams';
 import { eventually } from '../support/eventually';
-import { freePort } from '../support/free-port';
 import { load, range } from '../support/load';
 import { failOnUnhandledRejection, platforms, startApp } from '../support/platforms';
 import { RedisServer } from '../support/redis-server';
+import { TcpProxy } from '../support/tcp-proxy';
 
 /**
  * RedisStreamSink writing through a Bull or BullMQ queue's own connection (the app has no other
@@ -157,9 +157,14 @@ describe.each(platforms)("RedisStreamSink through a queue's connection ($name)",
   });
 
   it('a BullMQ 6 queue (its ioredis adapter) given while Redis is down: the app starts, the entries wait, and are written once each when Redis starts', async () => {
+    // Redis behind a proxy that holds its port and drops every connection until Redis "starts": a port
+    // left free instead could be taken meanwhile by another test's server
     const late = new RedisServer();
-    late.port = await freePort();
-    const queue = new bullmq6.Queue('late', { connection: { host: late.host, port: late.port, retryStrategy: () => 200 }, prefix: `${RUN}-late` });
+    await late.start();
+    const link = new TcpProxy(late.port, late.host);
+    await link.listen();
+    await link.stop();
+    const queue = new bullmq6.Queue('late', { connection: { host: link.host, port: link.port, retryStrategy: () => 200 }, prefix: `${RUN}-late` });
     queue.on('error', () => undefined); // connection refused until the server starts
     const stream = nextStream();
     const started = await start(queue, stream, 5);
@@ -169,7 +174,7 @@ describe.each(platforms)("RedisStreamSink through a queue's connection ($name)",
       const marks = await requests(started.url, 'a', 30);
       await new Promise((resolve) => setTimeout(resolve, 1500));
       expect(work.stats().sinks['redis-streams']).toMatchObject({ accepted: 30, delivered: 0, pending: 30 });
-      await late.start();
+      await link.start();
       await eventually(async () => expect(work.stats().sinks['redis-streams']).toMatchObject({ accepted: 30, delivered: 30, pending: 0, deadLettered: 0 }), 20_000);
       // the queue's client is BullMQ's adapter (whose own xadd takes another shape): what this test is about
       expect((await (queue as unknown as { getBackend(): { client: Promise<{ __bullmq_iredis?: boolean }> } }).getBackend().client).__bullmq_iredis).toBe(true);
@@ -180,6 +185,7 @@ describe.each(platforms)("RedisStreamSink through a queue's connection ($name)",
       await started.close();
       await queue.close();
       reader?.disconnect();
+      await link.close();
       await late.dispose();
     }
   });

@@ -5,6 +5,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from './free-port';
 
+/** Ports tried by a first start whose chosen port another process took first. */
+const PORT_ATTEMPTS = 5;
+
 /** Options of {@link RedisServer}. */
 export interface RedisServerOptions {
   /**
@@ -39,10 +42,27 @@ export class RedisServer {
 
   constructor(private readonly options: RedisServerOptions = {}) {}
 
-  /** Starts the server (on a free port the first time, on the same port after a `stop()`). */
+  /**
+   * Starts the server (on a free port the first time, on the same port after a `stop()`). A free port
+   * is only free when it was looked at: should another process take it before the server binds it, the
+   * first start tries another one (a few times); a restart keeps its port.
+   */
   async start(): Promise<void> {
     if (this.child) return;
-    if (this.port === 0) this.port = await freePort();
+    const chosenHere = this.port === 0;
+    for (let attempt = 1; ; attempt++) {
+      if (this.port === 0) this.port = await freePort();
+      try {
+        return await this.spawnOnPort();
+      } catch (error) {
+        const taken = error instanceof PortTaken || /Address already in use/.test(this.output);
+        if (!chosenHere || !taken || attempt >= PORT_ATTEMPTS) throw error;
+        this.port = 0;
+      }
+    }
+  }
+
+  private async spawnOnPort(): Promise<void> {
     this.output = '';
     const args = ['--port', String(this.port), '--bind', this.host, '--save', '', '--daemonize', 'no', '--loglevel', 'warning'];
     if (this.options.persistent) {
@@ -64,7 +84,7 @@ export class RedisServer {
     });
     spawnFailure.catch(() => undefined);
     try {
-      await Promise.race([this.waitForPong(5000), spawnFailure]);
+      await Promise.race([this.waitForPong(5000, child.pid), spawnFailure]);
     } catch (error) {
       child.kill('SIGKILL');
       this.child = undefined;
@@ -100,7 +120,7 @@ export class RedisServer {
     return this.child !== undefined;
   }
 
-  /** Sends one command and resolves with its raw one-line reply (`+OK`, `:1`, `-ERR ...`); for test set-up only. */
+  /** Sends one command and resolves with its raw reply (`+OK`, `:1`, `-ERR ...`, or a bulk string `$n` and its text); for test set-up only. */
   command(...args: string[]): Promise<string> {
     return new Promise((resolve, reject) => {
       const socket = createConnection({ host: this.host, port: this.port });
@@ -115,7 +135,7 @@ export class RedisServer {
       });
       socket.on('data', (chunk) => {
         reply += chunk.toString();
-        if (reply.endsWith('\r\n')) {
+        if (complete(reply)) {
           clearTimeout(timer);
           socket.end();
           resolve(reply.trimEnd());
@@ -126,7 +146,8 @@ export class RedisServer {
     });
   }
 
-  private async waitForPong(timeoutMs: number): Promise<void> {
+  /** Waits until the server answers — this server, `pid`, not another process that holds the port. */
+  private async waitForPong(timeoutMs: number, pid: number | undefined): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     let last: unknown;
     while (Date.now() < deadline) {
@@ -134,9 +155,14 @@ export class RedisServer {
         // PING answers while an append-only file is still loading; EXISTS does not (-LOADING).
         // A cluster node with no slots yet answers -CLUSTERDOWN: it is up.
         const reply = await this.command('EXISTS', '__redis_server_probe__');
-        if (reply.startsWith(':') || reply.startsWith('-CLUSTERDOWN')) return;
+        if (reply.startsWith(':') || reply.startsWith('-CLUSTERDOWN')) {
+          const answered = /process_id:(\d+)/.exec(await this.command('INFO', 'server'))?.[1];
+          if (pid !== undefined && answered !== String(pid)) throw new PortTaken(`port ${this.port} is answered by another Redis (pid ${answered})`);
+          return;
+        }
         last = reply;
       } catch (error) {
+        if (error instanceof PortTaken) throw error;
         last = error;
       }
       await new Promise((r) => setTimeout(r, 25));
@@ -154,3 +180,15 @@ export class RedisServer {
   }
 }
 
+
+/** The port chosen for a server was taken by another process before the server bound it. */
+class PortTaken extends Error {}
+
+/** Whether `reply` is a whole RESP reply: one line, or a bulk string's header line and its bytes. */
+function complete(reply: string): boolean {
+  if (!reply.endsWith('\r\n')) return false;
+  if (!reply.startsWith('$')) return true;
+  const header = reply.indexOf('\r\n');
+  const length = Number(reply.slice(1, header));
+  return length < 0 || Buffer.byteLength(reply) >= header + 2 + length + 2;
+}
