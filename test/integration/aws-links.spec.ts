@@ -6,7 +6,6 @@ import { SnsSink } from 'nestjs-deferred-work/sns';
 import { SqsSink } from 'nestjs-deferred-work/sqs';
 import type { AwsBatchEndpoint, AwsRecord } from '../support/aws-batch-rules';
 import { eventually } from '../support/eventually';
-import { freePort } from '../support/free-port';
 import { load, range, watchIdentity } from '../support/load';
 import { failOnUnhandledRejection, platforms, startApp } from '../support/platforms';
 import { SnsEndpoint } from '../support/sns-endpoint';
@@ -190,9 +189,14 @@ describe.each(services)('$name sink through a bad link', (service) => {
 
 describe.each(services)('$name sink: cold start while the endpoint is down', (service) => {
   it.each(platforms)('on $name: the app starts, answers 2xx, and delivers everything once the endpoint comes up', async (platform) => {
-    const port = await freePort();
+    // the endpoint behind a proxy that holds its port and drops every connection until the endpoint is
+    // meant to come up: a port left free instead could be taken meanwhile by another test's server
     const late = service.name === 'sqs' ? new SqsEndpoint() : new SnsEndpoint();
-    const app = await startWith(platform, { ...service, endpoint: late } as Service, `http://127.0.0.1:${port}`); // nothing listens there yet
+    await late.start();
+    const link = new TcpProxy(Number(new URL(late.url).port));
+    await link.listen();
+    await link.stop();
+    const app = await startWith(platform, { ...service, endpoint: late } as Service, `http://${link.host}:${link.port}`);
     try {
       const marks = range(0, 60).map((i) => `cold-${platform.name}-${i}`);
       const statuses = load(app.started.url, marks.map((m) => `/entries/${m}`), 5);
@@ -200,7 +204,7 @@ describe.each(services)('$name sink: cold start while the endpoint is down', (se
       expect((await statuses).every((s) => s === 200)).toBe(true);
       await eventually(() => expect(app.work.stats().sinks[service.name].failedWrites).toBeGreaterThan(0), 10_000); // refused: retried
       expect(app.work.stats().sinks[service.name]).toMatchObject({ accepted: 60, delivered: 0, deadLettered: 0 });
-      await late.start(port);
+      await link.start();
       const { broken: after } = await watchIdentity(
         app.work,
         eventually(async () => expect(app.work.stats().sinks[service.name]).toMatchObject({ accepted: 60, delivered: 60, pending: 0, dropped: 0, deadLettered: 0 }), 30_000),
@@ -210,6 +214,7 @@ describe.each(services)('$name sink: cold start while the endpoint is down', (se
       expect(app.check(marks)).toBe(0); // nothing reached the service before it was up: no copy
     } finally {
       await app.close();
+      await link.close();
       await late.stop();
     }
   }, 60_000);

@@ -69,7 +69,7 @@ export class SqlDeadLetterStore implements DeadLetterStore {
   }
 
   /**
-   * Adds the records, each replacing one kept with the same id: per {@link ADD_ROWS} records, a
+   * Adds the records, each replacing one kept with the same id: per 100 records (and 1 MiB of JSON), a
    * `DELETE` of their ids and one multi-row `INSERT`, in a transaction (a chunk that fails leaves the
    * records it would have replaced as they were); then the bounds by age and count.
    */
