@@ -1,5 +1,6 @@
 import { matchesDeadLetterFilter } from '../../core/dead-letter-filter';
 import type { DeadLetterFilter, DeadLetterPage, DeadLetterQuery, DeadLetterRecord, DeadLetterStore } from '../../core/dead-letter-store.interface';
+import { chunk } from '../kit/chunks';
 import { checkOptionsObject, checkWholeNumber, optionError } from '../kit/option-checks';
 import { sqlDriverOf, type SqlConnection, type SqlDriver } from './sql-clients';
 import { withinTime } from './sql-connections';
@@ -19,7 +20,8 @@ export interface SqlDeadLetterStoreOptions {
   /**
    * How long one call of the store (an add, a list, a get, a count, a remove, a purge, creating the
    * table) may take, waiting for a pool connection included, in ms (at most 600000). Past it the call fails — an add's
-   * records then stay in `DeferredWork.deadLetters()` only, with a warning — and a statement still
+   * records are then in `DeferredWork.deadLetters()`, possibly not or only in part in the table, with a
+   * warning; a list or a count throws to its caller — and a statement still
    * running has its connection destroyed, so a database that stopped answering does not keep the
    * app's pool connections. Default `10000`.
    */
@@ -164,29 +166,15 @@ export class SqlDeadLetterStore implements DeadLetterStore {
 
 /**
  * An add's records as rows to insert, in order, in chunks of at most {@link ADD_ROWS} rows and
- * {@link ADD_BYTES} of JSON (a larger record alone); a record whose id comes again later in the same
- * add is left out for the later one, as a second add would replace it.
+ * {@link ADD_BYTES} of JSON (a larger record alone: it counts as the whole limit); a record whose id
+ * comes again later in the same add is left out for the later one, as a second add would replace it.
  */
 function addChunks(records: readonly DeadLetterRecord[]): Array<Array<{ record: DeadLetterRecord; json: string }>> {
   const last = new Map<string, number>();
   records.forEach((record, index) => last.set(record.id, index));
-  const chunks: Array<Array<{ record: DeadLetterRecord; json: string }>> = [];
-  let current: Array<{ record: DeadLetterRecord; json: string }> = [];
-  let bytes = 0;
-  records.forEach((record, index) => {
-    if (last.get(record.id) !== index) return;
-    const json = JSON.stringify(record);
-    const size = Buffer.byteLength(json);
-    if (current.length > 0 && (current.length >= ADD_ROWS || bytes + size > ADD_BYTES)) {
-      chunks.push(current);
-      current = [];
-      bytes = 0;
-    }
-    current.push({ record, json });
-    bytes += size;
-  });
-  if (current.length > 0) chunks.push(current);
-  return chunks;
+  const rows = records.filter((record, index) => last.get(record.id) === index).map((record) => ({ record, json: JSON.stringify(record) }));
+  const size = (row: { json: string }) => Math.min(Buffer.byteLength(row.json), ADD_BYTES);
+  return chunk(rows, { maxCount: ADD_ROWS, maxBytes: ADD_BYTES }, size).chunks.map((c) => c.values);
 }
 
 /** A statement's values and their placeholders (`$1` on PostgreSQL, `?` on MySQL). */
