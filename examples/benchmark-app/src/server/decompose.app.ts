@@ -58,6 +58,16 @@ class MixListener {
     await write({ kind: 'metric', name: 'orders.value', value: ORDER.total, tags: TAGS, ...base() });
     done++;
   }
+
+  /** The realistic route's three effects (a job, a log record, a metric point), each awaited on a memory sink. */
+  @OnEvent('decompose.three', { async: true })
+  async three(): Promise<void> {
+    const base = () => ({ when: 'always' as const, createdAt: Date.now() });
+    await write({ kind: 'job', queue: 'orders', name: 'confirm', data: ORDER, ...base() });
+    await write({ kind: 'log', level: 'info', message: 'order accepted', fields: FIELDS, ...base() });
+    await write({ kind: 'metric', name: 'orders.created', value: 1, tags: TAGS, ...base() });
+    done++;
+  }
 }
 
 @Controller()
@@ -122,6 +132,23 @@ class DecomposeController {
   @Get('emit-mix')
   emitMix() {
     this.emitter.emit('decompose.mix', OK);
+    return OK;
+  }
+
+  /** Three items — a job, a log record, a metric point, as on the realistic route — to the memory sink. */
+  @Get('three')
+  @AfterResponse()
+  three(@Deferred() work: DeferredScope) {
+    work.job('orders', 'confirm', ORDER);
+    work.log('info', 'order accepted', FIELDS);
+    work.metric('orders.created', 1, TAGS);
+    return OK;
+  }
+
+  /** The same three writes by an event-emitter listener, each awaited on a memory sink (`three`'s emitter route). */
+  @Get('emit-three')
+  emitThree() {
+    this.emitter.emit('decompose.three', OK);
     return OK;
   }
 
