@@ -193,9 +193,7 @@ describe.each(services)('$name sink: cold start while the endpoint is down', (se
     // meant to come up: a port left free instead could be taken meanwhile by another test's server
     const late = service.name === 'sqs' ? new SqsEndpoint() : new SnsEndpoint();
     await late.start();
-    const link = new TcpProxy(Number(new URL(late.url).port));
-    await link.listen();
-    await link.stop();
+    const link = await TcpProxy.refusing(Number(new URL(late.url).port));
     const app = await startWith(platform, { ...service, endpoint: late } as Service, `http://${link.host}:${link.port}`);
     try {
       const marks = range(0, 60).map((i) => `cold-${platform.name}-${i}`);

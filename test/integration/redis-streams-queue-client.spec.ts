@@ -161,9 +161,7 @@ describe.each(platforms)("RedisStreamSink through a queue's connection ($name)",
     // left free instead could be taken meanwhile by another test's server
     const late = new RedisServer();
     await late.start();
-    const link = new TcpProxy(late.port, late.host);
-    await link.listen();
-    await link.stop();
+    const link = await TcpProxy.refusing(late.port, late.host);
     const queue = new bullmq6.Queue('late', { connection: { host: link.host, port: link.port, retryStrategy: () => 200 }, prefix: `${RUN}-late` });
     queue.on('error', () => undefined); // connection refused until the server starts
     const stream = nextStream();

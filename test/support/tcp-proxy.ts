@@ -25,6 +25,17 @@ export class TcpProxy {
     private readonly targetHost = '127.0.0.1',
   ) {}
 
+  /**
+   * A proxy in front of a server that is meant to come up later: listening (its port held, so no other
+   * test's server can take it) and dropping every connection until `start()`.
+   */
+  static async refusing(targetPort: number, targetHost = '127.0.0.1'): Promise<TcpProxy> {
+    const proxy = new TcpProxy(targetPort, targetHost);
+    await proxy.listen();
+    await proxy.stop();
+    return proxy;
+  }
+
   /** Whether connections pass (for `loadThroughOutage`'s `running`). */
   get running(): boolean {
     return this.open;

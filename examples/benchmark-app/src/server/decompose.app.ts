@@ -45,12 +45,13 @@ const TAGS = { route: 'orders', status: '200' };
 const direct = new MemorySink({ name: 'emitter-memory', capacity: 100 });
 const writeSignal = new AbortController().signal;
 const write = (item: SinkItem) => direct.write([item], { signal: writeSignal, attempt: 1 });
+/** What every item the listeners write carries besides its own fields. */
+const base = () => ({ when: 'always' as const, createdAt: Date.now() });
 
 @Injectable()
 class MixListener {
   @OnEvent('decompose.mix', { async: true })
   async handle(): Promise<void> {
-    const base = () => ({ when: 'always' as const, createdAt: Date.now() });
     await write({ kind: 'job', queue: 'orders', name: 'confirm', data: ORDER, ...base() });
     await write({ kind: 'log', level: 'info', message: 'order accepted', fields: FIELDS, ...base() });
     await write({ kind: 'log', level: 'debug', message: 'stock reserved', fields: FIELDS, ...base() });
@@ -62,7 +63,6 @@ class MixListener {
   /** The realistic route's three effects (a job, a log record, a metric point), each awaited on a memory sink. */
   @OnEvent('decompose.three', { async: true })
   async three(): Promise<void> {
-    const base = () => ({ when: 'always' as const, createdAt: Date.now() });
     await write({ kind: 'job', queue: 'orders', name: 'confirm', data: ORDER, ...base() });
     await write({ kind: 'log', level: 'info', message: 'order accepted', fields: FIELDS, ...base() });
     await write({ kind: 'metric', name: 'orders.created', value: 1, tags: TAGS, ...base() });
