@@ -1,3 +1,4 @@
+import { jest } from '@jest/globals';
 import { ClientKafka, ClientNats, ClientRedis } from '@nestjs/microservices';
 import type { ProducerBatch, ProducerRecord, RecordMetadata } from 'kafkajs';
 import type { JobItem, SinkItem } from '../../core/items/deferred-item.interface';
@@ -343,6 +344,115 @@ describe('ClientProxySink and ClientRMQ channels', () => {
     } finally {
       process.off('unhandledRejection', onUnhandled);
       await client.close();
+    }
+  });
+});
+
+/**
+ * How a message reaches the client: `ClientProxy`'s own `emit` is stepped around (its rxjs pipeline
+ * adds nothing once the sink has seen the client connected), a client's own `emit` is not. Against the
+ * machine's RabbitMQ and NATS, each message read back from the broker.
+ */
+describe('ClientProxySink and the client\'s emit', () => {
+  const rmqUrl = 'amqp://guest:guest@127.0.0.1:5672';
+  const ids = (n: number, from = 0) => Array.from({ length: n }, (_, i) => from + i);
+
+  async function rmqQueue(queue: string) {
+    const amqplib = 'amqplib'; // a dev dependency without types of its own
+    const amqp = (await import(amqplib)) as { connect(url: string): Promise<{ createChannel(): Promise<AmqpChannel>; close(): Promise<void> }> };
+    const connection = await amqp.connect(rmqUrl).catch((error: Error) => {
+      throw new Error(`RabbitMQ is not reachable on 127.0.0.1:5672 (${error.message}): start it (rabbitmq-server -detached; guest/guest).`);
+    });
+    const channel = await connection.createChannel();
+    await channel.assertQueue(queue, { durable: false, autoDelete: false, arguments: { 'x-expires': 600_000 } });
+    return {
+      async read(): Promise<number[]> {
+        const got: number[] = [];
+        for (let m = await channel.get(queue, { noAck: true }); m; m = await channel.get(queue, { noAck: true })) got.push((JSON.parse(m.content.toString()) as { data: { n: number } }).data.n);
+        return got;
+      },
+      async close() {
+        await channel.deleteQueue(queue);
+        await connection.close();
+      },
+    };
+  }
+  interface AmqpChannel {
+    assertQueue(queue: string, options: object): Promise<unknown>;
+    get(queue: string, options: { noAck: boolean }): Promise<false | { content: Buffer }>;
+    deleteQueue(queue: string): Promise<unknown>;
+  }
+
+  it("RabbitMQ: a ClientRMQ with ClientProxy's own emit is sent to without calling it; a never-connected client's write of three pieces waits for its one first connection; every message confirmed and in the queue once", async () => {
+    const { ClientProxy, ClientRMQ } = await import('@nestjs/microservices');
+    const queue = `dw-dispatch-${process.pid}`;
+    const broker = await rmqQueue(queue);
+    const client = new ClientRMQ({ urls: [rmqUrl], queue, queueOptions: { durable: false, arguments: { 'x-expires': 600_000 } } });
+    const emit = jest.spyOn(ClientProxy.prototype, 'emit');
+    const dispatch = jest.spyOn(client as unknown as { dispatchEvent(packet: unknown): Promise<unknown> }, 'dispatchEvent');
+    try {
+      const sink = new ClientProxySink({ client, name: 'events' });
+      await sink.attach(context());
+      await expect(write(sink, ids(120).map((n) => job('events', 'order.placed', { n })))).resolves.toBeUndefined();
+      expect(emit).not.toHaveBeenCalled();
+      expect(dispatch).toHaveBeenCalledTimes(120);
+      expect((await broker.read()).sort((a, b) => a - b)).toEqual(ids(120));
+    } finally {
+      emit.mockRestore();
+      await client.close();
+      await broker.close();
+    }
+  });
+
+  it('RabbitMQ: a client with an emit of its own (a subclass, an instrumentation) is sent to through it', async () => {
+    const { ClientRMQ } = await import('@nestjs/microservices');
+    const queue = `dw-dispatch-own-${process.pid}`;
+    const broker = await rmqQueue(queue);
+    const emitted: unknown[] = [];
+    class TracedClient extends ClientRMQ {
+      override emit<R, I>(pattern: unknown, data: I) {
+        emitted.push(pattern);
+        return super.emit<R, I>(pattern, data);
+      }
+    }
+    const client = new TracedClient({ urls: [rmqUrl], queue, queueOptions: { durable: false, arguments: { 'x-expires': 600_000 } } });
+    try {
+      const sink = new ClientProxySink({ client, name: 'events', transport: 'rmq' });
+      await sink.attach(context());
+      await expect(write(sink, ids(60).map((n) => job('events', 'order.placed', { n })))).resolves.toBeUndefined();
+      expect(emitted).toEqual(ids(60).map(() => 'order.placed'));
+      expect((await broker.read()).sort((a, b) => a - b)).toEqual(ids(60));
+    } finally {
+      await client.close();
+      await broker.close();
+    }
+  });
+
+  it('core NATS: sent without emit, then flushed; a subscriber gets every message once', async () => {
+    const { ClientProxy, ClientNats } = await import('@nestjs/microservices');
+    const { connect } = await import('@nats-io/transport-node');
+    const subject = `dw.dispatch.${process.pid}`;
+    const nc = await connect({ servers: '127.0.0.1:4222' }).catch((error: Error) => {
+      throw new Error(`NATS is not reachable on 127.0.0.1:4222 (${error.message}): start nats-server -p 4222 -js.`);
+    });
+    const got: number[] = [];
+    const subscription = nc.subscribe(subject, { callback: (_e, m) => void got.push((m.json() as { data: { n: number } }).data.n) });
+    await nc.flush();
+    const client = new ClientNats({ servers: ['nats://127.0.0.1:4222'] });
+    const emit = jest.spyOn(ClientProxy.prototype, 'emit');
+    try {
+      const sink = new ClientProxySink({ client, name: 'events' });
+      await sink.attach(context());
+      await expect(write(sink, ids(80).map((n) => job('events', subject, { n })))).resolves.toBeUndefined();
+      expect(emit).not.toHaveBeenCalled();
+      await nc.flush();
+      for (let i = 0; i < 50 && got.length < 80; i++) await new Promise((r) => setTimeout(r, 20));
+      expect(got.sort((a, b) => a - b)).toEqual(ids(80));
+    } finally {
+      emit.mockRestore();
+      subscription.unsubscribe();
+      await client.close();
+      await nc.close();
     }
   });
 });

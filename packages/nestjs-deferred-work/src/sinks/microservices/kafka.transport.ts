@@ -26,7 +26,7 @@ export function kafkaTransport(ctx: TransportContext): Transport {
   const perTopic = (topic: string, messages: unknown[]): Promise<void> =>
     typeof c.emitBatch === 'function'
       ? new Promise<void>((resolve, reject) => c.emitBatch!.call(ctx.client, topic, { messages }).subscribe({ error: reject, complete: () => resolve() }))
-      : Promise.all(messages.map((message) => emitted(ctx.client, topic, message))).then(() => undefined);
+      : Promise.all(messages.map((message) => emitted(ctx.client, topic, message, ctx.records))).then(() => undefined);
   return {
     transport: 'kafka',
     confirmed: true,

@@ -5,7 +5,7 @@ import type { NatsHeaders, NestRecords } from './transport.interface';
 /** Loads a package by a name the bundler leaves alone (an optional peer, present when the sink is used). */
 const load = (name: string): Promise<Record<string, unknown>> => import(name) as Promise<Record<string, unknown>>;
 
-/** The record builders of `@nestjs/microservices`, loaded at bootstrap. */
+/** The record builders of `@nestjs/microservices` and its `ClientProxy` class, loaded at bootstrap. */
 export async function loadNestRecords(sinkName: string): Promise<NestRecords> {
   try {
     const pkg = await load('@nestjs/microservices');

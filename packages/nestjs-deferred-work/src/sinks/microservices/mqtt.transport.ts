@@ -53,7 +53,7 @@ export function mqttTransport(ctx: TransportContext): Transport {
       return messages.map((m) => {
         let builder = new ctx.records.MqttRecordBuilder(withPayloadId(m.data, key, m.id)).setQoS(ctx.qos);
         if (properties) builder = builder.setProperties({ userProperties: { [MESSAGE_ID_HEADER]: m.id } });
-        return refusing(emitted(ctx.client, m.pattern, builder.build()), mqttRefusal);
+        return refusing(emitted(ctx.client, m.pattern, builder.build(), ctx.records), mqttRefusal);
       });
     },
   };

@@ -61,7 +61,7 @@ export function natsTransport(ctx: TransportContext): Transport {
       delivered: 'core NATS: the server received it (one flush per batch) — not stored, and not confirmed to have reached a subscriber',
       send(messages) {
         return messages.map((m) =>
-          refusing(emitted(ctx.client, m.pattern, new ctx.records.NatsRecordBuilder(withPayloadId(m.data, ctx.payloadIdKey, m.id)).setHeaders(headers(m.id)).build()), natsRefusal),
+          refusing(emitted(ctx.client, m.pattern, new ctx.records.NatsRecordBuilder(withPayloadId(m.data, ctx.payloadIdKey, m.id)).setHeaders(headers(m.id)).build(), ctx.records), natsRefusal),
         );
       },
       async afterBatch() {

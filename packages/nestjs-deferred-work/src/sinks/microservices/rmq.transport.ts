@@ -55,7 +55,7 @@ export function rmqTransport(ctx: TransportContext): Transport {
     },
     send(messages) {
       return messages.map((m) =>
-        emitted(ctx.client, m.pattern, new ctx.records.RmqRecordBuilder(withPayloadId(m.data, ctx.payloadIdKey, m.id)).setOptions({ messageId: m.id }).build()),
+        emitted(ctx.client, m.pattern, new ctx.records.RmqRecordBuilder(withPayloadId(m.data, ctx.payloadIdKey, m.id)).setOptions({ messageId: m.id }).build(), ctx.records),
       );
     },
   };

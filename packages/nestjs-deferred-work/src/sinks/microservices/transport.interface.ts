@@ -17,6 +17,8 @@ export type ClientState = 'up' | 'down' | 'unconnected' | 'closed';
 
 /** What `@nestjs/microservices` offers that the sink uses at run time (its record builders), loaded once at bootstrap. */
 export interface NestRecords {
+  /** The package's `ClientProxy` class: a client whose `emit` is still its own is sent to without rxjs (see `emitted`). */
+  ClientProxy?: { prototype: { emit?: unknown } };
   RmqRecordBuilder: new (data?: unknown) => { setOptions(options: object): { build(): unknown } };
   NatsRecordBuilder: new (data?: unknown) => { setHeaders(headers: unknown): { build(): unknown } };
   MqttRecordBuilder: new (data?: unknown) => MqttBuilder;
