@@ -13,7 +13,7 @@ export { CLOSE_METHODS, ClientHolds } from './hold-open';
 export { isolate, type IsolateOptions } from './isolate';
 export { itemId } from './item-id';
 export { ItemMemo } from './item-memo';
-export { type CorkableClient, hasCorkableSocket, inOneSocketWrite } from './one-socket-write';
+export { type Corkable, type CorkableClient, corkableStream, hasCorkableSocket, inOneSocketWrite } from './one-socket-write';
 export { traceparent } from './traceparent';
 export { checkOneOf, checkOptionsObject, checkSinkKinds, checkSinkName, checkString, checkWholeNumber, describeValue, optionError } from './option-checks';
 export { type Part, Partitions } from './partitions';

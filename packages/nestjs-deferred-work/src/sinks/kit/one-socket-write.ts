@@ -3,7 +3,7 @@ export interface CorkableClient {
   stream?: unknown;
 }
 
-interface Corkable {
+export interface Corkable {
   cork(): void;
   uncork(): void;
 }
@@ -22,6 +22,11 @@ function socketOf(client: CorkableClient): Corkable | undefined {
 /** Whether the client has a socket `inOneSocketWrite` can cork. */
 export function hasCorkableSocket(client: CorkableClient | null | undefined): boolean {
   return client !== null && client !== undefined && socketOf(client) !== undefined;
+}
+
+/** `stream` when it is a socket (or any writable) that can be corked, else `undefined`. */
+export function corkableStream(stream: unknown): Corkable | undefined {
+  return corkable(stream) ? stream : undefined;
 }
 
 function corkable(stream: unknown): stream is Corkable {

@@ -404,6 +404,36 @@ describe('ClientProxySink and the client\'s emit', () => {
     }
   });
 
+  it("RabbitMQ: a piece of 50 leaves through the connection's socket in a few writes, not one per message, and the socket is left uncorked", async () => {
+    const { ClientRMQ } = await import('@nestjs/microservices');
+    const queue = `dw-dispatch-cork-${process.pid}`;
+    const broker = await rmqQueue(queue);
+    const client = new ClientRMQ({ urls: [rmqUrl], queue, queueOptions: { durable: false, arguments: { 'x-expires': 600_000 } } });
+    try {
+      const sink = new ClientProxySink({ client, name: 'events' });
+      await sink.attach(context());
+      await expect(write(sink, [job('events', 'order.placed', { n: -1 })])).resolves.toBeUndefined(); // connects
+      type Socket = { _write: (...a: unknown[]) => unknown; _writev: (...a: unknown[]) => unknown; writableCorked: number };
+      const socket = (client as unknown as { client: { _currentConnection: { connection: { stream: Socket } } } }).client._currentConnection.connection.stream;
+      let writes = 0;
+      for (const method of ['_write', '_writev'] as const) {
+        const original = socket[method];
+        socket[method] = function (this: unknown, ...args: unknown[]) {
+          writes++;
+          return original.apply(this, args);
+        };
+      }
+      await expect(write(sink, ids(100).map((n) => job('events', 'order.placed', { n })))).resolves.toBeUndefined();
+      expect(writes).toBeGreaterThan(0);
+      expect(writes).toBeLessThanOrEqual(12); // two pieces; uncorked, each of the 100 publishes is a write of its own
+      expect(socket.writableCorked).toBe(0);
+      expect((await broker.read()).sort((a, b) => a - b)).toEqual([-1, ...ids(100)]);
+    } finally {
+      await client.close();
+      await broker.close();
+    }
+  });
+
   it('RabbitMQ: a client with an emit of its own (a subclass, an instrumentation) is sent to through it', async () => {
     const { ClientRMQ } = await import('@nestjs/microservices');
     const queue = `dw-dispatch-own-${process.pid}`;

@@ -1,6 +1,7 @@
 import { errorMessage } from '../../core/error-message';
 import { type ChannelLike, type ConnectionManagerLike, internals } from './client-internals';
 import type { Transport, TransportContext } from './transport.interface';
+import { inCorkedTurns } from './rmq-socket';
 import { emitted, withPayloadId } from './transport-send';
 
 /** Makes `target[method]` (when it is a function) hand what each call returns to `then`, then return it. */
@@ -54,8 +55,10 @@ export function rmqTransport(ctx: TransportContext): Transport {
       return c.client.isConnected?.() === false ? 'down' : 'up';
     },
     send(messages) {
-      return messages.map((m) =>
-        emitted(ctx.client, m.pattern, new ctx.records.RmqRecordBuilder(withPayloadId(m.data, ctx.payloadIdKey, m.id)).setOptions({ messageId: m.id }).build(), ctx.records),
+      return inCorkedTurns(c.client, c.channel, () =>
+        messages.map((m) =>
+          emitted(ctx.client, m.pattern, new ctx.records.RmqRecordBuilder(withPayloadId(m.data, ctx.payloadIdKey, m.id)).setOptions({ messageId: m.id }).build(), ctx.records),
+        ),
       );
     },
   };
