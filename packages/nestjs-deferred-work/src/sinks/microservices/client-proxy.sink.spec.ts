@@ -434,7 +434,7 @@ describe('ClientProxySink and the client\'s emit', () => {
     }
   });
 
-  it('RabbitMQ: a client with an emit of its own (a subclass, an instrumentation) is sent to through it', async () => {
+  it('RabbitMQ: a client with an emit of its own (a subclass) is sent to through it', async () => {
     const { ClientRMQ } = await import('@nestjs/microservices');
     const queue = `dw-dispatch-own-${process.pid}`;
     const broker = await rmqQueue(queue);
@@ -458,16 +458,32 @@ describe('ClientProxySink and the client\'s emit', () => {
     }
   });
 
-  it('core NATS: sent without emit, then flushed; a subscriber gets every message once', async () => {
-    const { ClientProxy, ClientNats } = await import('@nestjs/microservices');
+  /** A core NATS subscriber on a subject of its own, and what it got. */
+  async function natsSubscriber(subject: string) {
     const { connect } = await import('@nats-io/transport-node');
-    const subject = `dw.dispatch.${process.pid}`;
     const nc = await connect({ servers: '127.0.0.1:4222' }).catch((error: Error) => {
       throw new Error(`NATS is not reachable on 127.0.0.1:4222 (${error.message}): start nats-server -p 4222 -js.`);
     });
     const got: number[] = [];
     const subscription = nc.subscribe(subject, { callback: (_e, m) => void got.push((m.json() as { data: { n: number } }).data.n) });
     await nc.flush();
+    return {
+      async received(count: number): Promise<number[]> {
+        await nc.flush();
+        for (let i = 0; i < 50 && got.length < count; i++) await new Promise((r) => setTimeout(r, 20));
+        return [...got].sort((a, b) => a - b);
+      },
+      async close() {
+        subscription.unsubscribe();
+        await nc.close();
+      },
+    };
+  }
+
+  it('core NATS: sent without emit, then flushed; a subscriber gets every message once', async () => {
+    const { ClientProxy, ClientNats } = await import('@nestjs/microservices');
+    const subject = `dw.dispatch.${process.pid}`;
+    const subscriber = await natsSubscriber(subject);
     const client = new ClientNats({ servers: ['nats://127.0.0.1:4222'] });
     const emit = jest.spyOn(ClientProxy.prototype, 'emit');
     try {
@@ -475,14 +491,64 @@ describe('ClientProxySink and the client\'s emit', () => {
       await sink.attach(context());
       await expect(write(sink, ids(80).map((n) => job('events', subject, { n })))).resolves.toBeUndefined();
       expect(emit).not.toHaveBeenCalled();
-      await nc.flush();
-      for (let i = 0; i < 50 && got.length < 80; i++) await new Promise((r) => setTimeout(r, 20));
-      expect(got.sort((a, b) => a - b)).toEqual(ids(80));
+      expect(await subscriber.received(80)).toEqual(ids(80));
     } finally {
       emit.mockRestore();
-      subscription.unsubscribe();
       await client.close();
-      await nc.close();
+      await subscriber.close();
+    }
+  });
+
+  it("core NATS: ClientProxy's emit wrapped by a shimmer-style instrumentation (__wrapped, __original) is called for every message", async () => {
+    const { ClientProxy, ClientNats } = await import('@nestjs/microservices');
+    const subject = `dw.dispatch.wrapped.${process.pid}`;
+    const subscriber = await natsSubscriber(subject);
+    const client = new ClientNats({ servers: ['nats://127.0.0.1:4222'] });
+    const original = ClientProxy.prototype.emit;
+    let calls = 0;
+    const wrapped = Object.assign(
+      function (this: unknown, ...args: unknown[]) {
+        calls++;
+        return (original as (...a: unknown[]) => unknown).apply(this, args);
+      },
+      { __wrapped: true, __original: original },
+    );
+    ClientProxy.prototype.emit = wrapped as unknown as typeof original;
+    try {
+      const sink = new ClientProxySink({ client, name: 'events' });
+      await sink.attach(context());
+      await expect(write(sink, ids(30).map((n) => job('events', subject, { n })))).resolves.toBeUndefined();
+      expect(calls).toBe(30);
+      expect(await subscriber.received(30)).toEqual(ids(30));
+    } finally {
+      ClientProxy.prototype.emit = original;
+      await client.close();
+      await subscriber.close();
+    }
+  });
+
+  it('core NATS: a subclass whose dispatchEvent answers an observable (emit accepts one) is awaited through it', async () => {
+    const { ClientNats } = await import('@nestjs/microservices');
+    const { from } = await import('rxjs');
+    const subject = `dw.dispatch.observable.${process.pid}`;
+    const subscriber = await natsSubscriber(subject);
+    let dispatched = 0;
+    class ObservableClient extends ClientNats {
+      protected override dispatchEvent<T = unknown>(packet: Parameters<ClientNats['dispatchEvent']>[0]): Promise<T> {
+        dispatched++;
+        return from(super.dispatchEvent(packet)) as unknown as Promise<T>;
+      }
+    }
+    const client = new ObservableClient({ servers: ['nats://127.0.0.1:4222'] });
+    try {
+      const sink = new ClientProxySink({ client, name: 'events', transport: 'nats' });
+      await sink.attach(context());
+      await expect(write(sink, ids(20).map((n) => job('events', subject, { n })))).resolves.toBeUndefined();
+      expect(dispatched).toBe(20);
+      expect(await subscriber.received(20)).toEqual(ids(20));
+    } finally {
+      await client.close();
+      await subscriber.close();
     }
   });
 });

@@ -12,6 +12,10 @@ interface ManagerInternals {
 interface WrapperInternals {
   /** amqp-connection-manager's `ChannelWrapper`: the messages not yet handed to amqplib's channel. */
   _messages?: unknown[];
+  /** Its amqplib channel, once set up (none while it reconnects). */
+  _channel?: unknown;
+  /** The setup in progress after a (re)connect: the channel's setup calls must not wait behind a cork. */
+  _settingUp?: unknown;
 }
 type Socket = Corkable & { writableNeedDrain?: boolean; destroyed?: boolean };
 
@@ -28,16 +32,18 @@ function socketOf(manager: ConnectionManagerLike | null | undefined): Socket | u
  * Runs `send` — which hands a piece of messages to the client's channel — with the connection's socket
  * corked until the piece has left the channel, so that its messages reach the socket in one write
  * instead of one system call each. amqplib does not write a publish to the socket when it is made: its
- * channel buffers it (16 messages at most, then amqp-connection-manager waits for the buffer to drain)
- * and a multiplexer writes the buffered frames on a later turn of the event loop, each with its own
- * `socket.write`. The socket is uncorked on the turn after the channel wrapper has handed over its last
- * message, when the socket asks for a drain, or after {@link MAX_CORKED_TURNS} turns, whichever comes
- * first — so other traffic on the connection (the app's own requests, heartbeats) waits a few turns at
- * most. Measured on a local broker (confirmed publishes, pieces of 50): one `writev` a piece instead of
- * 50 writes, about 5 µs of Node CPU a message less. Without these internals, `send` runs as it is.
+ * channel buffers the frames, and a multiplexer writes them on a later turn of the event loop
+ * (`setImmediate`), each message with a `socket.write` of its own. The socket is uncorked on the turn
+ * after amqp-connection-manager's channel wrapper has handed over its last queued message, when the
+ * socket asks for a drain, or after {@link MAX_CORKED_TURNS} turns, whichever comes first — so other
+ * traffic on the connection (the app's own requests, heartbeats) waits a few turns at most. Two pieces
+ * in flight nest their corks: the socket is written when the later one uncorks. Nothing is corked while
+ * the channel is not set up (a reconnect's setup must not wait), nor without these internals: `send`
+ * then runs as it is. Measured (`rmq-publish-cost.js`, see docs/request-path.md): one `writev` a piece.
  */
 export function inCorkedTurns<T>(manager: ConnectionManagerLike | null | undefined, channel: ChannelLike | null | undefined, send: () => T): T {
-  const socket = socketOf(manager);
+  const wrapper = channel as WrapperInternals | null | undefined;
+  const socket = wrapper?._channel && !wrapper._settingUp ? socketOf(manager) : undefined;
   if (!socket) return send();
   socket.cork();
   let result: T;
@@ -52,7 +58,7 @@ export function inCorkedTurns<T>(manager: ConnectionManagerLike | null | undefin
   const check = () => {
     let queued = 0;
     try {
-      queued = (channel as WrapperInternals | null | undefined)?._messages?.length ?? 0;
+      queued = wrapper?._messages?.length ?? 0;
     } catch {
       handedOver = true;
     }
