@@ -39,7 +39,8 @@ function socketOf(manager: ConnectionManagerLike | null | undefined): Socket | u
  * traffic on the connection (the app's own requests, heartbeats) waits a few turns at most. Two pieces
  * in flight nest their corks: the socket is written when the later one uncorks. Nothing is corked while
  * the channel is not set up (a reconnect's setup must not wait), nor without these internals: `send`
- * then runs as it is. Measured (`rmq-publish-cost.js`, see docs/request-path.md): one `writev` a piece.
+ * then runs as it is. A piece of 50 then reaches the socket in one `writev` (the sink's spec counts the
+ * writes); docs/request-path.md has what it saves.
  */
 export function inCorkedTurns<T>(manager: ConnectionManagerLike | null | undefined, channel: ChannelLike | null | undefined, send: () => T): T {
   const wrapper = channel as WrapperInternals | null | undefined;

@@ -16,8 +16,8 @@ interface Subscribable {
 
 /**
  * Whether `emit` is `ClientProxy`'s own, unwrapped: the prototype's function itself, not one a
- * shimmer-style instrumentation put in its place (those keep the original under `__original` or mark
- * themselves `__wrapped`, as OpenTelemetry's and most APM agents' do).
+ * shimmer-style instrumentation put in its place (the `shimmer` package, which OpenTelemetry's
+ * instrumentations use, marks a wrapper `__wrapped` and keeps the original under `__original`).
  */
 function isStockEmit(emit: unknown, stock: unknown): boolean {
   if (stock === undefined || emit !== stock) return false;
