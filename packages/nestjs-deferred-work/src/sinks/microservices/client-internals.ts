@@ -1,14 +1,22 @@
 import type { ClientProxyLike } from './client-proxy-sink.options';
 
-/** An amqp-connection-manager ChannelWrapper, as far as the sink listens to it. */
+/** An amqp-connection-manager ChannelWrapper (3–5), as far as the sink listens to it and reads it. */
 export interface ChannelLike {
   on?: (event: 'error', listener: (error: unknown) => void) => unknown;
+  /** The messages not yet handed to amqplib's channel. */
+  _messages?: unknown[];
+  /** Its amqplib channel, once set up (none while it reconnects). */
+  _channel?: unknown;
+  /** The setup in progress after a (re)connect. */
+  _settingUp?: unknown;
 }
 
-/** An amqp-connection-manager `AmqpConnectionManager`, as far as the sink wraps it. */
+/** An amqp-connection-manager `AmqpConnectionManager` (3–5), as far as the sink wraps it and reads it. */
 export interface ConnectionManagerLike {
   _channels?: unknown[];
   createChannel?: (...args: unknown[]) => unknown;
+  /** The amqplib `ChannelModel` of the current connection (amqplib 0.8–0.10: its socket is `connection.stream`). */
+  _currentConnection?: { connection?: { stream?: unknown } } | null;
 }
 
 /** What the sink reads of a client's internals, per transport (fields of `@nestjs/microservices` 10–12). */

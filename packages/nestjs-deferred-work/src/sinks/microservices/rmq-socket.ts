@@ -4,25 +4,12 @@ import type { ChannelLike, ConnectionManagerLike } from './client-internals';
 /** Turns of the event loop a piece may keep the RabbitMQ connection's socket corked, at most. */
 export const MAX_CORKED_TURNS = 16;
 
-/** What the cork reads of amqp-connection-manager and amqplib (amqp-connection-manager 3–5, amqplib 0.8–0.10). */
-interface ManagerInternals {
-  /** amqp-connection-manager: the amqplib `ChannelModel` of the current connection. */
-  _currentConnection?: { connection?: { stream?: unknown } } | null;
-}
-interface WrapperInternals {
-  /** amqp-connection-manager's `ChannelWrapper`: the messages not yet handed to amqplib's channel. */
-  _messages?: unknown[];
-  /** Its amqplib channel, once set up (none while it reconnects). */
-  _channel?: unknown;
-  /** The setup in progress after a (re)connect: the channel's setup calls must not wait behind a cork. */
-  _settingUp?: unknown;
-}
 type Socket = Corkable & { writableNeedDrain?: boolean; destroyed?: boolean };
 
 /** The socket of the client's current RabbitMQ connection, when it can be corked. */
 function socketOf(manager: ConnectionManagerLike | null | undefined): Socket | undefined {
   try {
-    return corkableStream((manager as ManagerInternals | null | undefined)?._currentConnection?.connection?.stream) as Socket | undefined;
+    return corkableStream(manager?._currentConnection?.connection?.stream) as Socket | undefined;
   } catch {
     return undefined;
   }
@@ -43,8 +30,7 @@ function socketOf(manager: ConnectionManagerLike | null | undefined): Socket | u
  * writes); docs/request-path.md has what it saves.
  */
 export function inCorkedTurns<T>(manager: ConnectionManagerLike | null | undefined, channel: ChannelLike | null | undefined, send: () => T): T {
-  const wrapper = channel as WrapperInternals | null | undefined;
-  const socket = wrapper?._channel && !wrapper._settingUp ? socketOf(manager) : undefined;
+  const socket = channel?._channel && !channel._settingUp ? socketOf(manager) : undefined;
   if (!socket) return send();
   socket.cork();
   let result: T;
@@ -59,7 +45,7 @@ export function inCorkedTurns<T>(manager: ConnectionManagerLike | null | undefin
   const check = () => {
     let queued = 0;
     try {
-      queued = wrapper?._messages?.length ?? 0;
+      queued = channel?._messages?.length ?? 0;
     } catch {
       handedOver = true;
     }

@@ -46,9 +46,9 @@ function settled(result: unknown): Promise<void> {
  * `emit` is its own (defined by a subclass or on the instance) or wrapped by a shimmer-style
  * instrumentation (`__wrapped`, `__original`) goes through `emit`.
  */
-export function emitted(client: ClientProxyLike, pattern: string, data: unknown, records?: NestRecords): Promise<void> {
+export function emitted(client: ClientProxyLike, pattern: string, data: unknown, records: NestRecords): Promise<void> {
   const own = client as unknown as Dispatching;
-  if (isStockEmit(own.emit, records?.ClientProxy?.prototype.emit) && typeof own.dispatchEvent === 'function' && data !== undefined && data !== null) {
+  if (isStockEmit(own.emit, records.ClientProxy?.prototype.emit) && typeof own.dispatchEvent === 'function' && data !== undefined && data !== null) {
     try {
       const packet = typeof own.createPacket === 'function' ? own.createPacket(pattern, data) : { pattern, data };
       return settled(own.dispatchEvent(packet));
