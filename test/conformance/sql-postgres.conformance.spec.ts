@@ -34,7 +34,7 @@ describeSinkConformance(
     ddl: (table) => `CREATE TABLE ${table} (id text PRIMARY KEY, mark text NOT NULL, poison boolean NOT NULL CONSTRAINT no_poison CHECK (NOT poison))`,
     query: async (text) => (await admin.query(text)).rows,
     client: () => {
-      const pool = new pg.Pool({ host: '127.0.0.1', port: proxy.port, user: url.username, database: url.pathname.slice(1), max: 5, connectionTimeoutMillis: 2000 });
+      const pool = new pg.Pool({ host: '127.0.0.1', port: proxy.port, user: url.username, database: url.pathname.slice(1), max: 5, connectionTimeoutMillis: 10_000 }); // as in the MariaDB target: a busy machine
       pool.on('error', () => undefined); // an idle client reset by the outage (the app's own pool would log it)
       return { client: pool, close: () => pool.end() };
     },
