@@ -301,9 +301,13 @@ describe.each(platforms)('HttpSink integration on $name', (platform: Platform) =
     const stats = work.stats();
     expect(stats).toMatchObject({ accepted: 40, delivered: 0, pending: 0, dropped: 0, deadLettered: 40 });
     expectIdentity(stats);
-    expect(stats.sinks.http.lastError).toMatch(/ECONNREFUSED/);
+    // the last write may be the one the deadline cut short (on a busy machine); the writes before it met the refused connection
+    expect(stats.sinks.http.lastError).toMatch(/ECONNREFUSED|shutdown deadline reached/);
     const letters = work.deadLetters();
     expect(letters).toHaveLength(40);
     expect(letters.every((l) => l.reason === 'shutdown')).toBe(true);
+    const refused = letters.filter((l) => /ECONNREFUSED/.test(`${l.firstError?.message ?? ''} ${l.error ?? ''}`));
+    expect(refused.length).toBeGreaterThan(0);
+    expect(refused.every((l) => l.attempts > 0)).toBe(true);
   });
 });
