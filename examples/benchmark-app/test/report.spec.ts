@@ -192,6 +192,13 @@ describe('aggregateRuns', () => {
     expect(aggregated.unhandledRejections).toBeUndefined();
     expect(aggregateRuns(aggregated, [sample({ unhandledRejections: 0 }), sample({ unhandledRejections: 3 })]).unhandledRejections).toBe(3);
   });
+
+  it('sums the items dropped at a full queue, and leaves the field out when none was', () => {
+    const key = { scenario: 'rabbitmq' as const, scenarioLabel: 'x', adapter: 'fastify' as const, variant: 'deferred' as const, connections: 10 };
+    const dropped = aggregateRuns(key, [sample({ itemsLost: 2 }), sample({ itemsLost: 7, itemsDropped: 5 }), sample({ itemsLost: 1, itemsDropped: 1 })]);
+    expect(dropped).toMatchObject({ itemsLost: 10, itemsDropped: 6 });
+    expect('itemsDropped' in aggregateRuns(key, [sample(), sample({ itemsLost: 3 })])).toBe(false);
+  });
 });
 
 describe('cpuSplit: request thread and sink workers', () => {
@@ -438,6 +445,8 @@ describe('checkDelivery', () => {
       r.scenario === 'http-log' && r.variant === 'deferred-offload' ? { ...r, itemsDelivered: 205, itemsLost: 5 } : r,
     );
     expect(failedDelivery(offload)).toEqual(['http-log/express/deferred-offload: 205 of 210, 5 lost']);
+    const shed = passingRows().map((r) => (r.scenario === 'mix' && r.variant === 'deferred' ? { ...r, itemsDelivered: 990, itemsLost: 10, itemsDropped: 8 } : r));
+    expect(failedDelivery(shed)).toEqual(["mix/express/deferred: 990 of 1000, 10 lost (8 dropped: the sink's queue was full)"]);
     const blocking = passingRows().map((r) => (r.scenario === 'sim25' && r.variant === 'blocking' ? { ...r, itemsDelivered: 90 } : r));
     expect(failedDelivery(blocking)).toEqual(['sim25/express/blocking: 90 of 100']);
   });

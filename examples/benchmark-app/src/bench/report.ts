@@ -120,6 +120,7 @@ export function aggregateRuns(
     itemsExpected: sum((r) => r.itemsExpected),
     itemsDelivered: sum((r) => r.itemsDelivered),
     itemsLost: sum((r) => r.itemsLost),
+    ...(runs.some((r) => (r.itemsDropped ?? 0) > 0) ? { itemsDropped: sum((r) => r.itemsDropped ?? 0) } : {}),
     itemsAtDestination: runs.every((r) => r.itemsAtDestination !== undefined) && runs.length > 0 ? sum((r) => r.itemsAtDestination!) : undefined,
     redisCpuUsPerRequest: runs.some((r) => r.redisCpuUsPerRequest !== undefined) ? med((r) => r.redisCpuUsPerRequest ?? Number.NaN) : undefined,
     unhandledRejections: runs.some((r) => (r.unhandledRejections ?? 0) > 0) ? sum((r) => r.unhandledRejections ?? 0) : undefined,
@@ -226,12 +227,21 @@ function deliveredAll(row: ResultRow): boolean {
   );
 }
 
+/**
+ * `3 lost`, or `3 lost (2 dropped: the sink's queue was full)` when some were shed at a full queue
+ * (`maxQueueSize`) rather than failed, dead-lettered or left pending.
+ */
+export function lostText(counts: { itemsLost: number; itemsDropped?: number }): string {
+  const dropped = counts.itemsDropped ?? 0;
+  return `${counts.itemsLost} lost` + (dropped > 0 ? ` (${dropped} dropped: the sink's queue was full)` : '');
+}
+
 /** `12 of 20, 3 lost, 11 at the destination, spool: 20 appended, 19 acked, 1 pending` for a row that fell short. */
 function shortfall(row: ResultRow): string {
   const s = row.spool;
   return (
     `${row.itemsDelivered} of ${row.itemsExpected}` +
-    (row.itemsLost > 0 ? `, ${row.itemsLost} lost` : '') +
+    (row.itemsLost > 0 ? `, ${lostText(row)}` : '') +
     (row.itemsAtDestination !== undefined && row.itemsAtDestination !== row.itemsDelivered ? `, ${row.itemsAtDestination} at the destination` : '') +
     (s && !spoolSettled(row)
       ? `, spool: ${s.appended} appended, ${s.acked} acked, ${s.pending} pending` +

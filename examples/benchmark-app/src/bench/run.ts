@@ -54,6 +54,7 @@ import {
   computeRatios,
   cpuSplit,
   formatNumber,
+  lostText,
   median,
   percentile,
   renderClientCpuPerJobText,
@@ -313,13 +314,15 @@ async function measure(
   let itemsExpected = 0;
   let itemsDelivered = 0;
   let itemsLost = 0;
+  let itemsDropped = 0;
   // The library's counters are process-wide, but one route runs at a time and both snapshots are
   // taken after a drain (pending 0 before the run), so their deltas belong to this variant alone.
   if (DEFERRED_VARIANTS.includes(variant)) {
     const d = (pick: (s: ServerSnapshot['deferred']) => number) => pick(after.deferred) - pick(before.deferred);
     itemsExpected = expectedItems(info, d((s) => s.requests.finished), d((s) => s.requests.aborted));
     itemsDelivered = d((s) => s.delivered);
-    itemsLost = d((s) => s.dropped) + d((s) => s.deadLettered) + d((s) => s.rejected) + after.deferred.pending;
+    itemsDropped = d((s) => s.dropped);
+    itemsLost = itemsDropped + d((s) => s.deadLettered) + d((s) => s.rejected) + after.deferred.pending;
   } else if (AWAITED_VARIANTS.includes(variant)) {
     // every handled request starts the side-effect once (after the handler for article-tap and event-emitter)
     itemsExpected = serverRequests * info.itemsPerRequest;
@@ -343,6 +346,7 @@ async function measure(
     itemsExpected,
     itemsDelivered,
     itemsLost,
+    ...(itemsDropped > 0 ? { itemsDropped } : {}),
     itemsAtDestination:
       counted && atDestinationBefore !== undefined && atDestinationAfter !== undefined ? atDestinationAfter - atDestinationBefore : undefined,
     redisCpuUsPerRequest:
@@ -558,7 +562,7 @@ async function main(): Promise<void> {
                   sample.itemsAtDestination !== undefined ? ` (${sample.itemsAtDestination} at the destination)` : '';
                 const items =
                   sample.itemsExpected > 0 || sample.itemsDelivered > 0
-                    ? `, items ${sample.itemsDelivered}/${sample.itemsExpected}${atDestination}${sample.itemsLost ? `, ${sample.itemsLost} lost` : ''}`
+                    ? `, items ${sample.itemsDelivered}/${sample.itemsExpected}${atDestination}${sample.itemsLost ? `, ${lostText(sample)}` : ''}`
                     : '';
                 const redisText =
                   sample.redisCpuUsPerRequest !== undefined ? `, Redis ${formatNumber(sample.redisCpuUsPerRequest, 0)} µs/req` : '';

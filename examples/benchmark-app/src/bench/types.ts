@@ -133,6 +133,8 @@ export interface RunSample {
   itemsDelivered: number;
   /** Items the library counted as dropped, dead-lettered or still pending after the drain. */
   itemsLost: number;
+  /** Of `itemsLost`, the items dropped because the sink's queue was full (`maxQueueSize`): load shed by design, not a failed write. */
+  itemsDropped?: number;
   /**
    * Items the destination itself counted (records at the HTTP receiver, jobs in the Bull wait list,
    * BullMQ's `getJobCounts()`), when the scenario has one: an independent check of `itemsDelivered`.
@@ -191,6 +193,8 @@ export interface ResultRow {
   itemsExpected: number;
   itemsDelivered: number;
   itemsLost: number;
+  /** Summed over the repeats: of `itemsLost`, dropped at a full sink queue; absent when none was. */
+  itemsDropped?: number;
   /** Summed over the repeats; absent when the scenario has no countable destination. */
   itemsAtDestination?: number;
   /** Median over the repeats; Bull and BullMQ scenarios only. */
