@@ -3,7 +3,7 @@ import { createPool } from 'mysql2';
 import { MYSQL_URL, requireMariaDb } from '../support/mariadb';
 import { describeSinkConformance } from '../support/sink-conformance';
 import { TcpProxy } from '../support/tcp-proxy';
-import { sqlTarget } from '../support/sql-target';
+import { SQL_CONNECT_TIMEOUT_MS, sqlTarget } from '../support/sql-target';
 
 /**
  * SqlSink into MariaDB (the machine's server, database `test`) through the app's `mysql2` pool,
@@ -33,9 +33,7 @@ describeSinkConformance(
     ddl: (table) => `CREATE TABLE ${table} (id varchar(64) PRIMARY KEY, mark varchar(255) NOT NULL, poison boolean NOT NULL, CONSTRAINT no_poison CHECK (NOT poison))`,
     query: async (text) => (await admin.query(text))[0] as Array<Record<string, unknown>>,
     client: () => {
-      // connectTimeout: a connection the black hole holds completes when it ends; 10 s rides out a
-      // machine busy with the rest of the suite (2 s once timed out the app's bootstrap there)
-      const pool = createPool({ host: '127.0.0.1', port: proxy.port, user: url.username, database: url.pathname.slice(1), connectionLimit: 5, connectTimeout: 10_000 });
+      const pool = createPool({ host: '127.0.0.1', port: proxy.port, user: url.username, database: url.pathname.slice(1), connectionLimit: 5, connectTimeout: SQL_CONNECT_TIMEOUT_MS });
       return { client: pool, close: () => new Promise<void>((resolve) => pool.end(() => resolve())) };
     },
     proxy: () => proxy,

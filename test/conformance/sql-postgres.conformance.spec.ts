@@ -3,7 +3,7 @@ import { SqlSink } from 'nestjs-deferred-work/sql';
 import { PG_URL, requirePostgres } from '../support/postgres';
 import { describeSinkConformance } from '../support/sink-conformance';
 import { TcpProxy } from '../support/tcp-proxy';
-import { sqlTarget } from '../support/sql-target';
+import { SQL_CONNECT_TIMEOUT_MS, sqlTarget } from '../support/sql-target';
 
 /**
  * SqlSink into PostgreSQL (the machine's server, database `test`) through the app's `pg` Pool,
@@ -34,7 +34,7 @@ describeSinkConformance(
     ddl: (table) => `CREATE TABLE ${table} (id text PRIMARY KEY, mark text NOT NULL, poison boolean NOT NULL CONSTRAINT no_poison CHECK (NOT poison))`,
     query: async (text) => (await admin.query(text)).rows,
     client: () => {
-      const pool = new pg.Pool({ host: '127.0.0.1', port: proxy.port, user: url.username, database: url.pathname.slice(1), max: 5, connectionTimeoutMillis: 10_000 }); // as in the MariaDB target: a busy machine
+      const pool = new pg.Pool({ host: '127.0.0.1', port: proxy.port, user: url.username, database: url.pathname.slice(1), max: 5, connectionTimeoutMillis: SQL_CONNECT_TIMEOUT_MS });
       pool.on('error', () => undefined); // an idle client reset by the outage (the app's own pool would log it)
       return { client: pool, close: () => pool.end() };
     },

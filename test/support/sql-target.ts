@@ -4,6 +4,13 @@ import type { ConformanceTarget } from './sink-conformance';
 import type { TcpProxy } from './tcp-proxy';
 
 /** What a SQL conformance file gives: its server's DDL and queries, the app's client through the proxy. */
+/**
+ * How long a target's pool waits for a connection, in ms: a connection the black hole holds completes
+ * when it ends, and 10 s rides out a machine busy with the rest of the suite (2 s once timed out an
+ * app's bootstrap there).
+ */
+export const SQL_CONNECT_TIMEOUT_MS = 10_000;
+
 export interface SqlTargetSpec {
   name: string;
   /** Prefix of the tables this file creates (one per test). */
