@@ -21,17 +21,19 @@
  *
  * Writes `after-response-floor.json` and `.md` to `--out` (relative to examples/benchmark-app) when given.
  */
-import { fork } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { Redis } from 'ioredis';
+import { flagValue } from './args.js';
 import { startRedis } from './infra.js';
+import { median } from './report.js';
+import { forkServer } from './server-process.js';
+import type { Adapter, ServerConfig } from './types.js';
 
 const ROUTES = ['plain', 'blocking', 'close-batch', 'request-batch'] as const;
 type Route = (typeof ROUTES)[number];
-type Adapter = 'express' | 'fastify';
 
 /** What the server reports: its CPU so far (the runner counts the entries with `XLEN`). */
 interface ServerCounters {
@@ -50,15 +52,10 @@ const LINGER_MS = 5;
 const FIELDS = { orderId: 'o-1', customer: 'c-42', total: 99.5, currency: 'EUR', lines: 3, channel: 'web', payment: 'card', shipping: { method: 'standard', country: 'DE' } };
 const OK = { ok: true, message: 'order accepted' };
 
-function arg(name: string, fallback: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 && process.argv[i + 1] ? process.argv[i + 1] : fallback;
-}
-
 // ---- the server (a child process per adapter) ----
 
-async function serve(adapter: Adapter): Promise<void> {
-  const redis = new Redis(process.env.FLOOR_REDIS_URL!);
+async function serve({ adapter, redisUrl }: ServerConfig): Promise<void> {
+  const redis = new Redis(redisUrl!);
   let seq = 0;
   const entry = (): string[] => ['id', `e-${++seq}`, 'kind', 'log', 'name', 'info', 'payload', JSON.stringify({ message: 'order accepted', fields: FIELDS }), 'createdAt', String(Date.now())];
   const batches = new Map<string, { entries: string[][]; timer?: NodeJS.Timeout }>();
@@ -120,28 +117,23 @@ async function serve(adapter: Adapter): Promise<void> {
     await app.listen({ port: 0, host: '127.0.0.1' });
     port = (app.server.address() as { port: number }).port;
   }
-  process.send!({ port });
-  process.on('message', () => {
+  // the benchmark server's protocol (server-process.ts): `ready` with the port, then `stop`
+  process.send!({ type: 'ready', port });
+  const stop = () => {
     redis.disconnect();
     process.exit(0);
+  };
+  process.on('message', (message: { type?: string }) => {
+    if (message?.type === 'stop') stop();
   });
+  process.on('disconnect', stop);
 }
 
 // ---- the runner ----
 
-const median = (values: number[]): number => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-};
-
 async function measure(adapter: Adapter, redisUrl: string, rounds: number, duration: number, connections: number): Promise<RunSample[][]> {
-  const child = fork(fileURLToPath(import.meta.url), ['--serve', adapter], { env: { ...process.env, FLOOR_REDIS_URL: redisUrl }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  const port = await new Promise<number>((resolve, reject) => {
-    child.once('message', (message: { port: number }) => resolve(message.port));
-    child.once('exit', (code) => reject(new Error(`the ${adapter} server exited (code ${code}) before it listened`)));
-  });
-  const base = `http://127.0.0.1:${port}`;
+  const server = await forkServer(fileURLToPath(import.meta.url), { adapter, scenarios: ['redis-stream'], redisUrl }, [], `the bare ${adapter} server`);
+  const base = server.base;
   const redis = new Redis(redisUrl);
   const counters = async () => (await (await fetch(`${base}/__counters`)).json()) as ServerCounters;
   const entriesIn = async (route: Route) => (route === 'plain' ? 0 : await redis.xlen(`floor:${route}`));
@@ -174,7 +166,7 @@ async function measure(adapter: Adapter, redisUrl: string, rounds: number, durat
     return byRound;
   } finally {
     redis.disconnect();
-    child.send('stop');
+    await server.stop();
   }
 }
 
@@ -200,14 +192,14 @@ function table(adapter: Adapter, byRound: RunSample[][]): string {
 }
 
 async function main(): Promise<void> {
-  const serveIndex = process.argv.indexOf('--serve');
-  if (serveIndex >= 0) return serve(process.argv[serveIndex + 1] as Adapter);
-  const adapters = arg('adapters', 'express,fastify').split(',') as Adapter[];
+  // forked by `measure` (forkServer passes the configuration in BENCH_SERVER_CONFIG)
+  if (process.env.BENCH_SERVER_CONFIG) return serve(JSON.parse(process.env.BENCH_SERVER_CONFIG) as ServerConfig);
+  const adapters = flagValue('adapters', 'express,fastify').split(',') as Adapter[];
   for (const adapter of adapters) if (adapter !== 'express' && adapter !== 'fastify') throw new Error(`--adapters: "${adapter}" is neither express nor fastify`);
-  const rounds = Number(arg('rounds', '7'));
-  const duration = Number(arg('duration', '2'));
-  const connections = Number(arg('connections', '10'));
-  const out = arg('out', '');
+  const rounds = Number(flagValue('rounds', '7'));
+  const duration = Number(flagValue('duration', '2'));
+  const connections = Number(flagValue('connections', '10'));
+  const out = flagValue('out', '');
   const redis = await startRedis();
   const results: Record<string, RunSample[][]> = {};
   try {

@@ -406,6 +406,12 @@ function adapterList(raw: string | undefined): Adapter[] {
   throw new UsageError(`--adapter must be express, fastify or both, got ${raw === undefined ? 'nothing' : `"${raw}"`}.`);
 }
 
+/** The value after `--<name>` on the command line, or `fallback` (the small benchmark scripts' flags). */
+export function flagValue(name: string, fallback: string): string {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 && process.argv[i + 1] ? process.argv[i + 1] : fallback;
+}
+
 /**
  * Parses the runner's arguments (`process.argv.slice(2)`). Accepts `--flag value` and `--flag=value`;
  * a lone `--` (as `pnpm bench -- ...` may pass) is ignored. Throws {@link UsageError}.

@@ -21,11 +21,7 @@ import type { JobItem } from 'nestjs-deferred-work';
 import { lastValueFrom } from 'rxjs';
 import { ClientProxySink } from 'nestjs-deferred-work/microservices';
 import { sinkAttachContext } from 'nestjs-deferred-work/testing';
-
-function arg(name: string, fallback: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 && process.argv[i + 1] ? process.argv[i + 1] : fallback;
-}
+import { flagValue } from './args.js';
 
 const URL = process.env.DW_BENCH_RABBITMQ_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
 const SINK = 'events';
@@ -47,11 +43,11 @@ function batchOf(size: number): JobItem[] {
 }
 
 async function main(): Promise<void> {
-  const messages = Number(arg('messages', '20000'));
-  const batchSize = Number(arg('batch', '100'));
-  const repeats = Number(arg('repeats', '5'));
-  const baselinePath = arg('baseline', '');
-  const outArg = arg('out', '');
+  const messages = Number(flagValue('messages', '20000'));
+  const batchSize = Number(flagValue('batch', '100'));
+  const repeats = Number(flagValue('repeats', '5'));
+  const baselinePath = flagValue('baseline', '');
+  const outArg = flagValue('out', '');
   const queue = `bench-rmq-cost-${process.pid}`;
   const client = new ClientRMQ({ urls: [URL], queue, queueOptions: { durable: false, arguments: { 'x-max-length': 10_000, 'x-expires': 600_000 } } });
   await client.connect().catch((error: Error) => {

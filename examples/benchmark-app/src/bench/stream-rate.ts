@@ -18,6 +18,7 @@ import { Redis } from 'ioredis';
 import type { LogItem } from 'nestjs-deferred-work';
 import { RedisStreamSink, redisStreamDefaultFields } from 'nestjs-deferred-work/redis-streams';
 import { sinkAttachContext } from 'nestjs-deferred-work/testing';
+import { flagValue } from './args.js';
 import { redisCpuUs, startRedis } from './infra.js';
 
 interface Mode {
@@ -46,11 +47,6 @@ interface Sample {
   redisCpuUsPerEntry: number;
 }
 
-function arg(name: string, fallback: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 && process.argv[i + 1] ? process.argv[i + 1] : fallback;
-}
-
 /** A log record of about 300 bytes, like the HTTP scenario's. */
 function items(count: number): LogItem[] {
   const fields = { orderId: 'o-1', customer: 'c-42', total: 99.5, currency: 'EUR', lines: 3, channel: 'web', payment: 'card', shipping: { method: 'standard', country: 'DE' } };
@@ -58,14 +54,14 @@ function items(count: number): LogItem[] {
 }
 
 async function main(): Promise<void> {
-  const baselinePath = arg('baseline', '');
+  const baselinePath = flagValue('baseline', '');
   const MODES: readonly Mode[] = baselinePath
     ? [...BASE_MODES, { name: 'baseline build: sink write of 100 entries', batch: 100, baseline: true }, { name: 'baseline build: sink write of 500 entries', batch: 500, baseline: true }]
     : BASE_MODES;
-  const entries = Number(arg('entries', '20000'));
-  const repeats = Number(arg('repeats', '3'));
+  const entries = Number(flagValue('entries', '20000'));
+  const repeats = Number(flagValue('repeats', '3'));
   const here = path.dirname(fileURLToPath(import.meta.url));
-  const out = path.resolve(here, '../..', arg('out', 'results'));
+  const out = path.resolve(here, '../..', flagValue('out', 'results'));
   const redis = await startRedis();
   const client = new Redis({ host: '127.0.0.1', port: redis.port });
   const stream = 'bench:stream-rate';
