@@ -218,6 +218,44 @@ describe('CallbackRunner', () => {
     expect(ran).toBe(true);
   });
 
+  it('settles a callback that returns no promise when it returns; thousands of them through one slot run in order', async () => {
+    const { runner, letters, identity } = setup({ concurrency: 1, maxQueueSize: 30_000 });
+    const order: number[] = [];
+    runner.enqueue(callback(() => void order.push(-1)), true);
+    // Settled in the caller's turn: no promise, no microtask.
+    expect(identity()).toMatchObject({ accepted: 1, delivered: 1, pending: 0 });
+    // Each one ends as it starts: one slot must still start them one by one from a loop, not by
+    // recursing into the next (20,000 nested starts would overflow the stack).
+    for (let i = 0; i < 20_000; i++) runner.enqueue(callback(() => void order.push(i)));
+    runner.enqueue(callback(() => {
+      throw new Error('sync failure');
+    }));
+    expect(await runner.flush(Date.now() + 5000)).toBe(true);
+    expect(order).toHaveLength(20_001);
+    expect(order.every((n, i) => n === i - 1)).toBe(true);
+    expect(letters.map((l) => [l.reason, l.error])).toEqual([['attempts-exhausted', 'sync failure']]);
+    expect(identity()).toMatchObject({ accepted: 20_002, delivered: 20_001, deadLettered: 1, pending: 0 });
+  });
+
+  it('awaits any thenable a callback returns; a `then` that throws when read fails the callback', async () => {
+    const { runner, letters, identity } = setup();
+    let resolveLater!: () => void;
+    const thenable = { then: (onOk: () => void) => void (resolveLater = onOk) };
+    runner.enqueue(callback(() => thenable));
+    const hostile = Object.defineProperty({}, 'then', {
+      get() {
+        throw new Error('then getter threw');
+      },
+    });
+    runner.enqueue(callback(() => hostile));
+    await later(5);
+    expect(identity()).toMatchObject({ accepted: 2, delivered: 0, deadLettered: 1, pending: 1 });
+    expect(letters.map((l) => l.error)).toEqual(['then getter threw']);
+    resolveLater();
+    expect(await runner.flush(Date.now() + 1000)).toBe(true);
+    expect(identity()).toMatchObject({ delivered: 1, deadLettered: 1, pending: 0 });
+  });
+
   it('keeps the five slowest durations, longest first', async () => {
     const { runner } = setup();
     for (const ms of [1, 40, 3, 25, 2, 60, 4, 10]) runner.enqueue(callback(() => later(ms)));

@@ -38,12 +38,16 @@ export class CallbackRunner {
   private readonly live: RunningCallbacks;
   private readonly waiters = new SettleWaiters();
   private seq = 0;
+  /** Inside `startWhatFits`: a callback that settles synchronously leaves starting the next to that loop. */
+  private starting = false;
   /** Starts what fits, always in the async context the runner was created in, never in a request's. */
   private readonly pump: () => void;
   private readonly startQueued: () => void;
 
   /** Here a "write" is one run of one callback. */
   private readonly counters = new SinkCounters();
+  /** `counters.kind('callback')`, kept (read twice per callback). */
+  private readonly callbackCounts = this.counters.kind('callback');
   private timedOut = 0;
   private overdue = 0;
   private finishedLate = 0;
@@ -82,7 +86,7 @@ export class CallbackRunner {
    */
   enqueue(item: CallbackItem, inline = false): boolean {
     this.counters.accepted++;
-    this.counters.kind('callback').accepted++;
+    this.callbackCounts.accepted++;
     const task: CallbackTask = { item, attempts: 0, seq: ++this.seq, started: 0 };
     if (this.closedForGood) {
       this.bury(task, 'closed', 'deferred after the application shut down');
@@ -165,8 +169,18 @@ export class CallbackRunner {
 
   /** Starts queued callbacks while slots are free (call it through `pump`, for the async context). */
   private startWhatFits(): void {
-    if (this.hardStop.signal.aborted) return;
-    while (this.busySlots < this.options.concurrency && this.queue.length > 0) this.start(this.queue.shift()!);
+    if (this.hardStop.signal.aborted || this.starting) return;
+    this.starting = true;
+    try {
+      while (this.busySlots < this.options.concurrency && this.queue.length > 0) this.start(this.queue.shift()!);
+    } finally {
+      this.starting = false;
+    }
+  }
+
+  /** Starts queued callbacks if a slot may have freed and there are any (no async-scope switch when there are none). */
+  private startNext(): void {
+    if (this.queue.length > 0 && !this.starting) this.pump();
   }
 
   private start(task: CallbackTask): void {
@@ -179,15 +193,18 @@ export class CallbackRunner {
     const controller = task.item.fn.length > 0 ? new AbortController() : undefined;
     task.started = performance.now();
     this.live.add(task, controller);
-    let result: Promise<unknown>;
+    let result: unknown;
     try {
       // Called synchronously: in inline mode (testing) the callback's synchronous part runs at once.
-      result = Promise.resolve(controller ? task.item.fn(controller.signal) : (task.item.fn as () => unknown)());
+      result = controller ? task.item.fn(controller.signal) : (task.item.fn as () => unknown)();
+      // A callback that returned no promise (nor other thenable) has ended: settled now, without a promise.
+      if (!isThenable(result)) return this.onSettled(task, undefined);
     } catch (error) {
-      result = Promise.reject(error);
+      return this.onSettled(task, error ?? new Error('callback rejected'));
     }
-    // onSettled never throws (it catches its own errors): no `.catch()` link, one promise less per callback
-    result.then(
+    // onSettled never throws (it catches its own errors): no `.catch()` link, one promise less per callback.
+    // Promise.resolve adopts a foreign thenable (and returns a native promise as it is).
+    Promise.resolve(result).then(
       () => this.onSettled(task, undefined),
       (error: unknown) => this.onSettled(task, error ?? new Error('callback rejected')),
     );
@@ -226,18 +243,18 @@ export class CallbackRunner {
         // Timed out or cut by shutdown before: already dead-lettered; it ended after all, freeing its slot.
         this.overdue--;
         this.finishedLate++;
-        this.pump();
+        this.startNext();
         return;
       }
       this.running--;
       if (error === undefined) {
         this.counters.delivered++;
-        this.counters.kind('callback').delivered++;
+        this.callbackCounts.delivered++;
         this.waiters.settled(task.seq);
       } else {
         this.fail(task, error);
       }
-      this.pump();
+      this.startNext();
     } catch (e) {
       this.internalError(e);
     }
@@ -252,7 +269,7 @@ export class CallbackRunner {
       this.bury(task, this.hardStop.signal.aborted ? 'shutdown' : 'attempts-exhausted', message);
     } else {
       this.counters.retried++;
-      this.counters.kind('callback').retried++;
+      this.callbackCounts.retried++;
       this.retrying++;
       this.retryLater(task).catch((e: unknown) => this.internalError(e));
     }
@@ -280,7 +297,7 @@ export class CallbackRunner {
 
   private bury(task: CallbackTask, reason: DeadLetterReason, message: string): void {
     const at = this.counters.buried(1, reason);
-    this.counters.kind('callback').deadLettered++;
+    this.callbackCounts.deadLettered++;
     const letter: DeadLetter = { item: task.item, sink: this.name, reason, error: message, attempts: task.attempts, at };
     this.waiters.settled(task.seq);
     this.hooks.deadLetter([letter]);
@@ -290,4 +307,9 @@ export class CallbackRunner {
   private sleep(ms: number): Promise<void> {
     return sleepUnlessAborted(ms, this.hardStop.signal);
   }
+}
+
+/** Whether `value` can be awaited for a later outcome (a promise, or any object or function with a `then` method). */
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as { then?: unknown }).then === 'function';
 }

@@ -8,6 +8,13 @@ export interface CallbackTask {
   seq: number;
   /** `performance.now()` when the current attempt started. */
   started: number;
+  /** Set while it runs, by `RunningCallbacks`: its signal's controller (only for a callback that declared a parameter). */
+  controller?: AbortController;
+  /** Set while it runs, by `RunningCallbacks`: its neighbours in start order. */
+  prev?: CallbackTask;
+  next?: CallbackTask;
+  /** Whether it is in `RunningCallbacks` now. */
+  running?: boolean;
 }
 
 /** What a callback's `AbortSignal` is aborted with when its time is up. */
@@ -18,10 +25,13 @@ export class CallbackTimeoutError extends Error {
 /**
  * The running callbacks, with their controller (only those that declared a `signal` parameter have
  * one), in the order they started — which, with one `timeoutMs` for all, is the order of their
- * deadlines — and one timer for all of them, armed for the oldest one's deadline.
+ * deadlines — and one timer for all of them, armed for the oldest one's deadline. A list linked
+ * through the tasks themselves: adding and removing one allocates nothing (a `Map` keyed by task
+ * cost a hash entry per callback and its rehashing).
  */
 export class RunningCallbacks {
-  private readonly live = new Map<CallbackTask, AbortController | undefined>();
+  private head: CallbackTask | undefined;
+  private tail: CallbackTask | undefined;
   private timeoutTimer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -34,19 +44,35 @@ export class RunningCallbacks {
 
   /** A callback started (its `started` set): watched for its deadline. */
   add(task: CallbackTask, controller: AbortController | undefined): void {
-    this.live.set(task, controller);
+    task.controller = controller;
+    task.running = true;
+    task.prev = this.tail;
+    task.next = undefined;
+    if (this.tail) this.tail.next = task;
+    else this.head = task;
+    this.tail = task;
     // One timer serves every running callback (a timer each cost an allocation and two list updates per callback).
     if (this.timeoutTimer === undefined) this.arm(this.timeoutMs);
   }
 
   /** Stops watching `task`; `false` when it was not running (timed out or cut by shutdown before). */
   delete(task: CallbackTask): boolean {
-    return this.live.delete(task);
+    if (task.running !== true) return false;
+    task.running = false;
+    const { prev, next } = task;
+    if (prev) prev.next = next;
+    else this.head = next;
+    if (next) next.prev = prev;
+    else this.tail = prev;
+    task.prev = task.next = task.controller = undefined;
+    return true;
   }
 
   /** The running callbacks and their controllers, oldest first (a copy). */
   entries(): Array<[CallbackTask, AbortController | undefined]> {
-    return [...this.live];
+    const out: Array<[CallbackTask, AbortController | undefined]> = [];
+    for (let task = this.head; task; task = task.next) out.push([task, task.controller]);
+    return out;
   }
 
   private arm(ms: number): void {
@@ -62,15 +88,16 @@ export class RunningCallbacks {
   private checkTimeouts(): void {
     try {
       const now = performance.now();
-      for (const [task, controller] of this.live) {
-        if (task.started + this.timeoutMs > now) break;
-        this.onTimeout(task, controller);
+      // `onTimeout` removes the task (and may start others, at the tail): take the head each time.
+      for (let task = this.head; task && task.started + this.timeoutMs <= now; task = this.head) {
+        this.onTimeout(task, task.controller);
+        if (this.head === task) this.delete(task); // an onTimeout that failed before removing it
       }
     } catch (error) {
       this.onError(error);
     }
     this.timeoutTimer = undefined;
-    const oldest = this.live.keys().next();
-    if (!oldest.done) this.arm(Math.max(1, Math.ceil(oldest.value.started + this.timeoutMs - performance.now())));
+    const oldest = this.head;
+    if (oldest) this.arm(Math.max(1, Math.ceil(oldest.started + this.timeoutMs - performance.now())));
   }
 }
