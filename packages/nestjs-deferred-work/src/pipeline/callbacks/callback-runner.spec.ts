@@ -256,6 +256,52 @@ describe('CallbackRunner', () => {
     expect(identity()).toMatchObject({ delivered: 1, deadLettered: 1, pending: 0 });
   });
 
+  it('retries a callback that threw synchronously outside the request’s async context; one deferred by a synchronous callback runs too', async () => {
+    const storage = new AsyncLocalStorage<string>();
+    const seen: Array<string | undefined> = [];
+    const { runner, letters, identity } = setup({ concurrency: 1, maxAttempts: 2, initialBackoffMs: 1, maxBackoffMs: 1 });
+    let tries = 0;
+    storage.run('request A', () =>
+      runner.enqueue(
+        callback(() => {
+          seen.push(storage.getStore());
+          if (++tries === 1) throw new Error('first try fails');
+          // a synchronous callback that defers another one while the runner is starting callbacks
+          runner.enqueue(callback(() => void seen.push(`nested ${storage.getStore()}`)));
+        }),
+      ),
+    );
+    expect(await runner.flush(Date.now() + 1000)).toBe(true);
+    expect(await runner.flush(Date.now() + 1000)).toBe(true);
+    expect(seen).toEqual([undefined, undefined, 'nested undefined']);
+    expect(letters).toEqual([]);
+    expect(identity()).toMatchObject({ accepted: 2, delivered: 2, retried: 1, pending: 0 });
+  });
+
+  it('a promise that throws when it is adopted fails its callback, not the runner', async () => {
+    const { runner, letters, identity } = setup();
+    const hostile = Promise.resolve();
+    Object.defineProperty(hostile, 'constructor', {
+      get() {
+        throw new Error('constructor getter threw');
+      },
+    });
+    expect(runner.enqueue(callback(() => hostile))).toBe(true);
+    let after = false;
+    runner.enqueue(callback(() => void (after = true)));
+    expect(await runner.flush(Date.now() + 1000)).toBe(true);
+    expect(after).toBe(true);
+    expect(letters.map((l) => l.error)).toEqual(['constructor getter threw']);
+    expect(identity()).toMatchObject({ accepted: 2, delivered: 1, deadLettered: 1, pending: 0 });
+  });
+
+  it('shows no callback counts until a callback is deferred', () => {
+    const { runner } = setup();
+    expect(runner.kindCounts()).toEqual({});
+    runner.enqueue(callback(() => undefined), true);
+    expect(runner.kindCounts()).toEqual({ callback: expect.objectContaining({ accepted: 1, delivered: 1 }) });
+  });
+
   it('keeps the five slowest durations, longest first', async () => {
     const { runner } = setup();
     for (const ms of [1, 40, 3, 25, 2, 60, 4, 10]) runner.enqueue(callback(() => later(ms)));

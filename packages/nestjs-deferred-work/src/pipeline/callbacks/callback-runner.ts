@@ -46,8 +46,8 @@ export class CallbackRunner {
 
   /** Here a "write" is one run of one callback. */
   private readonly counters = new SinkCounters();
-  /** `counters.kind('callback')`, kept (read twice per callback). */
-  private readonly callbackCounts = this.counters.kind('callback');
+  /** `counters.kind('callback')`, kept once the first callback is accepted (read twice per callback). */
+  private callbackCounts: KindCounts | undefined;
   private timedOut = 0;
   private overdue = 0;
   private finishedLate = 0;
@@ -86,8 +86,8 @@ export class CallbackRunner {
    */
   enqueue(item: CallbackItem, inline = false): boolean {
     this.counters.accepted++;
-    this.callbackCounts.accepted++;
-    const task: CallbackTask = { item, attempts: 0, seq: ++this.seq, started: 0 };
+    (this.callbackCounts ??= this.counters.kind('callback')).accepted++;
+    const task: CallbackTask = { item, attempts: 0, seq: ++this.seq, started: 0, controller: undefined, prev: undefined, next: undefined, running: false };
     if (this.closedForGood) {
       this.bury(task, 'closed', 'deferred after the application shut down');
       return false;
@@ -202,12 +202,17 @@ export class CallbackRunner {
     } catch (error) {
       return this.onSettled(task, error ?? new Error('callback rejected'));
     }
-    // onSettled never throws (it catches its own errors): no `.catch()` link, one promise less per callback.
-    // Promise.resolve adopts a foreign thenable (and returns a native promise as it is).
-    Promise.resolve(result).then(
-      () => this.onSettled(task, undefined),
-      (error: unknown) => this.onSettled(task, error ?? new Error('callback rejected')),
-    );
+    try {
+      // onSettled never throws (it catches its own errors): no `.catch()` link, one promise less per callback.
+      // Promise.resolve adopts a foreign thenable (and returns a native promise as it is).
+      Promise.resolve(result).then(
+        () => this.onSettled(task, undefined),
+        (error: unknown) => this.onSettled(task, error ?? new Error('callback rejected')),
+      );
+    } catch (error) {
+      // A promise whose `constructor` or `then` throws when read: a failure of the callback, not of the runner.
+      if (task.running) this.onSettled(task, error ?? new Error('callback rejected'));
+    }
   }
 
   private onTimeout(task: CallbackTask, controller: AbortController | undefined): void {
@@ -243,20 +248,21 @@ export class CallbackRunner {
         // Timed out or cut by shutdown before: already dead-lettered; it ended after all, freeing its slot.
         this.overdue--;
         this.finishedLate++;
-        this.startNext();
-        return;
+        return; // the slot it held starts what waits (finally)
       }
       this.running--;
       if (error === undefined) {
         this.counters.delivered++;
-        this.callbackCounts.delivered++;
+        this.callbackCounts!.delivered++;
         this.waiters.settled(task.seq);
       } else {
         this.fail(task, error);
       }
-      this.startNext();
     } catch (e) {
       this.internalError(e);
+    } finally {
+      // Also when a hook threw: the freed slot must still start what waits.
+      this.startNext();
     }
   }
 
@@ -269,7 +275,7 @@ export class CallbackRunner {
       this.bury(task, this.hardStop.signal.aborted ? 'shutdown' : 'attempts-exhausted', message);
     } else {
       this.counters.retried++;
-      this.callbackCounts.retried++;
+      this.callbackCounts!.retried++;
       this.retrying++;
       this.retryLater(task).catch((e: unknown) => this.internalError(e));
     }
@@ -297,7 +303,7 @@ export class CallbackRunner {
 
   private bury(task: CallbackTask, reason: DeadLetterReason, message: string): void {
     const at = this.counters.buried(1, reason);
-    this.callbackCounts.deadLettered++;
+    this.callbackCounts!.deadLettered++;
     const letter: DeadLetter = { item: task.item, sink: this.name, reason, error: message, attempts: task.attempts, at };
     this.waiters.settled(task.seq);
     this.hooks.deadLetter([letter]);

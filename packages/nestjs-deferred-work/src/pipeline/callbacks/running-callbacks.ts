@@ -9,12 +9,12 @@ export interface CallbackTask {
   /** `performance.now()` when the current attempt started. */
   started: number;
   /** Set while it runs, by `RunningCallbacks`: its signal's controller (only for a callback that declared a parameter). */
-  controller?: AbortController;
+  controller: AbortController | undefined;
   /** Set while it runs, by `RunningCallbacks`: its neighbours in start order. */
-  prev?: CallbackTask;
-  next?: CallbackTask;
+  prev: CallbackTask | undefined;
+  next: CallbackTask | undefined;
   /** Whether it is in `RunningCallbacks` now. */
-  running?: boolean;
+  running: boolean;
 }
 
 /** What a callback's `AbortSignal` is aborted with when its time is up. */
@@ -57,7 +57,7 @@ export class RunningCallbacks {
 
   /** Stops watching `task`; `false` when it was not running (timed out or cut by shutdown before). */
   delete(task: CallbackTask): boolean {
-    if (task.running !== true) return false;
+    if (!task.running) return false;
     task.running = false;
     const { prev, next } = task;
     if (prev) prev.next = next;
@@ -88,10 +88,9 @@ export class RunningCallbacks {
   private checkTimeouts(): void {
     try {
       const now = performance.now();
-      // `onTimeout` removes the task (and may start others, at the tail): take the head each time.
+      // `onTimeout` removes the task (it never throws; it may start others, at the tail): take the head each time.
       for (let task = this.head; task && task.started + this.timeoutMs <= now; task = this.head) {
         this.onTimeout(task, task.controller);
-        if (this.head === task) this.delete(task); // an onTimeout that failed before removing it
       }
     } catch (error) {
       this.onError(error);
