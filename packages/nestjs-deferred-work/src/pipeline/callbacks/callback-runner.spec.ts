@@ -278,21 +278,22 @@ describe('CallbackRunner', () => {
     expect(identity()).toMatchObject({ accepted: 2, delivered: 2, retried: 1, pending: 0 });
   });
 
-  it('a promise that throws when it is adopted fails its callback, not the runner', async () => {
+  it('a promise whose `then` or `constructor` throws when read fails its callback, not the runner', async () => {
     const { runner, letters, identity } = setup();
-    const hostile = Promise.resolve();
-    Object.defineProperty(hostile, 'constructor', {
-      get() {
-        throw new Error('constructor getter threw');
-      },
-    });
-    expect(runner.enqueue(callback(() => hostile))).toBe(true);
+    const throwing = (key: string) =>
+      Object.defineProperty(Promise.resolve(), key, {
+        get() {
+          throw new Error(`${key} getter threw`);
+        },
+      });
+    expect(runner.enqueue(callback(() => throwing('then')))).toBe(true);
+    expect(runner.enqueue(callback(() => throwing('constructor')))).toBe(true);
     let after = false;
     runner.enqueue(callback(() => void (after = true)));
     expect(await runner.flush(Date.now() + 1000)).toBe(true);
     expect(after).toBe(true);
-    expect(letters.map((l) => l.error)).toEqual(['constructor getter threw']);
-    expect(identity()).toMatchObject({ accepted: 2, delivered: 1, deadLettered: 1, pending: 0 });
+    expect(letters.map((l) => l.error)).toEqual(['then getter threw', 'constructor getter threw']);
+    expect(identity()).toMatchObject({ accepted: 3, delivered: 1, deadLettered: 2, pending: 0 });
   });
 
   it('shows no callback counts until a callback is deferred', () => {
