@@ -91,6 +91,7 @@ export class RunningCallbacks {
       // `onTimeout` removes the task (it never throws; it may start others, at the tail): take the head each time.
       for (let task = this.head; task && task.started + this.timeoutMs <= now; task = this.head) {
         this.onTimeout(task, task.controller);
+        if (this.head === task) break; // not removed after all: never spin on it (the timer comes back to it)
       }
     } catch (error) {
       this.onError(error);
