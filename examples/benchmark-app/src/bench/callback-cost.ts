@@ -14,6 +14,7 @@
 import { fork } from 'node:child_process';
 import { createRequire } from 'node:module';
 import * as path from 'node:path';
+import { setImmediate as turn } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { flagValue } from './args.js';
 import { median } from './report.js';
@@ -45,7 +46,6 @@ async function child(pkgDir: string, calls: number): Promise<Sample> {
   const effect = async (): Promise<void> => {
     done++;
   };
-  const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
   const modes = {
     direct: () => void effect(),
     run: () => work.run(effect),

@@ -193,16 +193,11 @@ export class CallbackRunner {
     const controller = task.item.fn.length > 0 ? new AbortController() : undefined;
     task.started = performance.now();
     this.live.add(task, controller);
-    let result: unknown;
     try {
       // Called synchronously: in inline mode (testing) the callback's synchronous part runs at once.
-      result = controller ? task.item.fn(controller.signal) : (task.item.fn as () => unknown)();
+      const result: unknown = controller ? task.item.fn(controller.signal) : (task.item.fn as () => unknown)();
       // A callback that returned no promise (nor other thenable) has ended: settled now, without a promise.
       if (!isThenable(result)) return this.onSettled(task, undefined);
-    } catch (error) {
-      return this.onSettled(task, error ?? new Error('callback rejected'));
-    }
-    try {
       // onSettled never throws (it catches its own errors): no `.catch()` link, one promise less per callback.
       // Promise.resolve adopts a foreign thenable (and returns a native promise as it is).
       Promise.resolve(result).then(
@@ -210,7 +205,8 @@ export class CallbackRunner {
         (error: unknown) => this.onSettled(task, error ?? new Error('callback rejected')),
       );
     } catch (error) {
-      // A promise whose `constructor` or `then` throws when read: a failure of the callback, not of the runner.
+      // The callback threw, or returned a promise whose `then` or `constructor` throws when read: a
+      // failure of the callback, not of the runner (unless it already settled).
       if (task.running) this.onSettled(task, error ?? new Error('callback rejected'));
     }
   }
