@@ -186,7 +186,8 @@ class DecomposeController {
 @Module({
   imports: [
     EventEmitterModule.forRoot(),
-    DeferredWorkModule.forRoot({}),
+    // as many items kept as the listeners' memory sink: the default sink keeps 10,000, held through more collections
+    DeferredWorkModule.forRoot({ sinks: [new MemorySink({ capacity: 100 })] }),
     ...(withMetrics ? [DeferredWorkMetricsModule.forRoot({ prometheus: { registry }, deliveryLag })] : []),
   ],
   controllers: [DecomposeController],

@@ -76,6 +76,9 @@ export interface ScenarioResources {
   close(): Promise<void>;
 }
 
+/** Items every memory sink of the benchmark keeps, whichever route writes to it (the sinks count every item delivered either way). */
+export const MEMORY_CAPACITY = 100;
+
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 const ORDER = { orderId: 4711, customer: 'c-42', total: 99.5, currency: 'EUR', lines: 3 };
@@ -110,7 +113,7 @@ function simulated(ms: number, tail?: Tail): ScenarioEffect {
 
 /** 1 job + 2 log records + 2 metric points to an in-memory sink. */
 function mix(deferredSinkName: string): ScenarioEffect {
-  const direct = new MemorySink({ name: 'blocking-memory', capacity: 100 });
+  const direct = new MemorySink({ name: 'blocking-memory', capacity: MEMORY_CAPACITY });
   const signal = new AbortController().signal;
   const write = (item: SinkItem) => direct.write([item], { signal, attempt: 1 });
   const base = () => ({ when: 'always' as const, createdAt: Date.now() });
@@ -441,7 +444,9 @@ async function sqsMessage(queueUrl: string, sinks: DeferredSink[], closers: Arra
 
 /** Builds what the configured scenarios need. */
 export async function createScenarios(config: ServerConfig): Promise<ScenarioResources> {
-  const memory = new MemorySink({ name: 'memory', capacity: 1000 });
+  // Keeps as many items as the other routes' memory sinks (`blocking-memory` and the like): a sink that
+  // keeps more holds them through more young-generation collections, and the route pays for it in GC.
+  const memory = new MemorySink({ name: 'memory', capacity: MEMORY_CAPACITY });
   const sinks: DeferredSink[] = [memory];
   const spooled: string[] = [];
   const effects = new Map<ScenarioId, ScenarioEffect>();
@@ -460,7 +465,7 @@ export async function createScenarios(config: ServerConfig): Promise<ScenarioRes
         break;
       case 'mix':
         // the spooled twin: another memory sink, as large
-        effects.set(id, withSpool(id, mix(memory.name), config, sinks, spooled, (name) => new MemorySink({ name, capacity: 1000 })));
+        effects.set(id, withSpool(id, mix(memory.name), config, sinks, spooled, (name) => new MemorySink({ name, capacity: MEMORY_CAPACITY })));
         break;
       case 'bull-local':
       case 'bull-proxy': {

@@ -8,7 +8,7 @@
 import type { DeferredSink, SinkItem } from 'nestjs-deferred-work';
 import { MemorySink } from 'nestjs-deferred-work';
 import { benchTableName, packedSinkName } from '../bench/args.js';
-import { bullMqQueue, type ScenarioEffect } from './effects.js';
+import { bullMqQueue, MEMORY_CAPACITY, type ScenarioEffect } from './effects.js';
 
 /** A product row, as the handler's query returns it. */
 export interface ProductRow {
@@ -68,7 +68,7 @@ export async function realisticParts(
   // the `deferred-packed` route's twin: the same queue, a write's jobs packed into one BullMQ job
   const packed = new BullMqSink({ name: packedSinkName('realistic'), queues: { [queueName]: queue }, packJobs: true });
   sinks.push(sink, packed);
-  const direct = new MemorySink({ name: 'realistic-blocking-memory', capacity: 100 });
+  const direct = new MemorySink({ name: 'realistic-blocking-memory', capacity: MEMORY_CAPACITY });
   const signal = new AbortController().signal;
   const write = (item: SinkItem) => direct.write([item], { signal, attempt: 1 });
   const effect: ScenarioEffect = {
