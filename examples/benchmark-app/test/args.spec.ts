@@ -24,6 +24,7 @@ import {
   USAGE,
   UsageError,
   VARIANTS,
+  variantOrder,
   variantsOf,
   WORKER_VARIANTS,
 } from '../src/bench/args';
@@ -246,5 +247,28 @@ describe('variantsOf', () => {
     expect(offloadSinkName('bull-proxy')).toBe('bull-proxy-offload');
     expect(offloadSinkName('http-log')).toBe('http-log-offload');
     expect(USAGE).toContain('plus deferred-offload (the sink in a worker thread) in bull-local, bull-proxy, http-log, bullmq-local, bullmq-proxy;');
+  });
+});
+
+describe('variantOrder', () => {
+  const variants = ['plain', 'noop-interceptor', 'blocking', 'deferred', 'article-tap', 'event-emitter', 'deferred-packed'] as const;
+  const orders = Array.from({ length: 7 }, (_, r) => variantOrder(variants, r));
+
+  it('runs every variant once per repeat', () => {
+    for (const order of orders) expect([...order].sort()).toEqual([...variants].sort());
+  });
+
+  it('starts each of seven repeats with a different variant', () => {
+    expect(new Set(orders.map((order) => order[0])).size).toBe(variants.length);
+  });
+
+  it('runs each neighbouring pair in both orders, so no variant always follows the same one', () => {
+    const follows = (order: readonly string[], before: string, after: string) => order.indexOf(after) === order.indexOf(before) + 1;
+    for (let i = 0; i + 1 < variants.length; i++) {
+      expect(orders.some((order) => follows(order, variants[i], variants[i + 1]))).toBe(true);
+      expect(orders.some((order) => follows(order, variants[i + 1], variants[i]))).toBe(true);
+    }
+    // `deferred` is not always right after `blocking`
+    expect(orders.every((order) => follows(order, 'blocking', 'deferred'))).toBe(false);
   });
 });

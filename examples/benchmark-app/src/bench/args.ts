@@ -493,3 +493,13 @@ export function scenarioInfo(id: ScenarioId): ScenarioInfo {
 export function expectedItems(info: ScenarioInfo, finished: number, aborted: number): number {
   return finished * info.itemsPerRequest + aborted * info.alwaysItemsPerRequest;
 }
+
+/**
+ * Variant order of repeat `r` over a scenario's variants: rotated by `r`, so that no variant always runs
+ * first, and in reverse every other repeat, so that no variant always runs right after the same one
+ * (what one route leaves behind — garbage, a longer table or stream — falls on different routes).
+ */
+export function variantOrder(variants: readonly Variant[], r: number): Variant[] {
+  const list = r % 2 === 1 ? [...variants].reverse() : variants;
+  return list.map((_, i) => list[(i + r) % list.length]);
+}

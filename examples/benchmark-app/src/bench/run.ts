@@ -35,6 +35,7 @@ import {
   SQL_SCENARIOS,
   USAGE,
   UsageError,
+  variantOrder,
   variantsOf,
   WORKER_VARIANTS,
 } from './args.js';
@@ -356,12 +357,6 @@ async function measure(
     loopDelayMaxMs: after.loopDelay?.maxMs,
     spool,
   };
-}
-
-/** Variant order of repeat `r` over a scenario's variants: rotated, so no variant always runs first or right after another. */
-function variantOrder(variants: readonly Variant[], r: number): Variant[] {
-  const n = variants.length;
-  return variants.map((_, i) => variants[(i + r) % n]);
 }
 
 async function main(): Promise<void> {

@@ -9,11 +9,11 @@ import Bull from 'bull';
 import type { AfterResponseOptions, DeferredScope, DeferredSink, LogItem, SinkItem, SinkKind } from 'nestjs-deferred-work';
 import { HttpSink, MemorySink } from 'nestjs-deferred-work';
 import { BullSink } from 'nestjs-deferred-work/bull';
-import { randomUUID } from 'node:crypto';
 import { benchQueueName, benchTableName, offloadSinkName, packedSinkName, scenarioInfo, spoolSinkName } from '../bench/args.js';
 import type { ScenarioId, ServerConfig } from '../bench/types.js';
 import { type GraphqlParts, graphqlParts } from './graphql.js';
 import { type RealisticParts, realisticParts } from './realistic.js';
+import { nextRecordId } from './record-ids.js';
 import { streamEntry } from './stream-effect.js';
 
 /** The deferred handles a scenario's side-effect is written with (the `deferred-handle` and `deferred-injected` routes). */
@@ -404,10 +404,10 @@ async function sqlRow(scenario: 'pg-local' | 'mysql-local', url: string, sinks: 
   });
   const sink = new SqlSink({ name: scenario, client: pool, table, createTable: true });
   sinks.push(sink);
-  const payload = JSON.stringify({ message: ROW_MESSAGE, fields: ROW_FIELDS });
   return {
     async perform() {
-      await insert([randomUUID(), 'log', 'info', payload, new Date()]);
+      // the record built per request, as the sink builds its rows; an ordered id, like the sink's
+      await insert([nextRecordId(), 'log', 'info', JSON.stringify({ message: ROW_MESSAGE, fields: ROW_FIELDS }), new Date()]);
       return 1;
     },
     defer(work) {
@@ -429,9 +429,10 @@ async function sqsMessage(queueUrl: string, sinks: DeferredSink[], closers: Arra
   closers.push(async () => client.destroy());
   const sink = new SqsSink({ name: 'sqs-local', client, queueUrl });
   sinks.push(sink);
-  const body = JSON.stringify({ message: ROW_MESSAGE, fields: ROW_FIELDS });
   return {
     async perform() {
+      // the message built per request, with an id and a time, as the sink builds its messages
+      const body = JSON.stringify({ id: nextRecordId(), message: ROW_MESSAGE, fields: ROW_FIELDS, createdAt: Date.now() });
       await client.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: body }));
       return 1;
     },

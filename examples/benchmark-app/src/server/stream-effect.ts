@@ -6,9 +6,9 @@
  * server stops. `ioredis` and the sink are loaded only when the scenario runs.
  */
 import type { DeferredSink, LogItem } from 'nestjs-deferred-work';
-import { randomUUID } from 'node:crypto';
 import { benchStreamName } from '../bench/args.js';
 import type { ScenarioEffect } from './effects.js';
+import { nextRecordId } from './record-ids.js';
 
 export async function streamEntry(
   url: string,
@@ -33,7 +33,7 @@ export async function streamEntry(
   return {
     async perform() {
       // the same fields as the sink's entry: id, kind, name, payload (JSON), createdAt
-      const item: LogItem = { kind: 'log', level: 'info', message: record.message, fields: record.fields, when: 'always', createdAt: Date.now(), id: `dw-${randomUUID()}` };
+      const item: LogItem = { kind: 'log', level: 'info', message: record.message, fields: record.fields, when: 'always', createdAt: Date.now(), id: nextRecordId() };
       await redis.xadd(stream, '*', ...Object.entries(redisStreamDefaultFields(item)).flat());
       return 1;
     },
