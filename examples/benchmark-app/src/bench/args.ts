@@ -500,6 +500,10 @@ export function expectedItems(info: ScenarioInfo, finished: number, aborted: num
  * (what one route leaves behind — garbage, a longer table or stream — falls on different routes).
  */
 export function variantOrder(variants: readonly Variant[], r: number): Variant[] {
-  const list = r % 2 === 1 ? [...variants].reverse() : variants;
-  return list.map((_, i) => list[(i + r) % list.length]);
+  const reversed = r % 2 === 1;
+  const list = reversed ? [...variants].reverse() : variants;
+  // With an even number of routes, a shift by an odd `r` of the reversed list would keep every route on
+  // positions of one parity (the even repeats' too): one more step gives each route every position.
+  const shift = reversed && list.length % 2 === 0 ? r + 1 : r;
+  return list.map((_, i) => list[(i + shift) % list.length]);
 }

@@ -7,8 +7,8 @@ let next = 0;
 /**
  * An id for a record the awaited routes write themselves (a table row, a stream entry), made the way
  * the library makes its item ids: a prefix chosen once per process, then a counter in the last 12 hex
- * digits. Ordered like the deferred route's ids, so that a table's primary key grows at one end for
- * every route, and as cheap to make.
+ * digits. Ordered like the deferred route's ids: each route's rows follow one another in a table's
+ * primary key (their inserts go to one place in the index, as the sink's do), not all over it.
  */
 export function nextRecordId(): string {
   return prefix + (next++).toString(16).padStart(12, '0');
