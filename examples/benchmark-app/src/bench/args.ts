@@ -4,6 +4,9 @@
  */
 import type { Adapter, BenchOptions, Encoding, ScenarioId, Variant } from './types.js';
 
+/** Items every memory sink of the benchmark servers keeps, whichever route writes to it (the sinks count every item delivered either way). */
+export const MEMORY_CAPACITY = 100;
+
 /** What a scenario needs from the runner before its server can start. */
 export type ScenarioNeed = 'redis' | 'redis-proxy' | 'log-receiver' | 'rabbitmq' | 'nats' | 'postgres' | 'mysql';
 

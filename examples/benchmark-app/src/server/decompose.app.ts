@@ -20,6 +20,7 @@ import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { AfterResponse, Deferred, type DeferredScope, DeferredWorkModule, MemorySink, type SinkItem } from 'nestjs-deferred-work';
 import { DeferredWorkMetricsModule } from 'nestjs-deferred-work/metrics';
 import { Registry } from 'prom-client';
+import { MEMORY_CAPACITY } from '../bench/args.js';
 
 const OK = { ok: true } as const;
 const registry = new Registry();
@@ -42,7 +43,7 @@ class EffectListener {
 const ORDER = { id: 'o-1', total: 42.5, lines: [{ sku: 'a', qty: 1 }, { sku: 'b', qty: 2 }] };
 const FIELDS = { orderId: 'o-1', user: 'u-1' };
 const TAGS = { route: 'orders', status: '200' };
-const direct = new MemorySink({ name: 'emitter-memory', capacity: 100 });
+const direct = new MemorySink({ name: 'emitter-memory', capacity: MEMORY_CAPACITY });
 const writeSignal = new AbortController().signal;
 const write = (item: SinkItem) => direct.write([item], { signal: writeSignal, attempt: 1 });
 /** What every item the listeners write carries besides its own fields. */
@@ -187,7 +188,7 @@ class DecomposeController {
   imports: [
     EventEmitterModule.forRoot(),
     // as many items kept as the listeners' memory sink: the default sink keeps 10,000, held through more collections
-    DeferredWorkModule.forRoot({ sinks: [new MemorySink({ capacity: 100 })] }),
+    DeferredWorkModule.forRoot({ sinks: [new MemorySink({ capacity: MEMORY_CAPACITY })] }),
     ...(withMetrics ? [DeferredWorkMetricsModule.forRoot({ prometheus: { registry }, deliveryLag })] : []),
   ],
   controllers: [DecomposeController],

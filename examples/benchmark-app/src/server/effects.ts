@@ -9,7 +9,7 @@ import Bull from 'bull';
 import type { AfterResponseOptions, DeferredScope, DeferredSink, LogItem, SinkItem, SinkKind } from 'nestjs-deferred-work';
 import { HttpSink, MemorySink } from 'nestjs-deferred-work';
 import { BullSink } from 'nestjs-deferred-work/bull';
-import { benchQueueName, benchTableName, offloadSinkName, packedSinkName, scenarioInfo, spoolSinkName } from '../bench/args.js';
+import { benchQueueName, benchTableName, MEMORY_CAPACITY, offloadSinkName, packedSinkName, scenarioInfo, spoolSinkName } from '../bench/args.js';
 import type { ScenarioId, ServerConfig } from '../bench/types.js';
 import { type GraphqlParts, graphqlParts } from './graphql.js';
 import { type RealisticParts, realisticParts } from './realistic.js';
@@ -75,9 +75,6 @@ export interface ScenarioResources {
   /** Close queues and connections (after the app's shutdown: the sinks never close the queues they were given). */
   close(): Promise<void>;
 }
-
-/** Items every memory sink of the benchmark keeps, whichever route writes to it (the sinks count every item delivered either way). */
-export const MEMORY_CAPACITY = 100;
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 

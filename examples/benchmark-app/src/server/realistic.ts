@@ -7,8 +7,8 @@
  */
 import type { DeferredSink, SinkItem } from 'nestjs-deferred-work';
 import { MemorySink } from 'nestjs-deferred-work';
-import { benchTableName, packedSinkName } from '../bench/args.js';
-import { bullMqQueue, MEMORY_CAPACITY, type ScenarioEffect } from './effects.js';
+import { benchTableName, MEMORY_CAPACITY, packedSinkName } from '../bench/args.js';
+import { bullMqQueue, type ScenarioEffect } from './effects.js';
 
 /** A product row, as the handler's query returns it. */
 export interface ProductRow {
