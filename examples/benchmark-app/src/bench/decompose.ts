@@ -26,7 +26,7 @@ import { recordThread, runPerf } from './perf-record.js';
 import { PerfMap, parsePerfScript, summarisePerf } from './perf-summary.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const ROUTES = ['plain', 'param', 'scope', 'run-noop', 'run-timer', 'job', 'mix', 'emit-mix', 'three', 'emit-three', 'emit-timer', 'immediate-timer', 'close-timer'];
+const ROUTES = ['plain', 'param', 'scope', 'run-noop', 'run-timer', 'job', 'mix', 'emit-mix', 'three', 'emit-three', 'close-three', 'emit-timer', 'immediate-timer', 'close-timer'];
 
 const USAGE = `Usage: node dist/bench/decompose.js [options]
   --adapter fastify|express  (default fastify)

@@ -3,7 +3,8 @@
  * adds to a plain one, so that the request thread's CPU per request can be split step by step —
  * a parameter at all, the `@Deferred()` scope with nothing deferred, a no-op `run(fn)`, a `run(fn)`
  * that waits 5 ms on a timer (the `sim5` scenario) — next to the same 5 ms effect started by
- * `@nestjs/event-emitter`, by a bare `setImmediate` and by a hand-written `close` listener.
+ * `@nestjs/event-emitter`, by a bare `setImmediate` and by a hand-written `close` listener (and the
+ * realistic route's three items deferred, from an emitter listener and from a hand-written listener).
  * Listens on 127.0.0.1 (random port), prints `{"port":…}` on stdout; `GET /__cpu` answers the main
  * thread's CPU time (µs, Linux schedstat) and the effects completed. With a second argument `metrics`,
  * the library's own metrics are on (`DeferredWorkMetricsModule` in a prom-client registry, default
@@ -64,11 +65,16 @@ class MixListener {
   /** The realistic route's three effects (a job, a log record, a metric point), each awaited on a memory sink. */
   @OnEvent('decompose.three', { async: true })
   async three(): Promise<void> {
-    await write({ kind: 'job', queue: 'orders', name: 'confirm', data: ORDER, ...base() });
-    await write({ kind: 'log', level: 'info', message: 'order accepted', fields: FIELDS, ...base() });
-    await write({ kind: 'metric', name: 'orders.created', value: 1, tags: TAGS, ...base() });
-    done++;
+    await writeThree();
   }
+}
+
+/** The three writes of `emit-three` and `close-three`: a job, a log record, a metric point, each awaited on a memory sink. */
+async function writeThree(): Promise<void> {
+  await write({ kind: 'job', queue: 'orders', name: 'confirm', data: ORDER, ...base() });
+  await write({ kind: 'log', level: 'info', message: 'order accepted', fields: FIELDS, ...base() });
+  await write({ kind: 'metric', name: 'orders.created', value: 1, tags: TAGS, ...base() });
+  done++;
 }
 
 @Controller()
@@ -170,6 +176,13 @@ class DecomposeController {
   @Get('close-timer')
   closeTimer(@Res({ passthrough: true }) response: { raw?: NodeJS.EventEmitter } & NodeJS.EventEmitter) {
     (response.raw ?? response).once('close', () => void effect());
+    return OK;
+  }
+
+  /** The same three writes from a hand-written `close` listener on the Node response: the least an after-response route does for them. */
+  @Get('close-three')
+  closeThree(@Res({ passthrough: true }) response: { raw?: NodeJS.EventEmitter } & NodeJS.EventEmitter) {
+    (response.raw ?? response).once('close', () => void writeThree());
     return OK;
   }
 
