@@ -77,6 +77,14 @@ async function writeThree(): Promise<void> {
   done++;
 }
 
+/** Express's response, or Fastify's reply holding the Node response as `raw`. */
+type Reply = { raw?: NodeJS.EventEmitter } & NodeJS.EventEmitter;
+
+/** A hand-written after-response: runs `work` once, from one `close` listener on the Node response. */
+function onClose(response: Reply, work: () => Promise<void>): void {
+  (response.raw ?? response).once('close', () => void work());
+}
+
 @Controller()
 class DecomposeController {
   constructor(@Inject(EventEmitter2) private readonly emitter: EventEmitter2) {}
@@ -174,15 +182,15 @@ class DecomposeController {
 
   /** A hand-written after-response: one `close` listener on the Node response, nothing else. */
   @Get('close-timer')
-  closeTimer(@Res({ passthrough: true }) response: { raw?: NodeJS.EventEmitter } & NodeJS.EventEmitter) {
-    (response.raw ?? response).once('close', () => void effect());
+  closeTimer(@Res({ passthrough: true }) response: Reply) {
+    onClose(response, effect);
     return OK;
   }
 
   /** The same three writes from a hand-written `close` listener on the Node response: the least an after-response route does for them. */
   @Get('close-three')
-  closeThree(@Res({ passthrough: true }) response: { raw?: NodeJS.EventEmitter } & NodeJS.EventEmitter) {
-    (response.raw ?? response).once('close', () => void writeThree());
+  closeThree(@Res({ passthrough: true }) response: Reply) {
+    onClose(response, writeThree);
     return OK;
   }
 
