@@ -163,17 +163,45 @@ export interface HeldClient {
 
 /** Dispatcher settings that can be set globally, per sink (`sinkOptions`) or by a sink (`defaults`). */
 export interface SinkProcessorOptions {
-  /** Most items held for this sink (queued, in flight or waiting for a retry); beyond it new items are dropped and counted. Default `2048`. */
+  /**
+   * Most items held for this sink (queued, in flight or waiting for a retry); beyond it new items are
+   * dropped and counted. An optional cap by count: the byte budget (`maxQueueBytes`) bounds the queue
+   * by default. Default: none.
+   */
   maxQueueSize: number;
+  /**
+   * Most bytes of items held in memory for this sink: each item counts the serialised size of its
+   * payload that the validator computes when it is deferred, plus 256 bytes for its fields. Beyond it
+   * new items go to the sink's spool when it has one, else they are dropped and counted (reason
+   * `queue-full`). The module's `maxTotalQueueBytes` bounds the sum over every sink. Default
+   * `33554432` (32 MiB).
+   */
+  maxQueueBytes: number;
   /** Most items in one `write`. Default `512`. */
   maxBatchSize: number;
   /** Longest an item waits for more to batch with, in ms (the linger). Default `5`. */
   flushIntervalMs: number;
   /** Timeout of one `write`, in ms; its `signal` is aborted then. Default `5000`. */
   writeTimeoutMs: number;
-  /** Tries per item, the first included, before it is dead-lettered. Default `5`. */
+  /**
+   * How long an item whose write failed transiently (a refused or reset connection, a timeout, a 5xx,
+   * throttling, a server starting up) is retried, in ms, counted from its first failure — or, for an
+   * item that waited behind a failing write, from when the sink began failing or the item was
+   * accepted, whichever is later. Then it is dead-lettered with reason `expired`. Failures the sink
+   * calls permanent are dead-lettered at once. Default `300000` (5 minutes, as the OpenTelemetry
+   * Collector's exporters).
+   */
+  maxRetryDurationMs: number;
+  /**
+   * An optional cap on the tries per item, the first included, before it is dead-lettered (reason
+   * `attempts-exhausted`), whatever is left of `maxRetryDurationMs`. Default: none (the time budget
+   * ends the retries).
+   */
   maxAttempts: number;
-  /** First retry delay in ms; doubles each retry, with full jitter. Default `100`. */
+  /**
+   * First retry delay in ms; doubles each retry, with full jitter, up to `maxBackoffMs`. While every
+   * write fails, only the oldest batch is retried (a probe) and the rest wait in order. Default `100`.
+   */
   initialBackoffMs: number;
   /** Ceiling of the retry delay in ms (a `retryAfterMs` from the sink may exceed it, up to `maxRetryAfterMs`). Default `5000`. */
   maxBackoffMs: number;

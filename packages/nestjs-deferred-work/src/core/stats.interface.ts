@@ -11,15 +11,41 @@ export interface ItemCounts {
   delivered: number;
   /** Queued, in flight or waiting for a retry. */
   pending: number;
-  /** Refused because the queue was full. */
+  /** Refused for want of room: the sink's byte budget or count cap full (without a spool), or its spool full. */
   dropped: number;
   deadLettered: number;
   /** Item retries made (an item retried twice counts twice). */
   retried: number;
 }
 
+/**
+ * Where a sink stands:
+ * - `up`: its writes go through.
+ * - `probing`: every write fails (since `failingSince`, with `lastError` and `lastErrorCode`); only the
+ *   oldest batch is retried, with backoff up to `maxBackoffMs`, and the rest wait in order.
+ * - `draining`: it came back, and delivers the backlog the outage left (since `outageSince`).
+ * - `refusing`: it holds as many bytes (or items) as its budget allows and drops new items (since `refusingSince`).
+ */
+export type SinkState = 'up' | 'probing' | 'draining' | 'refusing';
+
+/** Why items were dropped: no room in memory (`queue-full`: the byte budget or the count cap), or the spool refused them (`spool-full`). */
+export type DropReason = 'queue-full' | 'spool-full';
+
 /** Counters of one sink. accepted = delivered + pending + dropped + deadLettered, always. */
 export interface SinkStats extends ItemCounts {
+  /** Where the sink stands (see {@link SinkState}). Absent for the callback runner. */
+  state?: SinkState;
+  /**
+   * Since when the current outage lasts (epoch ms): from the first write that delivered nothing until
+   * the backlog held when the sink came back has drained. Absent when there is none.
+   */
+  outageSince?: number;
+  /** Since when items are dropped for want of room (epoch ms); absent once the sink holds less than 90% of its budget again. */
+  refusingSince?: number;
+  /** Bytes of the items held in memory (queued, in flight, waiting for a retry), as the byte budget counts them. */
+  heldBytes?: number;
+  /** `dropped` by reason (only the reasons seen). */
+  droppedByReason?: Partial<Record<DropReason, number>>;
   /** Items waiting in the queue (not in flight). */
   queueDepth: number;
   /** Items in the write in flight or waiting for its retry. */
@@ -43,7 +69,7 @@ export interface SinkStats extends ItemCounts {
   lastDropAt?: number;
   lastDeadLetterAt?: number;
   /**
-   * `deadLettered` by the dead letter's reason (only the reasons seen): `not-retryable`,
+   * `deadLettered` by the dead letter's reason (only the reasons seen): `not-retryable`, `expired`,
    * `attempts-exhausted`, `timeout`, `shutdown`, `closed`, and `unreadable` for spooled items that could
    * not be read back from disk.
    */

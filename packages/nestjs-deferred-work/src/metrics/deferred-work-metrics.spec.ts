@@ -48,7 +48,9 @@ describe('DeferredWorkMetricsModule', () => {
       expect(sample(text, 'deferred_work_sent_items_total', 'sink="memory",kind="log"')).toBe(5);
       expect(sample(text, 'deferred_work_sent_items_total', 'sink="callbacks",kind="callback"')).toBe(5);
       expect(sample(text, 'deferred_work_queue_size', 'sink="memory"')).toBe(0);
-      expect(sample(text, 'deferred_work_queue_capacity', 'sink="memory"')).toBeGreaterThan(0);
+      expect(sample(text, 'deferred_work_queue_capacity', 'sink="memory"')).toBeUndefined(); // no count cap by default
+      expect(sample(text, 'deferred_work_queue_held_capacity_bytes', 'sink="memory"')).toBe(33_554_432);
+      expect(sample(text, 'deferred_work_queue_held_bytes', 'sink="memory"')).toBe(0);
       expect(sample(text, 'deferred_work_rejected_items_total', '')).toBe(0);
       // Every item in some write: per request a job, a log and the two timing metrics.
       expect(sample(text, 'deferred_work_write_batch_size_sum', 'sink="memory"')).toBe(20);

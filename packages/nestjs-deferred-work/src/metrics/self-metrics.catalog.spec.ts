@@ -23,6 +23,7 @@ const snapshot: SelfMetricsSnapshot = {
   } as unknown as DeferredStats,
   kinds: { jobs: { job: { accepted: 5, delivered: 3, dropped: 0, deadLettered: 0, retried: 1 } }, callbacks: {} },
   capacity: { jobs: 100, callbacks: 50 },
+  byteCapacity: { jobs: 33554432 },
 };
 
 const read = (name: string) => OBSERVED_METRICS.find((m) => m.name === name)!.read(snapshot);

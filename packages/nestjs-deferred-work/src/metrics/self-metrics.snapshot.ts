@@ -8,8 +8,10 @@ export interface SelfMetricsSnapshot {
   stats: DeferredStats;
   /** Counts by sink, then item kind. */
   kinds: Record<string, Record<string, KindCounts>>;
-  /** Each sink's `maxQueueSize` (the callback runner's as `callbacks`). */
+  /** Each sink's `maxQueueSize`, when set (the callback runner's as `callbacks`). */
   capacity: Record<string, number>;
+  /** Each sink's `maxQueueBytes`. */
+  byteCapacity: Record<string, number>;
 }
 
 /**
@@ -27,8 +29,12 @@ export class SnapshotSource {
   read(): SelfMetricsSnapshot {
     if (this.current) return this.current;
     const capacity: Record<string, number> = { [CALLBACK_RUNNER_NAME]: this.dispatcher.options.callbacks.maxQueueSize };
-    for (const [sink, options] of this.dispatcher.options.processorOptions) capacity[sink] = options.maxQueueSize;
-    this.current = { stats: this.stats(), kinds: this.dispatcher.kindCounts(), capacity };
+    const byteCapacity: Record<string, number> = {};
+    for (const [sink, options] of this.dispatcher.options.processorOptions) {
+      if (Number.isFinite(options.maxQueueSize)) capacity[sink] = options.maxQueueSize;
+      byteCapacity[sink] = options.maxQueueBytes;
+    }
+    this.current = { stats: this.stats(), kinds: this.dispatcher.kindCounts(), capacity, byteCapacity };
     setImmediate(() => (this.current = undefined));
     return this.current;
   }

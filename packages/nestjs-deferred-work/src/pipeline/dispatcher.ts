@@ -12,6 +12,8 @@ import { InlineProcessor } from './processor/inline-processor';
 import type { ProcessorBase } from './processor/processor-base';
 import { SinkProcessor } from './processor/sink-processor';
 import { SinkSpool } from './processor/sink-spool';
+import { QueueBudget, TotalQueueBytes } from './processor/queue-budget';
+import { TOTAL_QUEUE_BYTES_DEFAULT } from './defaults';
 import { SinkWarnings } from './warnings/sink-warnings';
 import { CALLBACK_RUNNER_NAME, CallbackRunner } from './callbacks/callback-runner';
 import { closeSink, reportShutdown, type ShutdownReport } from './shutdown-report';
@@ -63,13 +65,16 @@ export class Dispatcher {
       recovered: (sinkName: string) => this.sinkWarnings.recovered(sinkName),
     };
     const spoolHooks = { warn: (key: string, message: string) => this.warnings.warn(key, message), log: (message: string) => logger.log(message) };
+    // What every sink holds in memory, together, within maxTotalQueueBytes.
+    const total = new TotalQueueBytes(options.maxTotalQueueBytes ?? TOTAL_QUEUE_BYTES_DEFAULT);
     try {
       for (const [name, sink] of options.sinks) {
         const settings = options.processorOptions.get(name)!;
         const spoolSettings = options.spools?.get(name);
         // A spool opens here: its lock taken, what a previous process left counted (delivered from start()).
         const spool = spoolSettings && !inline ? new SinkSpool(name, spoolSettings, spoolHooks) : undefined;
-        this.processors.set(name, inline ? new InlineProcessor(sink, settings, hooks) : new SinkProcessor(sink, settings, hooks, spool));
+        const budget = new QueueBudget(settings.maxQueueBytes, settings.maxQueueSize, total);
+        this.processors.set(name, inline ? new InlineProcessor(sink, settings, hooks) : new SinkProcessor(sink, settings, hooks, spool, budget));
       }
     } catch (error) {
       void this.releaseSpools();
@@ -97,8 +102,9 @@ export class Dispatcher {
 
   /** Validates, routes and enqueues one item. Never throws: a bad item is counted and logged. */
   dispatch(item: DeferredItem): void {
+    let bytes: number;
     try {
-      validateItem(item, this.options.maxItemBytes);
+      bytes = validateItem(item, this.options.maxItemBytes);
     } catch (error) {
       return this.reject(item, error);
     }
@@ -110,16 +116,16 @@ export class Dispatcher {
       return;
     }
     const target = item.sink ?? this.options.routing[item.kind];
-    if (typeof target === 'string') this.enqueueTo(target, item);
-    else for (const name of target) this.enqueueTo(name, item); // a copy to each: each sink accounts for its own
+    if (typeof target === 'string') this.enqueueTo(target, item, bytes);
+    else for (const name of target) this.enqueueTo(name, item, bytes); // a copy to each: each sink accounts for its own
   }
 
   /** Hands the item to the named sink's processor, after its checks; a refusal is counted and logged. */
-  private enqueueTo(name: string, item: DeferredItem & { kind: SinkKind }): void {
+  private enqueueTo(name: string, item: DeferredItem & { kind: SinkKind }, bytes: number): void {
     try {
       const processor = this.processors.get(name);
       checkSinkTakes(name, processor, item);
-      if (!processor.enqueue(item)) this.refused(name, processor);
+      if (!processor.enqueue(item, bytes)) this.refused(name, processor);
     } catch (error) {
       this.reject(item, error);
     }
@@ -139,7 +145,8 @@ export class Dispatcher {
     const warning = refusalWarning(name, target);
     if (!warning) return;
     if (warning.closed) this.closed++;
-    this.warnings.warn(warning.key, warning.message);
+    if (warning.error) this.warnings.error(warning.key, warning.message);
+    else this.warnings.warn(warning.key, warning.message);
   }
 
   /** Counts an item that did not run because the request's outcome did not match its `when`. */
@@ -273,14 +280,13 @@ export class Dispatcher {
     while (this.pending() > 0 && Date.now() < deadline) await this.flush(Math.max(0, deadline - Date.now()));
   }
 
-  /** Drains within `shutdownTimeoutMs`, then gives up on the rest and reports it. Idempotent. */
-  shutdown(): Promise<ShutdownReport> {
-    this.shutdownPromise ??= this.runShutdown();
+  /** Drains within `shutdownTimeoutMs` (or until `deadline`, epoch ms), then gives up on the rest and reports it. Idempotent: later calls get the first one's report. */
+  shutdown(deadline?: number): Promise<ShutdownReport> {
+    this.shutdownPromise ??= this.runShutdown(deadline ?? Date.now() + this.options.shutdownTimeoutMs);
     return this.shutdownPromise;
   }
 
-  private async runShutdown(): Promise<ShutdownReport> {
-    const deadline = Date.now() + this.options.shutdownTimeoutMs;
+  private async runShutdown(deadline: number): Promise<ShutdownReport> {
     const undelivered: Record<string, number> = {};
     const spooled: Record<string, number> = {};
     // First drain everything together, with every sink still accepting: a callback still running

@@ -19,7 +19,11 @@ export interface ResolvedDeferredWorkOptions {
   asyncContext: boolean;
   timing: boolean;
   shutdownTimeoutMs: number;
+  /** Drain on a `SIGTERM` or `SIGINT` nothing else listens for (the `drainOnSignal` option). */
+  drainOnSignal: boolean;
   maxItemBytes: number;
+  /** Most bytes of items held in memory over every sink (`maxTotalQueueBytes`). */
+  maxTotalQueueBytes: number;
   /** Where dead letters are forwarded: a handler, or a sink's name. */
   deadLetter?: DeadLetterHandler | string;
   deadLetterCapacity: number;

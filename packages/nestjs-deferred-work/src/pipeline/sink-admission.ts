@@ -40,7 +40,7 @@ export function checkSinkTakes(name: string, processor: ProcessorBase | undefine
  * dead-lettered as such), or the queue is full (dropped). `undefined` when a sink's spool refused it
  * (the spool said so).
  */
-export function refusalWarning(name: string, target: ProcessorBase | CallbackRunner): { closed: boolean; key: string; message: string } | undefined {
+export function refusalWarning(name: string, target: ProcessorBase | CallbackRunner): { closed: boolean; error?: boolean; key: string; message: string } | undefined {
   if (target instanceof SinkProcessor && target.spool && !target.closed) return undefined; // the spool refused it, and said so
   if (target.closed) {
     const because = target instanceof CallbackRunner ? undefined : target.closedBecause;
@@ -53,9 +53,23 @@ export function refusalWarning(name: string, target: ProcessorBase | CallbackRun
           'Work deferred after app.close() does not run.',
     };
   }
-  const limit =
-    target instanceof CallbackRunner
-      ? `${target.options.maxQueueSize} waiting with all ${target.options.concurrency} slots running; raise callbacks.maxQueueSize or callbacks.concurrency`
-      : `maxQueueSize ${target.options.maxQueueSize}; the sink is slower than the load or unreachable`;
-  return { closed: false, key: `full:${name}`, message: `"${name}" queue is full (${limit}); dropping items. See stats().sinks for details.` };
+  if (target instanceof CallbackRunner) {
+    const limit = `${target.options.maxQueueSize} waiting with all ${target.options.concurrency} slots running; raise callbacks.maxQueueSize or callbacks.concurrency`;
+    return { closed: false, key: `full:${name}`, message: `"${name}" queue is full (${limit}); dropping items. See stats().sinks for details.` };
+  }
+  return { closed: false, error: true, key: `full:${name}`, message: `Sink "${name}" ${budgetText(target)}; dropping new items (counted in stats().sinks["${name}"].dropped, reason "queue-full"). ` + 'The sink is slower than the load or unreachable: give it a spool (the spool option) to keep them on disk, or raise the limit.' };
+}
+
+/** What a sink's full budget holds, naming the limit that refused the item. */
+function budgetText(target: ProcessorBase): string {
+  const refusal = target instanceof SinkProcessor ? target.refusal : undefined;
+  const mib = (bytes: number) => `${(bytes / 1_048_576).toFixed(1)} MiB`;
+  switch (refusal?.limit) {
+    case 'maxQueueBytes':
+      return `holds ${mib(refusal.bytes)} of items, its byte budget (maxQueueBytes ${mib(target.options.maxQueueBytes)})`;
+    case 'maxTotalQueueBytes':
+      return `cannot hold more: the sinks together hold the module's maxTotalQueueBytes of items`;
+    default:
+      return `holds ${refusal?.held ?? target.pending} items, its maxQueueSize (${target.options.maxQueueSize})`;
+  }
 }

@@ -24,16 +24,21 @@ const QUICK_DEPTH = 6;
 
 /** Nodes the walk may still visit; module-level so that a walk allocates nothing (saved and restored around each walk, so a getter that defers an item cannot disturb the outer one). */
 let nodesLeft = 0;
+/** The walk's estimate of the serialised size (ASCII text assumed: what the byte budgets count), beside its bound. */
+let approx = 0;
 
 /** `quickSizeBound`'s walk: a plain recursive function (no closure allocated per call). */
 function boundOf(v: unknown, depth: number): number {
   if (--nodesLeft < 0) return -1;
   switch (typeof v) {
     case 'string':
+      approx += 2 + v.length;
       return 2 + 6 * v.length;
     case 'number':
+      approx += 8;
       return 24;
     case 'boolean':
+      approx += 5;
       return 5;
     case 'undefined':
     case 'function':
@@ -42,14 +47,19 @@ function boundOf(v: unknown, depth: number): number {
     case 'bigint':
       return -1;
   }
-  if (v === null) return 4;
+  if (v === null) {
+    approx += 4;
+    return 4;
+  }
   if (depth >= QUICK_DEPTH || typeof (v as { toJSON?: unknown }).toJSON === 'function') return -1;
   let size = 2;
+  approx += 2;
   if (Array.isArray(v)) {
     for (let i = 0; i < v.length; i++) {
       const s = boundOf(v[i], depth + 1);
       if (s < 0) return -1;
       size += s + 1;
+      approx += 1;
     }
     return size;
   }
@@ -58,6 +68,7 @@ function boundOf(v: unknown, depth: number): number {
     const s = boundOf((v as Record<string, unknown>)[key], depth + 1);
     if (s < 0) return -1;
     size += 6 * key.length + 4 + s;
+    approx += key.length + 4;
   }
   return size;
 }
@@ -70,15 +81,23 @@ function boundOf(v: unknown, depth: number): number {
  */
 export function quickSizeBound(value: unknown): number {
   const outer = nodesLeft;
+  const outerApprox = approx;
   nodesLeft = QUICK_NODES;
+  approx = 0;
   try {
-    return boundOf(value, 0);
+    const bound = boundOf(value, 0);
+    lastEstimate = approx;
+    return bound;
   } catch {
     return -1; // a throwing getter or proxy: let JSON.stringify report it
   } finally {
     nodesLeft = outer;
+    approx = outerApprox;
   }
 }
+
+/** The estimate of the last walk `quickSizeBound` finished (read right after it). */
+let lastEstimate = 0;
 
 /**
  * Serialised size in bytes, or an upper bound of it when that is already within `maxItemBytes`
@@ -88,7 +107,10 @@ function payloadBytes(item: DeferredItem, what: string, payload: unknown, maxIte
   if (payload === undefined) return 0;
   const bound = quickSizeBound(payload);
   // At most two payloads per item (job data and options): each within half the limit cannot exceed it.
-  if (bound >= 0 && bound * 2 <= maxItemBytes) return bound;
+  if (bound >= 0 && bound * 2 <= maxItemBytes) {
+    estimated += lastEstimate;
+    return bound;
+  }
   let json: string | undefined;
   try {
     json = JSON.stringify(payload);
@@ -101,14 +123,41 @@ function payloadBytes(item: DeferredItem, what: string, payload: unknown, maxIte
     );
   }
   if (json === undefined) return 0;
-  return json.length * 3 <= maxItemBytes ? json.length : Buffer.byteLength(json);
+  const bytes = json.length * 3 <= maxItemBytes ? json.length : Buffer.byteLength(json);
+  estimated += bytes;
+  return bytes;
 }
+
+/** What `validateItem` estimates of the payloads it checks (module-level: a validation allocates nothing). */
+let estimated = 0;
 
 /**
  * Checks an item before it is accepted; throws `DeferredItemRejectedError` saying what is wrong
  * and how to fix it. `maxItemBytes` caps the serialised payload (job data, log fields, metric tags).
+ * Returns an estimate of the payload's serialised size in bytes (exact when it was serialised; text
+ * counted as ASCII otherwise): what the sinks' byte budgets count. 0 for a callback.
  */
-export function validateItem(item: DeferredItem, maxItemBytes: number): void {
+export function validateItem(item: DeferredItem, maxItemBytes: number): number {
+  const outer = estimated;
+  estimated = 0;
+  try {
+    checkItem(item, maxItemBytes);
+    return estimated;
+  } finally {
+    estimated = outer;
+  }
+}
+
+/** An estimate of an item's payload size, as `validateItem` gives it, for an item accepted before (a redrive). Never throws. */
+export function estimatePayloadBytes(item: DeferredItem): number {
+  try {
+    return validateItem(item, Number.MAX_SAFE_INTEGER);
+  } catch {
+    return 0;
+  }
+}
+
+function checkItem(item: DeferredItem, maxItemBytes: number): void {
   if (!isRunWhen(item.when)) {
     throw new DeferredItemRejectedError(
       describeItem(item),

@@ -37,8 +37,10 @@ export class DeferredWorkHealthIndicator {
   constructor(@Inject(Dispatcher) private readonly dispatcher: Dispatcher) {}
 
   /**
-   * Readiness: `down` when a sink's queue or spool is near full, items were dropped recently, a sink
-   * has failed every write for `failingForMs` (an outage, before anything is dropped), or a sink holds
+   * Readiness: `down` when a sink's queue (its byte budget, or `maxQueueSize` when set) or spool is
+   * near full, items were dropped recently or are being dropped, a sink has been in an outage for
+   * `failingForMs` (from its first write that delivered nothing until the backlog it left has drained;
+   * before anything is dropped), a write has been in flight that long, or a sink holds
    * an item older than `pendingMaxAgeMs` (`spoolMaxAgeMs` for a spooled one); `up` with
    * `degraded: true` when items were only dead-lettered recently. Never on a liveness probe: an outage
    * of a sink is no reason to restart the app (and lose its in-memory queue).
@@ -94,10 +96,11 @@ export class DeferredWorkHealthIndicator {
     for (const [name, s] of Object.entries(this.dispatcher.stats().sinks)) {
       const runner = name === CALLBACK_RUNNER_NAME;
       // The callback runner's bound is on callbacks waiting (running ones hold slots, not queue room).
-      const maxQueueSize = runner ? this.dispatcher.options.callbacks.maxQueueSize : this.dispatcher.options.processorOptions.get(name)!.maxQueueSize;
+      const sinkOptions = runner ? undefined : this.dispatcher.options.processorOptions.get(name)!;
+      const maxQueueSize = sinkOptions ? sinkOptions.maxQueueSize : this.dispatcher.options.callbacks.maxQueueSize;
       const held = runner ? s.queueDepth : s.pending;
-      if (!runner || s.accepted > 0) sinks[name] = sinkHealth(s, maxQueueSize);
-      reasons.push(...capacityReasons(name, s, maxQueueSize, held, t, now));
+      if (!runner || s.accepted > 0) sinks[name] = sinkHealth(s, maxQueueSize, sinkOptions?.maxQueueBytes);
+      reasons.push(...capacityReasons(name, s, maxQueueSize, held, t, now, sinkOptions?.maxQueueBytes));
       if (!runner) reasons.push(...more(name, s, now));
       if (s.lastDeadLetterAt !== undefined && now - s.lastDeadLetterAt <= t.recentMs) {
         deadLetters.push(`sink "${name}" dead-lettered items in the last ${t.recentMs} ms${s.lastError ? ` (${s.lastError})` : ''}`);
@@ -111,8 +114,15 @@ export class DeferredWorkHealthIndicator {
   }
 }
 
-function sinkHealth(s: SinkStats, maxQueueSize: number): SinkHealth {
-  const health: SinkHealth = { pending: s.pending, maxQueueSize, dropped: s.dropped, deadLettered: s.deadLettered, lastError: s.lastError };
+function sinkHealth(s: SinkStats, maxQueueSize: number, maxQueueBytes: number | undefined): SinkHealth {
+  const health: SinkHealth = { pending: s.pending, dropped: s.dropped, deadLettered: s.deadLettered, lastError: s.lastError };
+  if (Number.isFinite(maxQueueSize)) health.maxQueueSize = maxQueueSize;
+  if (maxQueueBytes !== undefined) {
+    health.maxQueueBytes = maxQueueBytes;
+    health.heldBytes = s.heldBytes ?? 0;
+  }
+  if (s.state !== undefined) health.state = s.state;
+  if (s.lastErrorCode !== undefined) health.lastErrorCode = s.lastErrorCode;
   if (s.spool) {
     const { pending, bytes, maxBytes, oldestAgeMs } = s.spool;
     health.spool = { pending, bytes, maxBytes, oldestAgeMs };

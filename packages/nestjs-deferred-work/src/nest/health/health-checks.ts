@@ -16,9 +16,11 @@ export interface CapacityThresholds {
  * A sink's capacity trouble: its queue near full (not for a spooled sink: its bound is on disk), its
  * spool near full or holding an old item, items dropped recently.
  */
-export function capacityReasons(name: string, s: SinkStats, maxQueueSize: number, held: number, t: CapacityThresholds, now: number): string[] {
+export function capacityReasons(name: string, s: SinkStats, maxQueueSize: number, held: number, t: CapacityThresholds, now: number, maxQueueBytes = Number.POSITIVE_INFINITY): string[] {
   const reasons: string[] = [];
   if (!s.spool && held >= maxQueueSize * t.queueFullRatio && maxQueueSize > 0) reasons.push(`sink "${name}" queue ${held}/${maxQueueSize} is near full`);
+  else if (!s.spool && (s.heldBytes ?? 0) >= maxQueueBytes * t.queueFullRatio) reasons.push(`sink "${name}" holds ${s.heldBytes}/${maxQueueBytes} bytes of items (maxQueueBytes): near full`);
+  if (s.refusingSince !== undefined) reasons.push(`sink "${name}" has dropped new items since ${new Date(s.refusingSince).toISOString()}: its budget is full`);
   if (s.spool) {
     const { pending, bytes, maxBytes, oldestAgeMs } = s.spool;
     // With nothing pending the bytes are a fully confirmed segment, deleted by the next append: not full.
@@ -29,12 +31,21 @@ export function capacityReasons(name: string, s: SinkStats, maxQueueSize: number
   return reasons;
 }
 
-/** @internal A sink that failed every write for `failingForMs`, or (without a spool) holds an item older than `pendingMaxAgeMs`. */
+/**
+ * @internal
+ * A sink in an outage for `failingForMs` — from its first write that delivered nothing until the
+ * backlog it left has drained, whatever the retry gap — or with a write in flight that long (a write
+ * started before the outage ends only at its timeout), or (without a spool) holding an item older than
+ * `pendingMaxAgeMs`.
+ */
 export function outageReasons(name: string, s: SinkStats, failingForMs: number, pendingMaxAgeMs: number, now: number): string[] {
   const reasons: string[] = [];
-  // Failing since long enough, and still failing (a failure within the period: not a sink left idle since).
-  if (s.failingSince !== undefined && now - s.failingSince >= failingForMs && s.lastErrorAt !== undefined && now - s.lastErrorAt <= failingForMs) {
-    reasons.push(`sink "${name}" has failed every write for ${Math.round((now - s.failingSince) / 1000)} s (over ${failingForMs} ms)${s.lastError ? `: ${s.lastError}` : ''}`);
+  const error = s.lastError ? `: ${s.lastError}` : '';
+  if (s.outageSince !== undefined && now - s.outageSince >= failingForMs) {
+    const what = s.state === 'draining' ? 'is delivering the backlog of an outage that began' : 'has failed every write since';
+    reasons.push(`sink "${name}" ${what} ${Math.round((now - s.outageSince) / 1000)} s ago (over failingForMs ${failingForMs} ms)${error}`);
+  } else if (s.writeInFlightSince !== undefined && now - s.writeInFlightSince >= failingForMs) {
+    reasons.push(`sink "${name}" has had a write in flight for ${Math.round((now - s.writeInFlightSince) / 1000)} s (over failingForMs ${failingForMs} ms)`);
   }
   const age = s.oldestPendingAgeMs ?? 0;
   if (!s.spool && age > pendingMaxAgeMs) reasons.push(`sink "${name}" holds an item waiting for ${Math.round(age / 1000)} s (over ${pendingMaxAgeMs} ms)`);

@@ -1,6 +1,7 @@
+import type { SinkState } from '../../core/stats.interface';
 /** Options of {@link DeferredWorkHealthIndicator.isHealthy} (and the capacity checks of `isReady`). */
 export interface DeferredWorkHealthOptions {
-  /** A sink holding at least this fraction of its `maxQueueSize` is near full. Default `0.8`. */
+  /** A sink holding at least this fraction of its `maxQueueBytes` (or of its `maxQueueSize`, when set) is near full. Default `0.8`. */
   queueFullRatio?: number;
   /** Drops or dead letters within this many ms make the check degraded. Default `60000`. */
   recentMs?: number;
@@ -12,7 +13,12 @@ export interface DeferredWorkHealthOptions {
 
 /** Options of {@link DeferredWorkHealthIndicator.isReady}: the capacity checks, and an outage before anything is dropped. */
 export interface DeferredWorkReadinessOptions extends DeferredWorkHealthOptions {
-  /** A sink whose every write has failed for this long, in ms, is `down` (before anything is dropped). Default `60000`. */
+  /**
+   * A sink in an outage this long, in ms, is `down` (before anything is dropped): from its first write
+   * that delivered nothing, continuously, until the backlog it left has drained — whatever the retry
+   * gap. A write in flight this long counts as failing too (one started before the outage only ends at
+   * its `writeTimeoutMs`). Default `60000`.
+   */
   failingForMs?: number;
   /** A sink without a spool whose oldest pending item is older than this, in ms, is `down`. Default `300000` (5 minutes). */
   pendingMaxAgeMs?: number;
@@ -36,7 +42,15 @@ export interface DeferredWorkLivenessOptions {
 /** One sink's part of the health result. */
 export interface SinkHealth {
   pending: number;
-  maxQueueSize: number;
+  /** Where the sink stands (`up`, `probing`, `draining`, `refusing`: see `SinkState`). */
+  state?: SinkState;
+  /** The sink's `maxQueueSize`, when that cap is set. */
+  maxQueueSize?: number;
+  /** The sink's byte budget (`maxQueueBytes`), and the bytes it holds. */
+  maxQueueBytes?: number;
+  heldBytes?: number;
+  /** The server's code for the last write error, when the sink gave one. */
+  lastErrorCode?: string;
   dropped: number;
   deadLettered: number;
   lastError?: string;

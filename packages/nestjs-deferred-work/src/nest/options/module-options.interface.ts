@@ -101,8 +101,26 @@ export interface DeferredWorkModuleOptions extends Partial<SinkProcessorOptions>
   timing?: boolean;
   /** How long application shutdown waits for pending items, in ms. Default `5000`. */
   shutdownTimeoutMs?: number;
+  /**
+   * Drain on a bare stop signal: when the process gets `SIGTERM` or `SIGINT` and nothing else listens
+   * for it (no `app.enableShutdownHooks()`, no handler of the app's own; looked at when the signal
+   * arrives), log one line, stop the HTTP server accepting connections, let the requests in flight
+   * finish, drain within `shutdownTimeoutMs`, then raise the signal again so that the process ends by
+   * it (status 143 after `SIGTERM`, 130 after `SIGINT`). A second signal during the drain ends it at
+   * once. The app's own shutdown hooks (`onModuleDestroy`, `beforeApplicationShutdown`,
+   * `onApplicationShutdown`) do not run on this path: `app.enableShutdownHooks()` runs them, and this
+   * library drains there. `false` leaves the signal to Node, which ends the process at once, losing
+   * what is pending. Default `true`.
+   */
+  drainOnSignal?: boolean;
   /** Largest serialised size of one item's payload (job data, log fields, metric tags), in bytes. Default `1048576` (1 MiB, 2^20). */
   maxItemBytes?: number;
+  /**
+   * Most bytes of items held in memory over every sink together (each sink within its own
+   * `maxQueueBytes`), counted as `maxQueueBytes` counts them. Past it, new items go to a sink's spool
+   * when it has one, else they are dropped and counted (reason `queue-full`). Default `134217728` (128 MiB).
+   */
+  maxTotalQueueBytes?: number;
   /**
    * Where dead letters go. The object form says where they are kept (to list, redrive and purge them
    * through `DeferredWork`) and where they are forwarded; see `DeadLetterOptions` and docs/dead-letters.md.

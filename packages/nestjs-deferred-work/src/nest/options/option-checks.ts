@@ -9,9 +9,11 @@ import { CALLBACK_RUNNER_NAME as CALLBACK_SINK_NAME } from '../../pipeline/callb
 /** Smallest value of each numeric dispatcher option (options ending in `Ms` are capped at `MAX_TIMER_MS`). */
 const NUMERIC: Record<keyof SinkProcessorOptions, number> = {
   maxQueueSize: 1,
+  maxQueueBytes: 1,
   maxBatchSize: 1,
   flushIntervalMs: 0,
   writeTimeoutMs: 1,
+  maxRetryDurationMs: 0,
   maxAttempts: 1,
   initialBackoffMs: 0,
   maxBackoffMs: 0,

@@ -19,7 +19,8 @@ describe('resolveOptions', () => {
     expect(resolved.callbacks).toEqual(CALLBACK_RUNNER_DEFAULTS);
     expect(resolved.callbacks.maxAttempts).toBe(1);
     expect(resolved.when).toEqual({ job: 'success', callback: 'success', log: 'always', metric: 'always' });
-    expect(resolved).toMatchObject({ asyncContext: false, shutdownTimeoutMs: 5000, maxItemBytes: 1_048_576 });
+    expect(resolved).toMatchObject({ asyncContext: false, shutdownTimeoutMs: 5000, drainOnSignal: true, maxItemBytes: 1_048_576 });
+    expect(resolveOptions({ drainOnSignal: false }).drainOnSignal).toBe(false);
   });
 
   it('routes kinds to named sinks, the rest to routing.default or the first sink', () => {
@@ -86,6 +87,7 @@ describe('resolveOptions', () => {
     [{ callbacks: { timeoutMs: -5 } }, 'callbacks.timeoutMs', /between 1 and 2147483647/],
     [{ callbacks: { parallel: 4 } }, 'callbacks.parallel', /not an option of the callback runner/],
     [{ callbacks: 8 }, 'callbacks', /expected an object/],
+    [{ drainOnSignal: 'yes' }, 'drainOnSignal', /must be true or false, got "yes"/],
   ])('rejects %j naming the option and the fix', (options, option, problem) => {
     const error = configError(() => resolveOptions(options as never));
     expect(error.option).toBe(option);

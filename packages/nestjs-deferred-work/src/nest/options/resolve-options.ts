@@ -5,7 +5,7 @@ import type { DeferredKind, SinkKind } from '../../core/items/deferred-item.inte
 import { DEFERRED_KINDS, RUN_WHENS, SINK_KINDS, WHEN_DEFAULTS, isDeferredKind, isRunWhen, isSinkKind } from '../../core/items/item-kinds';
 import type { DeferredSink, SinkProcessorOptions } from '../../core/sink.interface';
 import { CALLBACK_RUNNER_NAME as CALLBACK_SINK_NAME } from '../../pipeline/callbacks/callback-runner';
-import { PROCESSOR_DEFAULTS } from '../../pipeline/defaults';
+import { PROCESSOR_DEFAULTS, TOTAL_QUEUE_BYTES_DEFAULT } from '../../pipeline/defaults';
 import type { ResolvedDeferredWorkOptions } from '../../pipeline/resolved-options.interface';
 import { MemorySink } from '../../sinks/memory/memory.sink';
 import { resolveCorrelation } from './resolve-correlation';
@@ -24,6 +24,7 @@ export function resolveOptions(options: DeferredWorkModuleOptions = {}): Resolve
   checkProcessorOptions('', options);
   checkNumber('shutdownTimeoutMs', options.shutdownTimeoutMs, 0);
   checkNumber('maxItemBytes', options.maxItemBytes, 1);
+  checkNumber('maxTotalQueueBytes', options.maxTotalQueueBytes, 1);
   checkNumber('deadLetterCapacity', options.deadLetterCapacity, 0);
 
   if (options.sinks !== undefined && !Array.isArray(options.sinks)) {
@@ -128,11 +129,26 @@ export function resolveOptions(options: DeferredWorkModuleOptions = {}): Resolve
     asyncContext: resolveAsyncContext(options.asyncContext ?? MODULE_DEFAULTS.asyncContext),
     timing: options.timing ?? MODULE_DEFAULTS.timing,
     shutdownTimeoutMs: options.shutdownTimeoutMs ?? MODULE_DEFAULTS.shutdownTimeoutMs,
+    drainOnSignal: resolveDrainOnSignal(options.drainOnSignal),
     maxItemBytes,
+    maxTotalQueueBytes: options.maxTotalQueueBytes ?? TOTAL_QUEUE_BYTES_DEFAULT,
     ...resolveDeadLetters(options, sinks, maxItemBytes),
     deadLetterCapacity: options.deadLetterCapacity ?? MODULE_DEFAULTS.deadLetterCapacity,
     correlation: resolveCorrelation(options.correlation),
   };
+}
+
+/** `drainOnSignal`: a boolean, `true` when left out. */
+function resolveDrainOnSignal(value: unknown): boolean {
+  if (value === undefined) return MODULE_DEFAULTS.drainOnSignal;
+  if (typeof value !== 'boolean') {
+    throw new DeferredWorkConfigError(
+      'drainOnSignal',
+      `must be true or false, got ${JSON.stringify(value) ?? String(value)}`,
+      'Leave it out (or pass true) to drain on a SIGTERM or SIGINT nothing else handles; pass false to leave the signal to Node.',
+    );
+  }
+  return value;
 }
 
 /** `'auto'`: on when an injected deferred handle is in use (they find their request through it). */

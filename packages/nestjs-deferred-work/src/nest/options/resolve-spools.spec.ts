@@ -12,7 +12,7 @@ describe('the spool option', () => {
   it('is off by default: no spool, maxAttempts as configured', () => {
     const resolved = resolveOptions({ sinks });
     expect(resolved.spools?.size).toBe(0);
-    expect(resolved.processorOptions.get('a')!.maxAttempts).toBe(5);
+    expect(resolved.processorOptions.get('a')!.maxAttempts).toBe(Number.POSITIVE_INFINITY);
   });
 
   it('module-wide: each sink in its own subdirectory named after it (made safe as one path segment), defaults applied', () => {
@@ -33,15 +33,15 @@ describe('the spool option', () => {
     expect(requeue({ sinks, spool: { dir: 's' } }, 'a')).toBe(true);
     expect(requeue({ sinks, spool: { dir: 's' }, maxAttempts: 3 }, 'a')).toBe(false);
     expect(requeue({ sinks, spool: { dir: 's' }, sinkOptions: { a: { maxAttempts: 7 } } }, 'a')).toBe(false);
-    // maxAttempts itself is unchanged: it is how many tries an item gets before it goes to the back.
-    expect(resolveOptions({ sinks, spool: { dir: 's' } }).processorOptions.get('a')!.maxAttempts).toBe(5);
-    // A sink's own default (the queue and broker sinks' 10) is not the user's choice: it still requeues.
+    // maxAttempts itself is unchanged (no cap): an item goes to the back once its retry budget is spent.
+    expect(resolveOptions({ sinks, spool: { dir: 's' } }).processorOptions.get('a')!.maxAttempts).toBe(Number.POSITIVE_INFINITY);
+    // A sink's own default is not the user's choice: it still requeues.
     const own = Object.assign(new MemorySink({ name: 'own' }), { defaults: { maxAttempts: 2, initialBackoffMs: 50 } });
     expect(requeue({ sinks: [own], spool: { dir: 's' } }, 'own')).toBe(true);
     expect(resolveOptions({ sinks: [own], spool: { dir: 's' } }).processorOptions.get('own')).toMatchObject({ maxAttempts: 2, initialBackoffMs: 50 });
     expect(requeue({ sinks: [own], spool: { dir: 's' }, sinkOptions: { own: { maxAttempts: 4 } } }, 'own')).toBe(false);
     const bull = new BullSink({ queues: { mail: { addBulk: async () => [] } as never } });
-    expect(bull.defaults.maxAttempts).toBe(10);
+    expect(bull.defaults.maxAttempts).toBeUndefined(); // no cap of its own: the time budget ends retries
     expect(requeue({ sinks: [bull], spool: { dir: 's' } }, 'bull')).toBe(true);
   });
 

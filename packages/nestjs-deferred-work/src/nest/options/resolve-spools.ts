@@ -25,11 +25,11 @@ function sinkDir(dir: string, name: string): string {
 
 /**
  * The spool of each sink (`spool`, over it `sinkOptions[name].spool`), checked: options in range,
- * `segmentBytes` room for the largest item, no two sinks in one directory. Also gives a spooled sink
- * `maxAttempts` `SPOOLED_MAX_ATTEMPTS` when the user set none (globally or for the sink). A sink's own
- * default (Bull, BullMQ and the broker sinks: 10, a budget of 20–45 s) does not count: it bounds
- * how long items wait in memory, and with a spool the disk is the buffer — a Redis down for ten
- * minutes delays jobs, it does not dead-letter them.
+ * `segmentBytes` room for the largest item, no two sinks in one directory. Unless the user set
+ * `maxAttempts` (globally or for the sink; a sink's own default does not count), an item whose retries
+ * are spent (`maxRetryDurationMs`) goes to the back of the spool instead of being dead-lettered: with
+ * a spool the disk is the buffer, and a destination down for an hour delays items, it does not
+ * dead-letter them.
  */
 export function resolveSpools(
   options: DeferredWorkModuleOptions,

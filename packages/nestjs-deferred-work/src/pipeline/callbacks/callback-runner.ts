@@ -99,7 +99,7 @@ export class CallbackRunner {
     // Room for `maxQueueSize` waiting callbacks beyond the free slots (the queue also holds callbacks
     // accepted in this turn, which start on the next).
     if (this.queue.length + this.retrying + this.busySlots >= this.options.maxQueueSize + this.options.concurrency) {
-      this.counters.drop('callback');
+      this.counters.drop('callback', 'queue-full');
       return false;
     }
     this.queue.push(task);

@@ -19,6 +19,18 @@ export interface Entry {
   firstError?: DeadLetterError;
   /** When it was accepted (`performance.now()`), only while a write observer is set: for the delivery lag. */
   acceptedAt?: number;
+  /** Its estimated size (payload + fields) in bytes: what the byte budgets count while it is held in memory. */
+  bytes: number;
+  /** Set while its `bytes` are counted as held in memory (queued, in flight or waiting for a retry). */
+  counted?: boolean;
+  /**
+   * When its retry budget (`maxRetryDurationMs`) began (epoch ms): set at its first transient failure,
+   * to that moment — or, when the sink was already down, to when it went down or the entry was
+   * accepted (`since`), whichever is later: waiting behind a failing write counts.
+   */
+  retryFrom?: number;
+  /** When it was accepted, for an entry whose item was made long before (a redrive, a spool replay; epoch ms). Else its item's `createdAt`. */
+  since?: number;
 }
 
 /** One entry of a write that did not go through. */

@@ -5,13 +5,18 @@ import type { DeferredItem } from '../../core/items/deferred-item.interface';
 import type { DeferredSink, SinkProcessorOptions } from '../../core/sink.interface';
 import type { SinkStats } from '../../core/stats.interface';
 import { sleepUnlessAborted } from '../sleep';
+import { estimatePayloadBytes } from '../../core/items/item-validator';
+import { ITEM_OVERHEAD_BYTES } from '../defaults';
 import type { Entry, Failure } from './entry';
 import { guardedWrite } from './guarded-write';
 import { HardStop } from './hard-stop';
 import { type KindCounts, kindCountsOf, SinkCounters } from './sink-counters';
 import type { SinkSpool } from './sink-spool';
 import { failureOf, failureSummary, outcomeOf, retryAfterOf } from './write-result';
-import type { WriteObserverSource } from './write-observer';
+import { tellObserver, type WriteObserverSource } from './write-observer';
+import { Outage } from './outage';
+import type { QueueBudget } from './queue-budget';
+import { sortFailures } from './retry-budget';
 
 /** What a processor reports to its dispatcher (and, through `observer`, to the library's own metrics). */
 export interface ProcessorHooks extends Partial<WriteObserverSource> {
@@ -40,6 +45,8 @@ export abstract class ProcessorBase {
   private waiters: Array<() => void> = [];
   /** The last write failed (in whole or part): the next complete success is a recovery. */
   private failing = false;
+  /** Whether the sink is down (every write failing), and the outage until its backlog drained. */
+  protected readonly outage = new Outage();
 
   /**
    * Entries a spool kept at shutdown's deadline instead of dead-lettering them: still pending (their
@@ -53,6 +60,8 @@ export abstract class ProcessorBase {
     protected readonly hooks: ProcessorHooks,
     /** The sink's disk spool, when it has one (`spool` option). */
     readonly spool?: SinkSpool,
+    /** What it may hold in memory (bytes, and a count when set); none in inline mode. */
+    protected readonly budget?: QueueBudget,
   ) {}
 
   /** Items queued, in flight or waiting for a retry (with a spool, also those waiting on disk). */
@@ -61,8 +70,12 @@ export abstract class ProcessorBase {
   get drainable(): number {
     return this.pending;
   }
-  /** Accept an item; `false` when it was dropped (queue full) or refused (after shutdown), counted either way. */
-  abstract enqueue(item: DeferredItem): boolean;
+  /**
+   * Accept an item; `false` when it was dropped (no room) or refused (after shutdown), counted either
+   * way. `payloadBytes`: its payload's estimated size (`validateItem`'s; estimated here when left out).
+   * `since`: when it was accepted, for an item made long before (a redrive); default its `createdAt`.
+   */
+  abstract enqueue(item: DeferredItem, payloadBytes?: number, since?: number): boolean;
   /** Resolves `true` once every item accepted before the call settled, `false` at `deadline` (epoch ms). */
   abstract flush(deadline: number): Promise<boolean>;
   /** Drains until `deadline`, then gives up on the rest; resolves with how many it gave up on. Idempotent. */
@@ -82,6 +95,12 @@ export abstract class ProcessorBase {
     if (this.spool) stats.spool = this.spool.stats();
     const oldest = this.oldestHeldCreatedAt();
     stats.oldestPendingAgeMs = oldest === undefined ? 0 : Math.max(0, Date.now() - oldest);
+    stats.state = this.budget?.refusingSince !== undefined ? 'refusing' : this.outage.downSince !== undefined ? 'probing' : this.outage.since !== undefined ? 'draining' : 'up';
+    if (this.outage.since !== undefined) stats.outageSince = this.outage.since;
+    if (this.budget) {
+      stats.heldBytes = this.budget.bytes;
+      if (this.budget.refusingSince !== undefined) stats.refusingSince = this.budget.refusingSince;
+    }
     return stats;
   }
 
@@ -92,13 +111,13 @@ export abstract class ProcessorBase {
 
   /** Whether an item handed over now would be queued rather than dropped for want of room. */
   get hasRoom(): boolean {
-    return this.spool !== undefined || this.pending < this.options.maxQueueSize;
+    return this.spool !== undefined || this.budget === undefined || this.budget.fits(0, this.pending);
   }
 
   /** Hands a dead letter's item back (a redrive): accepted again, counted in `redriven` too. Returns whether it was queued. */
   redrive(item: DeferredItem): boolean {
     this.counters.redriven++;
-    return this.enqueue(item);
+    return this.enqueue(item, estimatePayloadBytes(item), Date.now());
   }
 
   /** This sink's counts by item kind, for the kinds it has seen. */
@@ -107,10 +126,11 @@ export abstract class ProcessorBase {
   }
 
   /** Counts an item in; returns its entry, or `undefined` when shutdown has finished (then it is dead-lettered as `closed`). */
-  protected accept(item: DeferredItem): Entry | undefined {
+  protected accept(item: DeferredItem, payloadBytes = estimatePayloadBytes(item), since?: number): Entry | undefined {
     this.counters.accepted++;
     this.counters.kind(item.kind).accepted++;
-    const entry: Entry = { item, attempts: 0, seq: ++this.seq };
+    const entry: Entry = { item, attempts: 0, seq: ++this.seq, bytes: payloadBytes + ITEM_OVERHEAD_BYTES };
+    if (since !== undefined) entry.since = since;
     if (this.hooks.observer?.delivered) entry.acceptedAt = performance.now();
     if (!this.closedForGood) return entry;
     const message = `deferred after ${this.closedBecause ?? 'the application shut down'}`;
@@ -120,14 +140,16 @@ export abstract class ProcessorBase {
 
   /**
    * One write of `entries`. Counts what got through, dead-letters what cannot be retried (after one
-   * try when `oneTry`), and hands the entries to retry to `keep` — all in one synchronous step.
+   * try when `oneTry`; past its time budget or the `maxAttempts` cap), and hands the entries to retry
+   * to `keep` — all in one synchronous step. Resolves with the wait the server asked for, and how many
+   * entries went through.
    */
   protected async writeEntries(
     entries: Entry[],
     attempt: number,
     oneTry: boolean,
     keep: (retry: Entry[]) => void,
-  ): Promise<{ retryAfterMs?: number }> {
+  ): Promise<{ retryAfterMs?: number; delivered: number }> {
     for (const entry of entries) entry.attempts++;
     this.spool?.markBatch(entries);
     this.counters.writeStarted();
@@ -138,10 +160,15 @@ export abstract class ProcessorBase {
     try {
       const items = entries.map((e) => e.item);
       const result = await guardedWrite(this.sink, items, attempt, this.options.writeTimeoutMs, this.hardStop, (settled) => this.counters.abandoned(settled));
-      const outcome = outcomeOf(result, entries, this.sink.name);
-      failures = outcome.failures;
-      this.counters.duplicates += outcome.duplicates;
-      retryAfterMs = failures.length > 0 ? retryAfterOf(failures, result?.retryAfterMs) : undefined;
+      try {
+        const outcome = outcomeOf(result, entries, this.sink.name);
+        failures = outcome.failures;
+        this.counters.duplicates += outcome.duplicates;
+        retryAfterMs = failures.length > 0 ? retryAfterOf(failures, result?.retryAfterMs) : undefined;
+      } catch (error) {
+        // A result the pipeline cannot read is the sink's bug: retrying would not read it better.
+        failures = entries.map((entry) => failureOf(entry, { error, retryable: false }));
+      }
     } catch (error) {
       cutByShutdown = this.hardStop.signal.aborted && error === this.hardStop.signal.reason;
       // Every entry failed the same way: the one failure shape, read from the error.
@@ -157,50 +184,50 @@ export abstract class ProcessorBase {
     if (summary !== undefined) this.counters.failedWrite(summary, failures[0].code);
     // From here to the end: one synchronous step, so the counters always add up.
     const stopping = this.hardStop.signal.aborted;
-    const retry: Entry[] = [];
-    const notRetryable: Failure[] = [];
-    const exhausted: Failure[] = [];
-    const requeue: Entry[] = [];
+    const now = Date.now();
+    const delivered = entries.length - failures.length;
+    if (!cutByShutdown) this.outage.wrote(delivered, failures.filter((failure) => failure.retryable).length, now, this.seq);
     const requeues = this.spool?.requeues === true && !oneTry && !stopping;
-    for (const failure of failures) {
-      if (!failure.retryable) notRetryable.push(failure);
-      else if (requeues && failure.entry.attempts >= this.options.maxAttempts) requeue.push(failure.entry);
-      else if (oneTry || stopping || failure.entry.attempts >= this.options.maxAttempts) exhausted.push(failure);
-      else retry.push(failure.entry);
-    }
-    this.counters.delivered += entries.length - failures.length;
+    const sorted = sortFailures(failures, this.options, this.outage, { oneTry, stopping, requeues }, now);
+    this.counters.delivered += delivered;
     const failed = failures.length === 0 ? undefined : new Set(failures.map((failure) => failure.entry));
     for (const entry of entries) if (!failed?.has(entry)) this.counters.kind(entry.item.kind).delivered++;
     if (this.spool) this.ackDelivered(entries, failures);
     if (itemWatch.watching > 0) watchDelivered(entries, failures);
+    const retry = sorted.retry;
     // To the back of the spool (still pending, on disk, its record left in place); an entry without a record is retried here.
-    if (requeue.length > 0) for (const entry of this.spool!.requeue(requeue)) retry.push(entry);
+    if (sorted.requeue.length > 0) for (const entry of this.spool!.requeue(sorted.requeue)) retry.push(entry);
     keep(retry);
-    const letters = [...this.bury(notRetryable, 'not-retryable'), ...this.bury(exhausted, stopping ? 'shutdown' : 'attempts-exhausted')];
+    if (this.budget) {
+      this.releaseHeld(entries);
+      for (const entry of retry) this.budget.hold(entry);
+    }
+    const letters = [
+      ...this.bury(sorted.notRetryable, 'not-retryable'),
+      ...this.bury(sorted.exhausted, stopping ? 'shutdown' : 'attempts-exhausted'),
+      ...this.bury(sorted.expired, 'expired'),
+    ];
     this.reportWrite(summary, failures.length === 0);
     if (letters.length > 0) this.hooks.deadLetter(letters);
+    this.noteSettled();
     this.notifyProgress();
-    this.tellObserver(entries, failed, failures, ended);
-    return { retryAfterMs };
+    if (this.hooks.observer) tellObserver(this.hooks.observer, this.sink.name, this.counters.lastWriteMs, entries, failed, failures[0]?.code, ended);
+    return { retryAfterMs, delivered };
   }
 
-  /**
-   * Tells the write observer (if any) of a write and of its delivered entries' lag, once the write is
-   * accounted for; an observer that throws is ignored (metrics never break delivery).
-   */
-  private tellObserver(entries: Entry[], failed: Set<Entry> | undefined, failures: Failure[], ended: number): void {
-    const observer = this.hooks.observer;
-    if (!observer) return;
-    try {
-      observer.wrote(this.sink.name, this.counters.lastWriteMs!, entries.length, failures.length, failures[0]?.code);
-      if (observer.delivered) {
-        for (const entry of entries) {
-          if (entry.acceptedAt !== undefined && !failed?.has(entry)) observer.delivered(this.sink.name, entry.item.kind, ended - entry.acceptedAt);
-        }
-      }
-    } catch {
-      // A metrics library refusing a value: the write stays accounted for; nothing else to do here.
-    }
+  /** Entries that left memory (delivered, dead-lettered, sent to the spool): their bytes no longer count. */
+  protected releaseHeld(entries: Iterable<Entry>): void {
+    this.budget?.release(entries, this.pending);
+  }
+
+  /** After entries settled: the outage ends once the backlog held when the sink came back has drained. */
+  protected noteSettled(): void {
+    if (this.outage.since !== undefined) this.outage.settled(this.oldestPendingSeq());
+  }
+
+  /** The seq of the oldest entry still pending (`Infinity` when none). */
+  protected oldestPendingSeq(): number {
+    return this.pending > 0 ? 0 : Number.POSITIVE_INFINITY;
   }
 
   private reportWrite(summary: string | undefined, complete: boolean): void {

@@ -1,4 +1,4 @@
-import type { DeadLetteredReason, ItemCounts, SinkStats } from '../../core/stats.interface';
+import type { DeadLetteredReason, DropReason, ItemCounts, SinkStats } from '../../core/stats.interface';
 
 /** A sink's counters for one item kind (no `pending`: only the sink's total has it). */
 export type KindCounts = Omit<ItemCounts, 'pending'>;
@@ -48,9 +48,13 @@ export class SinkCounters {
     return counts;
   }
 
-  drop(kind: string): void {
+  /** `dropped` by reason (the reasons seen). */
+  readonly droppedByReason: Partial<Record<DropReason, number>> = {};
+
+  drop(kind: string, reason: DropReason): void {
     this.kind(kind).dropped++;
     this.dropped++;
+    this.droppedByReason[reason] = (this.droppedByReason[reason] ?? 0) + 1;
     this.lastDropAt = Date.now();
   }
 
@@ -123,6 +127,7 @@ export class SinkCounters {
       lastDropAt: this.lastDropAt,
       lastDeadLetterAt: this.lastDeadLetterAt,
       deadLetteredByReason: { ...this.deadLetteredByReason },
+      droppedByReason: { ...this.droppedByReason },
       redriven: this.redriven,
       failingSince: this.failingSince,
       writeInFlightSince: this.writeStartedAt,

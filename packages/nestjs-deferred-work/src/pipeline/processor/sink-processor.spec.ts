@@ -1,96 +1,12 @@
-import type { DeferredItem } from '../../core/items/deferred-item.interface';
 import { SinkWriteError } from '../../core/errors/sink-write.error';
-import type { DeferredSink, SinkProcessorOptions, SinkWriteContext, SinkWriteResult } from '../../core/sink.interface';
-import { PROCESSOR_DEFAULTS } from '../defaults';
-import type { DeadLetter } from '../../core/dead-letter.interface';
-import { SinkProcessor } from './sink-processor';
+import type { SinkWriteContext } from '../../core/sink.interface';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { jest } from '@jest/globals';
-
-const item = (n: number): DeferredItem => ({ kind: 'metric', name: `m${n}`, value: n, when: 'always', createdAt: Date.now() });
-
-type WriteFn = (batch: readonly DeferredItem[], ctx: SinkWriteContext) => Promise<void | SinkWriteResult>;
-
-function setup(write: WriteFn, options: Partial<SinkProcessorOptions> = {}) {
-  const batches: DeferredItem[][] = [];
-  const letters: DeadLetter[] = [];
-  const failures: string[] = [];
-  const sums: number[][] = []; // [accepted, delivered + pending + dropped + deadLettered] seen inside the hooks
-  const sink: DeferredSink = {
-    name: 'test',
-    write: (batch, ctx) => {
-      batches.push([...batch]);
-      return write(batch, ctx);
-    },
-  };
-  const processor = new SinkProcessor(
-    sink,
-    { ...PROCESSOR_DEFAULTS, flushIntervalMs: 1, initialBackoffMs: 1, maxBackoffMs: 5, ...options },
-    {
-      deadLetter: (l) => {
-        letters.push(...l);
-        const st = processor.stats();
-        sums.push([st.accepted, st.delivered + st.pending + st.dropped + st.deadLettered]);
-      },
-      writeFailed: (_s, m) => failures.push(m),
-    },
-  );
-  // On fake timers, flush() and shutdown() run the clock until they settle (see drive()).
-  const flush = processor.flush.bind(processor);
-  const shutdown = processor.shutdown.bind(processor);
-  processor.flush = (deadline) => drive(flush(deadline));
-  processor.shutdown = (deadline) => drive(shutdown(deadline));
-  const identity = () => {
-    const s = processor.stats();
-    expect(s.accepted).toBe(s.delivered + s.pending + s.dropped + s.deadLettered);
-    return s;
-  };
-  return { processor, batches, letters, failures, identity, sums };
-}
-
-const ok: WriteFn = async () => undefined;
-/** A sink's write taking `ms` (on the fake clock, except in the one test on real timers). */
-const later = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
-/**
- * Whether the test runs on Jest's fake timers: every test but one does. `setImmediate` (which starts
- * an export), `setTimeout` (linger, write timeout, grace, backoff, flush deadlines) and `Date.now()`
- * are all faked, and nothing here does real I/O, so every run takes the same steps.
- */
-let fake = false;
-
-/**
- * Runs the fake clock to its next timer, again and again, until `promise` settles. Before each timer
- * the microtasks queued so far run (the `...Async` timer functions yield to the event loop), so
- * the processor sees time pass exactly as it would in real time, only without waiting for it.
- * On real timers it hands back the very same promise (no extra microtask turns).
- */
-function drive<T>(promise: Promise<T>): Promise<T> {
-  return fake ? runClockUntilSettled(promise) : promise;
-}
-
-async function runClockUntilSettled<T>(promise: Promise<T>): Promise<T> {
-  let settled = false;
-  promise.then(
-    () => (settled = true),
-    () => (settled = true),
-  );
-  for (let steps = 0; !settled; steps++) {
-    if (steps === 10_000) throw new Error('still pending after 10000 timers');
-    await jest.advanceTimersToNextTimerAsync();
-  }
-  return promise;
-}
+import { item, later, ok, setup, useFakeClock } from '../../../../../test/support/processor-harness';
 
 describe('SinkProcessor', () => {
-  beforeEach(() => {
-    jest.useFakeTimers({ doNotFake: ['nextTick', 'queueMicrotask'] });
-    fake = true;
-  });
-  afterEach(() => {
-    jest.useRealTimers();
-    fake = false;
-  });
+  beforeEach(() => useFakeClock(true));
+  afterEach(() => useFakeClock(false));
 
   it('batches by size: a full batch goes out without waiting for the linger timer', async () => {
     const { processor, batches, identity } = setup(ok, { maxBatchSize: 3, flushIntervalMs: 60_000 });
@@ -381,8 +297,7 @@ describe('SinkProcessor', () => {
     // On real timers: a real setImmediate or setTimeout runs its callback in the async context it was
     // scheduled from (here, request A's), which is what the processor must not inherit. Fake timers
     // run every callback from the test's own context, so this test could not fail on them.
-    jest.useRealTimers();
-    fake = false;
+    useFakeClock(false);
     const storage = new AsyncLocalStorage<string>();
     const seen: Array<string | undefined> = [];
     const { processor } = setup(async () => void seen.push(storage.getStore()), { flushIntervalMs: 1 });
@@ -396,8 +311,7 @@ describe('SinkProcessor', () => {
   it('exports outside the request’s async context on both paths: the linger timer and a full batch', async () => {
     // The case above cannot fail (flush() cancels request A's timer, and B's export starts from the
     // export loop): here each path starts from a request while the processor is idle.
-    jest.useRealTimers();
-    fake = false;
+    useFakeClock(false);
     const storage = new AsyncLocalStorage<string>();
     const seen: Array<string | undefined> = [];
     const { processor } = setup(async () => void seen.push(storage.getStore()), { flushIntervalMs: 1, maxBatchSize: 3 });

@@ -7,6 +7,8 @@ import type { Entry } from './entry';
 import { ProcessorBase, type ProcessorHooks } from './processor-base';
 import type { SinkSpool } from './sink-spool';
 import { errorMessage } from '../../core/error-message';
+import { PROCESSOR_DEFAULTS } from '../defaults';
+import { QueueBudget, type QueueLimit, TotalQueueBytes } from './queue-budget';
 
 export type { ProcessorHooks } from './processor-base';
 
@@ -17,8 +19,15 @@ export type { ProcessorHooks } from './processor-base';
  */
 export class SinkProcessor extends ProcessorBase {
   private queue: Entry[] = [];
-  /** The entries of the write in flight, or waiting for its retry. */
+  /** The entries of the write in flight, or waiting for its retry (while the sink is down: the probe). */
   private flight: Entry[] = [];
+  /**
+   * Entries that failed transiently in a write that otherwise went through: the sink is up, so they
+   * do not hold the others back; they lead the next batch instead.
+   */
+  private again: Entry[] = [];
+  /** When the entries of `again` were set aside (epoch ms): they linger from then, like new items. */
+  private againAt = 0;
   private busy = false;
   private timer: NodeJS.Timeout | undefined;
   private flushers = 0;
@@ -34,8 +43,8 @@ export class SinkProcessor extends ProcessorBase {
   /** With a spool: the last seq replayed from a previous process (those items count by kind when read back). */
   private replayedUpTo = 0;
 
-  constructor(sink: DeferredSink, options: SinkProcessorOptions, hooks: ProcessorHooks, spool?: SinkSpool) {
-    super(sink, options, hooks, spool);
+  constructor(sink: DeferredSink, options: SinkProcessorOptions, hooks: ProcessorHooks, spool?: SinkSpool, budget?: QueueBudget) {
+    super(sink, options, hooks, spool, budget ?? new QueueBudget(options.maxQueueBytes ?? PROCESSOR_DEFAULTS.maxQueueBytes, options.maxQueueSize, new TotalQueueBytes(Number.POSITIVE_INFINITY)));
     if (spool) {
       // What a previous process left is accepted again by this one, and waits on disk until start().
       this.counters.accepted += spool.replayed;
@@ -45,7 +54,7 @@ export class SinkProcessor extends ProcessorBase {
     this.startExport = AsyncResource.bind(() => void this.exportLoop());
     this.onTimer = AsyncResource.bind(() => {
       this.timer = undefined;
-      if (this.busy || this.queue.length === 0) return;
+      if (this.busy || this.waiting === 0) return;
       this.busy = true;
       void this.exportLoop();
     });
@@ -57,7 +66,12 @@ export class SinkProcessor extends ProcessorBase {
   }
 
   get pending(): number {
-    return this.queue.length + this.flight.length + this.kept + (this.spool?.backlog ?? 0);
+    return this.held + this.kept + (this.spool?.backlog ?? 0);
+  }
+
+  /** Entries waiting for the next batch (queued, or to retry after a write that went through). */
+  private get waiting(): number {
+    return this.queue.length + this.again.length;
   }
 
   override get drainable(): number {
@@ -67,7 +81,7 @@ export class SinkProcessor extends ProcessorBase {
 
   /** Items held in memory (queued, in flight or waiting for a retry). */
   private get held(): number {
-    return this.queue.length + this.flight.length;
+    return this.queue.length + this.flight.length + this.again.length;
   }
 
   /**
@@ -94,31 +108,38 @@ export class SinkProcessor extends ProcessorBase {
 
   protected override oldestHeldCreatedAt(): number | undefined {
     let oldest = this.queue.length > 0 ? this.queue[0].item.createdAt : undefined;
-    for (const entry of this.flight) if (oldest === undefined || entry.item.createdAt < oldest) oldest = entry.item.createdAt;
+    for (const list of [this.flight, this.again]) for (const entry of list) if (oldest === undefined || entry.item.createdAt < oldest) oldest = entry.item.createdAt;
     return oldest;
   }
 
   protected get queueDepth(): number {
-    return this.queue.length;
+    return this.waiting;
   }
 
   protected get inFlight(): number {
     return this.flight.length;
   }
 
-  /** Accept an item, or drop (and count) it when the queue is full. Returns whether it was queued. */
-  enqueue(item: DeferredItem): boolean {
-    const entry = this.accept(item);
+  /** Accept an item, or drop (and count) it when the sink has no room for it. Returns whether it was queued. */
+  enqueue(item: DeferredItem, payloadBytes?: number, since?: number): boolean {
+    const entry = this.accept(item, payloadBytes, since);
     if (!entry) return false;
     if (this.spool) return this.enqueueSpooled(entry);
-    if (this.pending >= this.options.maxQueueSize) {
-      this.counters.drop(item.kind);
+    if (!this.budget!.fits(entry.bytes, this.held)) {
+      this.counters.drop(item.kind, 'queue-full');
       if (itemWatch.watching > 0) itemWatch.settled(item, 'dropped');
       return false;
     }
+    this.budget!.hold(entry);
     this.queue.push(entry);
     this.schedule();
     return true;
+  }
+
+  /** What refused the last item dropped for want of room, for the warning (`undefined` when nothing did). */
+  get refusal(): { limit: QueueLimit; bytes: number; held: number } | undefined {
+    const budget = this.budget!;
+    return budget.refusedBy === undefined ? undefined : { limit: budget.refusedBy, bytes: budget.bytes, held: this.held };
   }
 
   /**
@@ -129,13 +150,14 @@ export class SinkProcessor extends ProcessorBase {
   private enqueueSpooled(entry: Entry): boolean {
     const spool = this.spool!;
     if (!spool.append(entry)) {
-      this.counters.drop(entry.item.kind);
+      this.counters.drop(entry.item.kind, 'spool-full');
       if (itemWatch.watching > 0) itemWatch.settled(entry.item, 'dropped');
       return false;
     }
     this.seq = entry.seq;
-    if (spool.backlog === 0 && this.held < this.options.maxQueueSize) {
+    if (spool.backlog === 0 && this.held < this.options.maxQueueSize && this.budget!.bytes + entry.bytes <= this.budget!.maxBytes) {
       spool.held(entry);
+      this.budget!.hold(entry);
       this.queue.push(entry);
     } else {
       spool.backlog++;
@@ -155,7 +177,9 @@ export class SinkProcessor extends ProcessorBase {
     if (!this.backlogReady) return;
     let paged: ReturnType<SinkSpool['pageIn']>;
     try {
-      paged = this.spool!.pageIn(this.options.maxQueueSize - this.held);
+      // A few batches at a time, within the byte budget: the disk is the buffer.
+      if (this.budget!.bytes >= this.budget!.maxBytes) return;
+      paged = this.spool!.pageIn(Math.min(this.options.maxQueueSize - this.held, 4 * this.options.maxBatchSize));
     } catch (error) {
       this.pauseReading(error);
       return;
@@ -164,8 +188,9 @@ export class SinkProcessor extends ProcessorBase {
     for (const record of paged.records) {
       // A previous process's item, accepted again by this one at bootstrap: counted by kind now that its kind is known.
       if (record.spoolSeq <= this.replayedUpTo) this.counters.kind(record.item.kind).accepted++;
-      const entry: Entry = { item: record.item, attempts: 0, seq: record.spoolSeq, spoolSeq: record.spoolSeq };
+      const entry: Entry = { item: record.item, attempts: 0, seq: record.spoolSeq, spoolSeq: record.spoolSeq, bytes: record.bytes, since: Date.now() };
       if (record.batch !== undefined) entry.marked = record.batch;
+      this.budget!.hold(entry);
       this.queue.push(entry);
     }
     this.buryUnreadable(paged.unreadable);
@@ -217,16 +242,18 @@ export class SinkProcessor extends ProcessorBase {
       this.hardStop.abort(new Error('shutdown deadline reached'));
       // The export loop, cut short, dead-letters its in-flight entries and then the queue.
       while (this.busy) await this.waitForProgress(1000);
-      this.buryAtDeadline(this.queue.splice(0));
+      const left = [...this.again.splice(0), ...this.queue.splice(0)];
+      this.releaseHeld(left);
+      this.buryAtDeadline(left);
     }
     this.closedForGood = true;
     this.clearTimer();
     return this.counters.deadLettered - before;
   }
 
-  private oldestPendingSeq(): number {
+  protected override oldestPendingSeq(): number {
     let oldest = this.queue.length > 0 ? this.queue[0].seq : Number.POSITIVE_INFINITY;
-    for (const entry of this.flight) if (entry.seq < oldest) oldest = entry.seq;
+    for (const list of [this.flight, this.again]) for (const entry of list) if (entry.seq < oldest) oldest = entry.seq;
     // The backlog's records all come after what is in memory (seqs are the spool's, in order).
     if (this.backlogOwed) oldest = Math.min(oldest, this.spool!.backlogFrom);
     // Items sent to the back of the spool are read back out of seq order: wait for them all.
@@ -237,8 +264,8 @@ export class SinkProcessor extends ProcessorBase {
   private schedule(): void {
     if (this.busy || this.hardStop.signal.aborted) return;
     const behind = this.backlogReady;
-    if (this.queue.length === 0 && !behind) return;
-    if (this.draining || behind || this.queue.length >= this.options.maxBatchSize) {
+    if (this.waiting === 0 && !behind) return;
+    if (this.draining || behind || this.waiting >= this.options.maxBatchSize) {
       this.clearTimer();
       this.busy = true;
       setImmediate(this.startExport);
@@ -246,7 +273,7 @@ export class SinkProcessor extends ProcessorBase {
     }
     if (this.timer) return;
     // The linger counts from when the oldest queued item was created (ms resolution is enough).
-    const waited = Date.now() - this.queue[0].item.createdAt;
+    const waited = Date.now() - (this.queue.length > 0 ? this.queue[0].item.createdAt : this.againAt);
     this.timer = setTimeout(this.onTimer, Math.max(0, this.options.flushIntervalMs - waited));
     this.timer.unref();
   }
@@ -261,7 +288,7 @@ export class SinkProcessor extends ProcessorBase {
     try {
       do {
         this.refill();
-        const batch = this.queue.splice(0, this.nextBatchSize());
+        const batch = this.takeBatch();
         if (batch.length === 0) break;
         try {
           await this.deliver(batch);
@@ -269,14 +296,23 @@ export class SinkProcessor extends ProcessorBase {
           // A bug here, or in a sink's result: the batch must not vanish from the counts.
           const stranded = this.flight;
           this.flight = [];
+          this.releaseHeld(stranded);
           this.failInternally(stranded, error);
         }
-      } while (this.queue.length >= this.options.maxBatchSize || this.draining || this.backlogReady);
+      } while (this.waiting >= this.options.maxBatchSize || this.draining || this.backlogReady);
     } finally {
       this.busy = false;
       this.notifyProgress();
       this.schedule();
     }
+  }
+
+  /** The next batch: the entries to retry after a write that went through first, then the queue's. */
+  private takeBatch(): Entry[] {
+    if (this.again.length === 0) return this.queue.splice(0, this.nextBatchSize());
+    const again = this.again.splice(0, this.options.maxBatchSize);
+    const room = this.options.maxBatchSize - again.length;
+    return room > 0 && this.queue.length > 0 ? again.concat(this.queue.splice(0, Math.min(room, this.nextBatchSize()))) : again;
   }
 
   /**
@@ -293,7 +329,12 @@ export class SinkProcessor extends ProcessorBase {
     return max;
   }
 
-  /** Writes a batch, retrying failed entries until delivered, dead-lettered or stopped. */
+  /**
+   * Writes a batch. While the sink is down (the write delivered nothing), its failed entries are
+   * retried here with backoff — the probe — until delivered, dead-lettered or stopped, and the rest
+   * wait; when the write went through in part, its transient failures lead the next batch instead
+   * (unless the server asked for a wait).
+   */
   private async deliver(batch: Entry[]): Promise<void> {
     this.flight = batch;
     const keep = (retry: Entry[]) => {
@@ -303,6 +344,7 @@ export class SinkProcessor extends ProcessorBase {
       const entries = this.flight;
       if (this.hardStop.signal.aborted) {
         this.flight = [];
+        this.releaseHeld(entries);
         this.buryAtDeadline(entries);
         this.notifyProgress();
         return;
@@ -310,10 +352,16 @@ export class SinkProcessor extends ProcessorBase {
       let attempt = 0;
       for (const entry of entries) if (entry.attempts > attempt) attempt = entry.attempts;
       attempt++;
-      const { retryAfterMs } = await this.writeEntries(entries, attempt, false, keep);
+      const { retryAfterMs, delivered } = await this.writeEntries(entries, attempt, false, keep);
       if (this.flight.length === 0) break;
       this.counters.retried += this.flight.length;
       for (const entry of this.flight) this.counters.kind(entry.item.kind).retried++;
+      if (delivered > 0 && retryAfterMs === undefined) {
+        this.again = this.flight.concat(this.again);
+        this.againAt = Date.now();
+        this.flight = [];
+        break;
+      }
       await this.sleep(retryDelayMs(attempt, this.options, retryAfterMs));
     }
   }

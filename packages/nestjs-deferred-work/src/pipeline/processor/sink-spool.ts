@@ -31,6 +31,8 @@ export interface PagedRecord {
   item: DeferredItem;
   /** A replayed record that began a write of the previous process: that write's size. */
   batch?: number;
+  /** The record's size on disk (the item's JSON), in bytes. */
+  bytes: number;
 }
 
 /** A record's payload as an item; `undefined` when it is not JSON. */
@@ -205,7 +207,7 @@ export class SinkSpool {
       const batch = this.replayBatches.get(seq);
       if (batch !== undefined) this.replayBatches.delete(seq);
       if (item === undefined) bad.push(seq);
-      else records.push(batch === undefined ? { spoolSeq: seq, item } : { spoolSeq: seq, item, batch });
+      else records.push(batch === undefined ? { spoolSeq: seq, item, bytes: payload!.length } : { spoolSeq: seq, item, batch, bytes: payload!.length });
     }
     const unreadable = bad.length + short;
     if (bad.length > 0) {

@@ -19,3 +19,29 @@ export interface WriteObserver {
 export interface WriteObserverSource {
   readonly observer: WriteObserver | undefined;
 }
+
+/**
+ * Tells `observer` of a write of `entries` (those in `failed` did not go through) and of its delivered
+ * entries' lag, once the write is accounted for; an observer that throws is ignored (metrics never
+ * break delivery).
+ */
+export function tellObserver(
+  observer: WriteObserver,
+  sink: string,
+  ms: number,
+  entries: readonly { item: { kind: string }; acceptedAt?: number }[],
+  failed: ReadonlySet<unknown> | undefined,
+  firstCode: string | undefined,
+  ended: number,
+): void {
+  try {
+    observer.wrote(sink, ms, entries.length, failed?.size ?? 0, firstCode);
+    if (observer.delivered) {
+      for (const entry of entries) {
+        if (entry.acceptedAt !== undefined && !failed?.has(entry)) observer.delivered(sink, entry.item.kind, ended - entry.acceptedAt);
+      }
+    }
+  } catch {
+    // A metrics library refusing a value: the write stays accounted for; nothing else to do here.
+  }
+}

@@ -1,4 +1,4 @@
-import { errorMessage } from '../../core/error-message';
+import { errorCode, errorMessage } from '../../core/error-message';
 import { SinkWriteError } from '../../core/errors/sink-write.error';
 import type { SinkItemFailure, SinkWriteResult } from '../../core/sink.interface';
 import type { Entry, Failure } from './entry';
@@ -47,7 +47,7 @@ export function failureOf(entry: Entry, failure: Omit<SinkItemFailure, 'index'>)
   const error = failure.error;
   const typed = error instanceof SinkWriteError ? error : undefined;
   const retryAfterMs = failure.retryAfterMs ?? typed?.retryAfterMs;
-  const code = failure.code ?? typed?.code;
+  const code = failure.code ?? typed?.code ?? errorCode(error);
   const out: Failure = { entry, retryable: (failure.retryable ?? typed?.retryable) !== false, message: errorMessage(error) };
   if (retryAfterMs !== undefined) out.retryAfterMs = retryAfterMs;
   if (code !== undefined) out.code = String(code);

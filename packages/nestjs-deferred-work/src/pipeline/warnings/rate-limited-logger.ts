@@ -16,6 +16,15 @@ export class RateLimitedLogger {
   ) {}
 
   warn(key: string, message: string): void {
+    this.log(key, message, 'warn');
+  }
+
+  /** As `warn`, at the error level: for what loses items (a sink dropping them for want of room). */
+  error(key: string, message: string): void {
+    this.log(key, message, 'error');
+  }
+
+  private log(key: string, message: string, level: 'warn' | 'error'): void {
     const now = Date.now();
     const seen = this.last.get(key);
     if (seen && now - seen.at < this.intervalMs) {
@@ -24,7 +33,7 @@ export class RateLimitedLogger {
     }
     const suffix = seen && seen.suppressed > 0 ? ` (${seen.suppressed} similar warnings held back)` : '';
     this.allow(key);
-    this.logger.warn(message + suffix);
+    this.logger[level](message + suffix);
   }
 
   /** Whether `key` may act now (at most `times` per interval); counts the call as acting when it may. */

@@ -95,16 +95,15 @@ export interface ClientProxySinkDescription {
 /**
  * Dispatcher settings of a broker sink (the module's `sinkOptions[name]` wins): a write is one round
  * of confirms (a few ms locally; its pieces of 50 messages are handed over a turn of the event loop apart, their confirms awaited together); `writeTimeoutMs: 5000` leaves room for a broker that is slow to
- * confirm; `maxAttempts: 10` with `initialBackoffMs: 250` and `maxBackoffMs: 10000` is a retry budget
- * of roughly 20–45 s, so a broker restart loses nothing. While the broker is not connected a write
- * fails at once without sending, so attempts cost nothing.
+ * confirm; `initialBackoffMs: 250`: while the broker is not connected a write fails at once without
+ * sending, so the first retries need not come sooner. Retries last the dispatcher's
+ * `maxRetryDurationMs` (5 minutes), one probe at a time while the broker is down: a broker restart
+ * loses nothing.
  */
 export const BROKER_PROCESSOR_DEFAULTS: Readonly<Partial<SinkProcessorOptions>> = Object.freeze({
   maxBatchSize: 256,
   writeTimeoutMs: 5000,
-  maxAttempts: 10,
   initialBackoffMs: 250,
-  maxBackoffMs: 10_000,
 });
 
 /** The header / user property that carries the stable id (NATS uses `Nats-Msg-Id`, RabbitMQ `messageId`). */

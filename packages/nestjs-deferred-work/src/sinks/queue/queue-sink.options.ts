@@ -102,13 +102,13 @@ export interface QueueFlavor {
  * `sinkOptions[name]` wins):
  * - `writeTimeoutMs: 2000` — one batch add is one round trip (a few ms locally even for 512 jobs);
  *   two seconds only pass when Redis is a black hole (a half-open connection).
- * - `maxAttempts: 10`, `initialBackoffMs: 250`, `maxBackoffMs: 10000` — a retry budget of roughly
- *   20–45 s (full jitter), so a Redis restart or fail-over loses nothing. While Redis is not connected
- *   a write fails at once (nothing is queued in ioredis), so attempts cost nothing.
+ * - `initialBackoffMs: 250` — while Redis is not connected a write fails at once (nothing is queued in
+ *   ioredis), so the first retries need not come sooner.
+ *
+ * Retries last the dispatcher's `maxRetryDurationMs` (5 minutes), with one probe at a time while
+ * Redis is down (backoff up to `maxBackoffMs`, 5 s): a Redis restart or fail-over loses nothing.
  */
 export const QUEUE_PROCESSOR_DEFAULTS: Readonly<Partial<SinkProcessorOptions>> = Object.freeze({
   writeTimeoutMs: 2000,
-  maxAttempts: 10,
   initialBackoffMs: 250,
-  maxBackoffMs: 10_000,
 });

@@ -94,13 +94,12 @@ export const SQL_SINK_DEFAULTS = Object.freeze({
  * - `flushIntervalMs` 10: a little longer than the default so that rows of concurrent requests share a
  *   statement (and its commit).
  * - `writeTimeoutMs` 10000: a statement waits for a pool connection first, behind the app's own queries.
- * - `maxQueueSize` 16384: a database's commits stall now and then (a checkpoint, a vacuum, a lock),
- *   and the dispatcher's 2048 rows last about 0.1 s at 20,000 rows a second; 16,384 ride out most of
- *   a second at that rate, in a few MB. Measured in the benchmark (`pg-local`, Fastify, ~19,000
- *   rows/s): one stall dropped 766 rows at 2048; the sink keeps up with that rate otherwise.
+ *
+ * What it holds while the database is slow or down is the dispatcher's: a byte budget
+ * (`maxQueueBytes`, 32 MiB), which rides out a commit stall at 20,000 rows a second and a restart or
+ * fail-over at a few hundred; retries for `maxRetryDurationMs` (5 minutes).
  */
 export const SQL_PROCESSOR_DEFAULTS: Partial<SinkProcessorOptions> = Object.freeze({
-  maxQueueSize: 16_384,
   maxBatchSize: 500,
   flushIntervalMs: 10,
   writeTimeoutMs: 10_000,
