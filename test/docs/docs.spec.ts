@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync
 import { join, relative } from 'node:path';
 import ts from 'typescript';
 import { MODULE_DEFAULTS } from '../../packages/nestjs-deferred-work/src/nest/options/module.defaults';
-import { PROCESSOR_DEFAULTS } from '../../packages/nestjs-deferred-work/src/pipeline/defaults';
+import { PROCESSOR_DEFAULTS, TOTAL_QUEUE_BYTES_DEFAULT } from '../../packages/nestjs-deferred-work/src/pipeline/defaults';
 
 const root = join(import.meta.dirname, '..', '..');
 const snippetsDir = join(root, 'test', 'docs', '.snippets');
@@ -123,10 +123,12 @@ describe('docs', () => {
         .map((cells) => [cells[1].replace(/`/g, ''), cells[2]] as const),
     );
     expect([...rows.keys()].sort()).toEqual([...documented.keys()].sort());
-    const runtime: Record<string, unknown> = { ...PROCESSOR_DEFAULTS, ...MODULE_DEFAULTS, isGlobal: true, registerInterceptor: 'auto' };
+    const runtime: Record<string, unknown> = { ...PROCESSOR_DEFAULTS, ...MODULE_DEFAULTS, maxTotalQueueBytes: TOTAL_QUEUE_BYTES_DEFAULT, isGlobal: true, registerInterceptor: 'auto' };
+    // No cap (`Infinity` in the code) reads "none" in the table and the JSDoc.
+    const shown = (value: unknown) => (value === Number.POSITIVE_INFINITY ? 'none' : `\`${String(value)}\``);
     for (const [option, value] of Object.entries(runtime)) {
-      expect([option, rows.get(option)]).toEqual([option, `\`${String(value)}\``]);
-      expect([option, documented.get(option)]).toEqual([option, `\`${String(value)}\``]);
+      expect([option, rows.get(option)]).toEqual([option, shown(value)]);
+      expect([option, documented.get(option)]).toEqual([option, shown(value)]);
     }
   });
 });

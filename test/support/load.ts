@@ -97,3 +97,35 @@ export async function loadThroughOutage(options: {
   await Promise.all(outage);
   return { statuses: await statuses, watched };
 }
+
+/**
+ * Sends GET requests at a steady `perSecond` for `durationMs` (each on its own, not waiting for the
+ * one before), the path of the i-th from `path(i)`; resolves with every status (0 for a network error)
+ * once all have answered. Bounded in count and time: `perSecond × durationMs / 1000` requests.
+ */
+export async function loadAtRate(url: string, perSecond: number, durationMs: number, path: (i: number) => string): Promise<number[]> {
+  const total = Math.floor((perSecond * durationMs) / 1000);
+  const started = Date.now();
+  const answers: Array<Promise<number>> = [];
+  const errors = new Map<string, number>();
+  for (let i = 0; i < total; i++) {
+    const due = started + (i * 1000) / perSecond;
+    const wait = due - Date.now();
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    answers.push(
+      fetch(url + path(i)).then(
+        async (res) => {
+          await res.arrayBuffer();
+          return res.status;
+        },
+        (error: Error & { cause?: { code?: string; message?: string } }) => {
+          errors.set(error.cause?.code ?? error.cause?.message ?? error.message, (errors.get(error.cause?.code ?? error.cause?.message ?? error.message) ?? 0) + 1);
+          return 0;
+        },
+      ),
+    );
+  }
+  const statuses = await Promise.all(answers);
+  if (errors.size > 0) console.log(`loadAtRate: requests that failed, by cause: ${JSON.stringify(Object.fromEntries(errors))}`);
+  return statuses;
+}

@@ -194,8 +194,8 @@ export interface SinkProcessorOptions {
   maxRetryDurationMs: number;
   /**
    * An optional cap on the tries per item, the first included, before it is dead-lettered (reason
-   * `attempts-exhausted`), whatever is left of `maxRetryDurationMs`. Default: none (the time budget
-   * ends the retries).
+   * `attempts-exhausted`), whatever is left of `maxRetryDurationMs`; without it, the time budget ends
+   * the retries. Default: none.
    */
   maxAttempts: number;
   /**
