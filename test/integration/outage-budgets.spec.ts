@@ -158,7 +158,6 @@ describe.each(platforms)('HttpSink with a small byte budget through an outage ($
         }),
       ],
       controllers: [EntriesController],
-      providers: [DeferredWorkHealthIndicator],
     });
     const work = started.app.get(DeferredWork);
     const health = started.app.get(DeferredWorkHealthIndicator);

@@ -1,3 +1,4 @@
+import { Agent, get as httpGet } from 'node:http';
 import type { DeferredStats, DeferredWork } from 'nestjs-deferred-work';
 import { eventually } from './eventually';
 
@@ -101,31 +102,36 @@ export async function loadThroughOutage(options: {
 /**
  * Sends GET requests at a steady `perSecond` for `durationMs` (each on its own, not waiting for the
  * one before), the path of the i-th from `path(i)`; resolves with every status (0 for a network error)
- * once all have answered. Bounded in count and time: `perSecond × durationMs / 1000` requests.
+ * once all have answered. Bounded in count and time: `perSecond × durationMs / 1000` requests. Uses
+ * `node:http` with a keep-alive agent and no connect timeout of its own: the app under test shares
+ * this process's event loop, so a client timeout would measure the test machine, not the app.
  */
 export async function loadAtRate(url: string, perSecond: number, durationMs: number, path: (i: number) => string): Promise<number[]> {
   const total = Math.floor((perSecond * durationMs) / 1000);
   const started = Date.now();
+  const agent = new Agent({ keepAlive: true });
   const answers: Array<Promise<number>> = [];
   const errors = new Map<string, number>();
+  const get = (target: string) =>
+    new Promise<number>((resolve) => {
+      const request = httpGet(target, { agent }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+        res.on('error', () => resolve(0));
+      });
+      request.on('error', (error: Error & { code?: string }) => {
+        errors.set(error.code ?? error.message, (errors.get(error.code ?? error.message) ?? 0) + 1);
+        resolve(0);
+      });
+    });
   for (let i = 0; i < total; i++) {
     const due = started + (i * 1000) / perSecond;
     const wait = due - Date.now();
     if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
-    answers.push(
-      fetch(url + path(i)).then(
-        async (res) => {
-          await res.arrayBuffer();
-          return res.status;
-        },
-        (error: Error & { cause?: { code?: string; message?: string } }) => {
-          errors.set(error.cause?.code ?? error.cause?.message ?? error.message, (errors.get(error.cause?.code ?? error.cause?.message ?? error.message) ?? 0) + 1);
-          return 0;
-        },
-      ),
-    );
+    answers.push(get(url + path(i)));
   }
   const statuses = await Promise.all(answers);
+  agent.destroy();
   if (errors.size > 0) console.log(`loadAtRate: requests that failed, by cause: ${JSON.stringify(Object.fromEntries(errors))}`);
   return statuses;
 }

@@ -4,6 +4,7 @@ import { timeoutOr } from '../core/timers';
 import type { ResolvedDeferredWorkOptions } from './resolved-options.interface';
 import type { DeadLetter } from '../core/dead-letter.interface';
 import { DeadLetterDesk } from './dead-letters/dead-letter-desk';
+import { MemoryDeadLetterStore } from './dead-letters/memory-dead-letter.store';
 import { validateItem } from '../core/items/item-validator';
 import { newItemId } from '../core/items/item-id';
 import { RateLimitedLogger } from './warnings/rate-limited-logger';
@@ -304,6 +305,8 @@ export class Dispatcher {
       }),
     );
     await this.deadLetterDesk.close();
-    return reportShutdown(this.logger, this.options.shutdownTimeoutMs, undelivered, spooled, Boolean(this.options.spools?.size));
+    const store = this.deadLetterDesk.kept;
+    const kept = store ? { description: store.description, durable: !(store instanceof MemoryDeadLetterStore) } : undefined;
+    return reportShutdown(this.logger, this.options.shutdownTimeoutMs, undelivered, spooled, Boolean(this.options.spools?.size), kept);
   }
 }

@@ -53,6 +53,8 @@ export function reportShutdown(
   undelivered: Record<string, number>,
   spooled: Record<string, number>,
   withSpools: boolean,
+  /** Where dead letters are kept (`DeadLetterStore.description`), and whether that outlives the process. */
+  store?: { description: string; durable: boolean },
 ): ShutdownReport {
   const spooledTotal = Object.values(spooled).reduce((a, b) => a + b, 0);
   if (spooledTotal > 0) {
@@ -65,10 +67,12 @@ export function reportShutdown(
   const lostTotal = Object.values(undelivered).reduce((a, b) => a + b, 0);
   if (lostTotal > 0) {
     const per = Object.entries(undelivered).map(([n, c]) => `${n}: ${c}`).join(', ');
-    logger.error(
-      `Shutdown deadline (${shutdownTimeoutMs} ms) passed with ${lostTotal} items undelivered ` +
-        `(${per}); they were dead-lettered. Raise shutdownTimeoutMs or check the sinks.`,
-    );
+    const kept = !store
+      ? 'they were dead-lettered (reason "shutdown") and are lost with the process: no dead-letter store keeps them'
+      : store.durable
+        ? `they were dead-lettered (reason "shutdown") and kept in the ${store.description} store: redrive them once the destination is back`
+        : `they were dead-lettered (reason "shutdown") into the ${store.description} store, which does not outlive the process: give the module a spool or a SQL or Redis Stream dead-letter store to keep them`;
+    logger.error(`Shutdown deadline (${shutdownTimeoutMs} ms) passed with ${lostTotal} items undelivered (${per}); ${kept}. Raise shutdownTimeoutMs or check the sinks.`);
   }
   const drained = lostTotal === 0 && spooledTotal === 0;
   return withSpools ? { drained, undelivered, spooled } : { drained, undelivered };

@@ -11,6 +11,7 @@ import type { PackedJobData } from '../queue/packed-jobs';
 import { addEach } from '../queue/add-each';
 import { QueueSink } from '../queue/queue-sink';
 import type { QueueState } from '../queue/queue-sink.options';
+import { missingClientPackage, pendingClient } from './bullmq-clients';
 import { bullMqOptionsProblem } from './bullmq-job-options';
 import { addRefusal } from './bullmq-refusals';
 import {
@@ -35,22 +36,6 @@ const CLIENT_WAIT_MS = 50;
  * request alone in its batch, at a light load) is cheaper as single adds; each job keeps its `jobId`.
  */
 export const SINGLE_ADDS_UP_TO = 2;
-
-/** What the sink reads of a BullMQ queue to find its Redis client: `backend.client` (BullMQ 6) or `client` (BullMQ 5). */
-interface ClientHolder {
-  backend?: { client?: Promise<{ status?: string }> };
-  client?: Promise<{ status?: string }>;
-}
-
-/** The queue's client promise (`backend.client` or `client`), or `undefined` when there is none to read. */
-function pendingClient(queue: BullMqQueueLike): Promise<{ status?: string; stream?: unknown }> | undefined {
-  try {
-    const holder = queue as BullMqQueueLike & ClientHolder;
-    return holder.backend?.client ?? holder.client;
-  } catch {
-    return undefined;
-  }
-}
 
 /**
  * Delivers `job` items to BullMQ queues (`@nestjs/bullmq`): a batch's jobs for a queue in one socket
@@ -103,6 +88,16 @@ export class BullMqSink extends QueueSink<BullMqQueueLike, BullMqBulkJob> {
     if (item.kind !== 'job') return;
     const problem = bullMqOptionsProblem(item.opts, item.data);
     if (problem) throw new Error(problem);
+  }
+
+  /**
+   * At bootstrap: fails it when BullMQ could not make a queue's client because a package is not
+   * installed (BullMQ 6 without `ioredis`), naming the package and the command that installs it. A
+   * queue still connecting (Redis down at boot) passes at once.
+   */
+  protected override async checkClients(queues: readonly BullMqQueueLike[]): Promise<void> {
+    const problem = await missingClientPackage(`BullMqSink "${this.name}"`, queues);
+    if (problem) throw problem;
   }
 
   protected isQueue(value: unknown): value is BullMqQueueLike {

@@ -97,6 +97,29 @@ describe('ClientHolds', () => {
     await expect(client.end()).rejects.toThrow('already ended');
     await holds.closing();
   });
+
+  it("reports, and does not throw into Nest's shutdown, a shutdown hook whose close fails", async () => {
+    const warnings: string[] = [];
+    // As @nestjs/bullmq sets it on a queue: the hook closes the queue, and BullMQ 6's close throws for a
+    // queue whose client was never made (ioredis not installed).
+    class Queue {
+      async close(): Promise<void> {
+        throw new TypeError("Cannot read properties of undefined (reading 'off')");
+      }
+      onApplicationShutdown(): Promise<void> {
+        return this.close();
+      }
+    }
+    const queue = new Queue();
+    const holds = new ClientHolds(async () => undefined, (m) => warnings.push(m));
+    holds.hold(queue);
+    await expect(queue.onApplicationShutdown()).resolves.toBeUndefined();
+    expect(warnings).toEqual([
+      "Queue.onApplicationShutdown() failed after the deferred work drained, and the shutdown goes on: Cannot read properties of undefined (reading 'off')",
+    ]);
+    await expect(queue.close()).rejects.toThrow(TypeError); // called directly: the client's own error
+    await holds.closing();
+  });
 });
 
 describe('ClientHolds on clients whose methods are not plain properties', () => {

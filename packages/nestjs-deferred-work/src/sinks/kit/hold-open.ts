@@ -1,3 +1,4 @@
+import { errorMessage } from '../../core/error-message';
 import type { HeldClient, HoldOpenOptions } from '../../core/sink.interface';
 
 /** What most clients close with: `pg`/`mysql2` pools (`end`), ioredis (`quit`, `disconnect`), Knex, TypeORM and AWS SDK clients (`destroy`), `ClientProxy`, Bull and BullMQ queues (`close`). */
@@ -52,7 +53,9 @@ export type ReleaseHeld = (owners: readonly string[], client: string) => Promise
  * in `onModuleDestroy`: without this, the drain would meet closed clients. A close method the client
  * runs synchronously (ioredis `disconnect()`, an AWS SDK client's `destroy()`) returns at once and
  * runs after the drain; `closing()` waits for those. `disconnect(true)` (ioredis reconnecting) is
- * passed through.
+ * passed through. A wrapped Nest shutdown hook never rejects: a client whose close fails is reported
+ * through `warn`, and the application's shutdown goes on; a close method called directly fails as
+ * the client's own does.
  */
 export class ClientHolds {
   private readonly holds = new WeakMap<object, Hold>();
@@ -99,10 +102,17 @@ export class ClientHolds {
         () => undefined,
         () => undefined, // the drain logs its own failures; the client closes regardless
       );
-      const run = closed.then(() => {
+      const closing = closed.then(() => {
         hold.closed = true;
         return original.apply(this, args);
       });
+      // A Nest shutdown hook that fails (BullMQ 6's close() throws a TypeError for a queue whose client
+      // was never made) is reported, not thrown into the application's shutdown: app.close() goes on.
+      const run = NEST_HOOKS.includes(name)
+        ? closing.catch((error: unknown) => {
+            holds.warn?.(`${clientName(this, name)} failed after the deferred work drained, and the shutdown goes on: ${errorMessage(error)}`);
+          })
+        : closing;
       holds.postponed.add(run);
       const forget = () => holds.postponed.delete(run);
       run.then(forget, forget);

@@ -16,7 +16,7 @@ import {
   type ClientProxySinkDescription,
   type ClientProxySinkOptions,
 } from './client-proxy-sink.options';
-import { loadNatsHeaders, loadNestRecords } from './microservices-packages';
+import { checkTransportPackages, loadNatsHeaders, loadNestRecords } from './microservices-packages';
 import { MESSAGES_PER_SEND, type OutgoingMessage, type Transport } from './transport.interface';
 import { createTransport, detectTransport, expectedConfirmed } from './transports';
 
@@ -108,6 +108,8 @@ export class ClientProxySink implements DeferredSink<SinkItem> {
       this.transportName ??= detectTransport(this.client);
       if (!this.transportName) throw unknownTransportError(this.name, this.client);
     }
+    const clientClass = detectTransport(this.client) === this.transportName ? ((this.client as { constructor?: { name?: string } }).constructor?.name ?? 'client') : undefined;
+    if (clientClass) checkTransportPackages(this.name, this.transportName!, clientClass);
     const records = await loadNestRecords(this.name);
     const natsHeaders = this.transportName === 'nats' ? await loadNatsHeaders(this.name) : undefined;
     this.transport = createTransport(this.transportName!, {

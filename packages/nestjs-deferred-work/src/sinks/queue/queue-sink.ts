@@ -99,12 +99,27 @@ export abstract class QueueSink<Q extends NamedQueue, J> implements DeferredSink
    * At bootstrap: finds queues not given among the app's providers from now on and, with
    * `drainBeforeQueueClose`, holds open every queue this sink may write to — the queues it was given
    * and every queue registered in the app — so that a queue nobody has written to yet is not closed
-   * before the drain either.
+   * before the drain either. Then checks those queues' clients (`checkClients`): a bootstrap that
+   * fails there names what to install.
    */
-  attach(context: SinkAttachContext): void {
+  attach(context: SinkAttachContext): void | Promise<void> {
     this.lookup.attach(context);
     if (this.lookup.holdsOpen) this.holdOpen = (queue) => void context.holdOpen(queue);
-    for (const queue of this.lookup.reachable(context.providers())) this.held(queue);
+    const queues: Q[] = [];
+    for (const queue of this.lookup.reachable(context.providers())) {
+      this.held(queue);
+      queues.push(queue);
+    }
+    return this.checkClients(queues);
+  }
+
+  /**
+   * At bootstrap, the queues found: rejects (or throws) a `SinkConfigError` when a queue's client can
+   * never connect — a package its library loads is not installed. Must not wait for a server that is
+   * down. Default: nothing to check.
+   */
+  protected checkClients(_queues: readonly Q[]): void | Promise<void> {
+    return undefined;
   }
 
   async write(batch: readonly SinkItem[], { signal }: SinkWriteContext): Promise<void | SinkWriteResult> {
