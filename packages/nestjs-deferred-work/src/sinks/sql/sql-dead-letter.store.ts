@@ -4,6 +4,7 @@ import { chunk } from '../kit/chunks';
 import { checkOptionsObject, checkWholeNumber, optionError } from '../kit/option-checks';
 import { sqlDriverOf, type SqlConnection, type SqlDriver } from './sql-clients';
 import { withinTime } from './sql-connections';
+import { runDdl } from './sql-ddl';
 import type { SqlDialect } from './sql-sink.options';
 import { quoteTable } from './sql-tables';
 
@@ -65,9 +66,9 @@ export class SqlDeadLetterStore implements DeadLetterStore {
     return this.driver.dialect;
   }
 
-  /** Creates the table (and its indexes) if missing. */
+  /** Creates the table (and its indexes) if missing, one replica at a time (see `runDdl`). */
   async open(): Promise<void> {
-    await this.with((c) => c.query({ text: createTable(this.dialect, this.table), values: [] }));
+    await this.with((c) => runDdl(c, this.dialect, [deadLetterTableDdl(this.dialect, this.table)], this.timeoutMs));
   }
 
   /**
@@ -187,7 +188,8 @@ class Params {
   }
 }
 
-function createTable(dialect: SqlDialect, table: string): string {
+/** The dead-letter table's DDL (`table` quoted). */
+export function deadLetterTableDdl(dialect: SqlDialect, table: string): string {
   return dialect === 'postgres'
     ? `CREATE TABLE IF NOT EXISTS ${table} (seq BIGSERIAL PRIMARY KEY, id VARCHAR(255) NOT NULL UNIQUE, sink VARCHAR(255) NOT NULL, reason VARCHAR(32) NOT NULL, at BIGINT NOT NULL, record TEXT NOT NULL)`
     : `CREATE TABLE IF NOT EXISTS ${table} (seq BIGINT AUTO_INCREMENT PRIMARY KEY, id VARCHAR(255) NOT NULL, sink VARCHAR(255) NOT NULL, reason VARCHAR(32) NOT NULL, at BIGINT NOT NULL, record LONGTEXT NOT NULL, UNIQUE KEY dead_letter_id (id))`;

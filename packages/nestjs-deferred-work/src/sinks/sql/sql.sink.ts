@@ -13,6 +13,7 @@ import { SinkConfigError } from '../kit/sink-config.error';
 import { WriteProgress } from '../kit/write-progress';
 import type { SqlConnection, SqlDriver } from './sql-clients';
 import { atBootstrap, closeAfterFailedBootstrap, run, withConnection } from './sql-connections';
+import { runDdl } from './sql-ddl';
 import { findSqlDriver } from './sql-driver-lookup';
 import { sqlErrorCode, sqlErrorKind } from './sql-errors';
 import { columnValue, defaultTableDdl, rowBytes } from './sql-rows';
@@ -104,7 +105,7 @@ export class SqlSink implements DeferredSink<SinkItem> {
         this.maxStatementBytes = Math.max(64 * 1024, Math.floor(Number(row?.packet ?? 4 * 1024 * 1024) * 0.8));
       }
       if (typeof this.table !== 'string') return;
-      if (this.createTable) await connection.query({ text: defaultTableDdl(this.driver!.dialect, quoteTable(this.driver!.dialect, this.table)), values: [] });
+      if (this.createTable) await runDdl(connection, this.driver!.dialect, [defaultTableDdl(this.driver!.dialect, quoteTable(this.driver!.dialect, this.table))], this.bootstrapTimeoutMs);
       try {
         this.shapes.set(this.table, Promise.resolve(await describeTable(connection, this.driver!.dialect, this.table, this.columns, this.idColumn)));
       } catch (error) {
@@ -308,7 +309,6 @@ export class SqlSink implements DeferredSink<SinkItem> {
   private withConnection<T>(fn: (connection: SqlConnection) => Promise<T>, signal?: AbortSignal): Promise<T> {
     return withConnection(this.driver!, fn, signal);
   }
-
 }
 
 /** Whether `text` is the JSON text of one value (what `JSON.parse` takes). */

@@ -8,6 +8,7 @@ import { settlesBy } from '../../../core/settle';
 import { SinkConfigError } from '../../kit/sink-config.error';
 import { openOwnPool, type SqlDriver, sqlDriverOf } from '../sql-clients';
 import { atBootstrap, closeAfterFailedBootstrap } from '../sql-connections';
+import { runDdl } from '../sql-ddl';
 import { describeTable, quoteTable, SqlTableError, tableParts } from '../sql-tables';
 import { DEFERRED_OUTBOX_OPTIONS } from './deferred-outbox.module-definition';
 import { OutboxRelay, type OutboxRelayStats } from './outbox-relay';
@@ -94,7 +95,7 @@ export class DeferredOutbox implements OnApplicationBootstrap, OnModuleDestroy, 
     const table = quoteTable(driver.dialect, this.options.table);
     try {
       await atBootstrap(driver, this.options.bootstrapTimeoutMs, async (connection) => {
-        if (this.options.createTable) for (const ddl of outboxTableDdl(driver.dialect, table)) await connection.query({ text: ddl, values: [] });
+        if (this.options.createTable) await runDdl(connection, driver.dialect, outboxTableDdl(driver.dialect, table), this.options.bootstrapTimeoutMs);
         await describeTable(connection, driver.dialect, this.options.table, ['id', 'seq', 'item', 'claimed_until', 'attempts'], 'id');
       });
     } catch (error) {
