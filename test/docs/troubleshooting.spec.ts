@@ -45,7 +45,6 @@ const INTERNAL: ReadonlyArray<readonly [string, string]> = [
   [`${HOLE} "${HOLE}": queue "${HOLE}" ${HOLE}`, 'the same, at write time'],
   [`${HOLE}: ${HOLE}.`, "SqlSink's wrapper of the table checks (\"table … does not exist\", …), each documented"],
   [`HttpSink "${HOLE}": ${HOLE}.`, 'a network error of the HTTP sink, with the error\'s own message'],
-  [`${HOLE} (${HOLE} similar warnings held back)`, 'the suffix of any rate-limited warning'],
 ];
 
 interface Heading {
