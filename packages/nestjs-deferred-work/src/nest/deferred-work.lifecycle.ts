@@ -1,8 +1,9 @@
-import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit, Optional } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown, type OnModuleInit, Optional } from '@nestjs/common';
 import { DiscoveryService, HttpAdapterHost, MetadataScanner, ModuleRef, Reflector } from '@nestjs/core';
 import { Correlator } from '../capture/correlation';
 import { openerOn, registerOpener, unregisterOpener } from '../capture/runtime-registry';
 import { ScopeOpener } from '../capture/scope-opener';
+import { RequestTracker } from '../capture/request-tracker';
 import { DeferredWorkConfigError } from '../core/errors/deferred-work-config.error';
 import type { DeferredSink, SinkAttachContext } from '../core/sink.interface';
 import { Dispatcher } from '../pipeline/dispatcher';
@@ -15,6 +16,7 @@ import { settleWithin } from '../core/settle';
 import { ClientHolds } from '../sinks/kit/hold-open';
 import { checkDecoratedRoutes } from './decorated-routes.check';
 import { GLOBAL_INTERCEPTOR_REGISTERED, type GlobalInterceptorState } from './deferred-work.module-definition';
+import { applicationTarget, drainOnStopSignals } from './stop-signals';
 
 /** How long shutdown waits, after the drain, for the closes that held clients postponed. */
 const HELD_CLOSE_WAIT_MS = 1000;
@@ -22,10 +24,11 @@ const HELD_CLOSE_WAIT_MS = 1000;
 /**
  * @internal What the module does at bootstrap and shutdown: checks the options and every
  * `@AfterResponse()` (so a mistake fails the start, not a request), lets `@Deferred()` find this
- * application's scopes through its HTTP framework instance, attaches the sinks, and drains on shutdown.
+ * application's scopes through its HTTP framework instance, attaches the sinks, and drains on shutdown —
+ * and, with `drainOnSignal`, on a `SIGTERM` or `SIGINT` nothing else handles (`stop-signals.ts`).
  */
 @Injectable()
-export class DeferredWorkLifecycle implements OnModuleInit, OnApplicationShutdown {
+export class DeferredWorkLifecycle implements OnModuleInit, OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger('DeferredWork');
   /** The app's clients the sinks hold open until the drain ends. */
   private readonly holds = new ClientHolds(
@@ -45,6 +48,7 @@ export class DeferredWorkLifecycle implements OnModuleInit, OnApplicationShutdow
     @Inject(ModuleRef) private readonly moduleRef: ModuleRef,
     @Inject(DeferredWork) private readonly work: DeferredWork,
     @Inject(DeferredHandles) private readonly handles: DeferredHandles,
+    @Inject(RequestTracker) private readonly requests: RequestTracker,
     @Optional() @Inject(HttpAdapterHost) private readonly adapterHost?: HttpAdapterHost,
     @Optional() @Inject(DeferredAsyncContext) private readonly asyncContext?: DeferredAsyncContext | null,
   ) {}
@@ -127,8 +131,24 @@ export class DeferredWorkLifecycle implements OnModuleInit, OnApplicationShutdow
     }
   }
 
-  /** Drains pending work within `shutdownTimeoutMs` (needs `app.enableShutdownHooks()` for signals). */
+  /** Takes this app out of the drain on a stop signal (registered once it has started). */
+  private releaseStopSignals: (() => void) | undefined;
+
+  /**
+   * With `drainOnSignal` (the default): a `SIGTERM` or `SIGINT` that nothing else listens for drains this
+   * app and then ends the process by the signal; the app's other shutdown hooks do not run then.
+   */
+  onApplicationBootstrap(): void {
+    if (!this.dispatcher.options.drainOnSignal) return;
+    this.releaseStopSignals ??= drainOnStopSignals(applicationTarget(this.logger, this.dispatcher, this.requests, this.adapterHost));
+  }
+
+  /**
+   * Drains pending work within `shutdownTimeoutMs`: on `app.close()`, or on a signal with
+   * `app.enableShutdownHooks()`. During a drain a stop signal started, awaits the same one.
+   */
   async onApplicationShutdown(): Promise<void> {
+    this.releaseStopSignals?.();
     unregisterOpener(this.opener, this.frameworkInstance());
     for (const release of this.releaseHandles) release();
     await this.dispatcher.shutdown();
