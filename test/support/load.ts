@@ -112,7 +112,7 @@ export async function loadAtRate(url: string, perSecond: number, durationMs: num
   const agent = new Agent({ keepAlive: true });
   const answers: Array<Promise<number>> = [];
   const errors = new Map<string, number>();
-  const get = (target: string) =>
+  const get = (target: string, again = true): Promise<number> =>
     new Promise<number>((resolve) => {
       const request = httpGet(target, { agent }, (res) => {
         res.resume();
@@ -120,6 +120,9 @@ export async function loadAtRate(url: string, perSecond: number, durationMs: num
         res.on('error', () => resolve(0));
       });
       request.on('error', (error: Error & { code?: string }) => {
+        // A kept-alive socket the server closed as the request left (its keepAliveTimeout): sent again
+        // once on a new connection, as Node's docs advise; the app never saw it.
+        if (again && request.reusedSocket && error.code === 'ECONNRESET') return resolve(get(target, false));
         errors.set(error.code ?? error.message, (errors.get(error.code ?? error.message) ?? 0) + 1);
         resolve(0);
       });

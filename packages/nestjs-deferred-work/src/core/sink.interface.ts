@@ -173,8 +173,8 @@ export interface SinkProcessorOptions {
    * Most bytes of items held in memory for this sink: each item counts the serialised size of its
    * payload that the validator computes when it is deferred, plus 256 bytes for its fields. Beyond it
    * new items go to the sink's spool when it has one, else they are dropped and counted (reason
-   * `queue-full`). The module's `maxTotalQueueBytes` bounds the sum over every sink. Default
-   * `33554432` (32 MiB).
+   * `queue-full`). The module's `maxTotalQueueBytes` bounds the sum over every sink.
+   * Default `33554432` (32 MiB).
    */
   maxQueueBytes: number;
   /** Most items in one `write`. Default `512`. */

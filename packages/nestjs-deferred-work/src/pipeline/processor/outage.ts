@@ -1,4 +1,6 @@
+import type { SinkStats } from '../../core/stats.interface';
 import type { Entry } from './entry';
+import type { QueueBudget } from './queue-budget';
 
 /**
  * A sink's outage as its processor sees it. The sink is *down* from the first write that delivered
@@ -39,4 +41,14 @@ export class Outage {
     if (this.downSince === undefined) return now;
     return Math.min(now, Math.max(this.downSince, entry.since ?? entry.item.createdAt));
   }
+}
+
+/** Adds where the sink stands to its stats: its state, the outage, what it holds and whether it refuses items. */
+export function addState(stats: SinkStats, outage: Outage, budget: QueueBudget | undefined): SinkStats {
+  const refusing = budget?.refusingSince;
+  stats.state = refusing !== undefined ? 'refusing' : outage.downSince !== undefined ? 'probing' : outage.since !== undefined ? 'draining' : 'up';
+  if (outage.since !== undefined) stats.outageSince = outage.since;
+  if (budget) stats.heldBytes = budget.bytes;
+  if (refusing !== undefined) stats.refusingSince = refusing;
+  return stats;
 }

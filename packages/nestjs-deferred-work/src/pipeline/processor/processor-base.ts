@@ -12,10 +12,11 @@ import { guardedWrite } from './guarded-write';
 import { HardStop } from './hard-stop';
 import { type KindCounts, kindCountsOf, SinkCounters } from './sink-counters';
 import type { SinkSpool } from './sink-spool';
-import { failureOf, failureSummary, outcomeOf, retryAfterOf } from './write-result';
+import { failureOf, failureSummary, lettersOf, noteFirstErrors, outcomeOf, retryAfterOf, watchDelivered } from './write-result';
+import { ProgressWaiters } from './progress-waiters';
 import { tellObserver, type WriteObserverSource } from './write-observer';
-import { Outage } from './outage';
-import type { QueueBudget } from './queue-budget';
+import { addState, Outage } from './outage';
+import type { QueueBudget, QueueLimit } from './queue-budget';
 import { sortFailures } from './retry-budget';
 
 /** What a processor reports to its dispatcher (and, through `observer`, to the library's own metrics). */
@@ -42,7 +43,7 @@ export abstract class ProcessorBase {
   /** Why it closed, when not at the application's shutdown: e.g. the app closed the sink's client. */
   closedBecause: string | undefined;
   protected seq = 0;
-  private waiters: Array<() => void> = [];
+  private readonly progress = new ProgressWaiters();
   /** The last write failed (in whole or part): the next complete success is a recovery. */
   private failing = false;
   /** Whether the sink is down (every write failing), and the outage until its backlog drained. */
@@ -95,13 +96,7 @@ export abstract class ProcessorBase {
     if (this.spool) stats.spool = this.spool.stats();
     const oldest = this.oldestHeldCreatedAt();
     stats.oldestPendingAgeMs = oldest === undefined ? 0 : Math.max(0, Date.now() - oldest);
-    stats.state = this.budget?.refusingSince !== undefined ? 'refusing' : this.outage.downSince !== undefined ? 'probing' : this.outage.since !== undefined ? 'draining' : 'up';
-    if (this.outage.since !== undefined) stats.outageSince = this.outage.since;
-    if (this.budget) {
-      stats.heldBytes = this.budget.bytes;
-      if (this.budget.refusingSince !== undefined) stats.refusingSince = this.budget.refusingSince;
-    }
-    return stats;
+    return addState(stats, this.outage, this.budget);
   }
 
   /** When the oldest item held in memory was deferred (epoch ms), if any is held. */
@@ -111,7 +106,12 @@ export abstract class ProcessorBase {
 
   /** Whether an item handed over now would be queued rather than dropped for want of room. */
   get hasRoom(): boolean {
-    return this.spool !== undefined || this.budget === undefined || this.budget.fits(0, this.pending);
+    return this.spool !== undefined || this.budget === undefined || this.budget.hasRoom(this.pending);
+  }
+
+  /** What refused the last item dropped for want of room, for the warning (`undefined` when nothing did). */
+  get refusal(): { limit: QueueLimit; bytes: number; held: number } | undefined {
+    return this.budget?.refusal(this.pending);
   }
 
   /** Hands a dead letter's item back (a redrive): accepted again, counted in `redriven` too. Returns whether it was queued. */
@@ -192,7 +192,7 @@ export abstract class ProcessorBase {
     this.counters.delivered += delivered;
     const failed = failures.length === 0 ? undefined : new Set(failures.map((failure) => failure.entry));
     for (const entry of entries) if (!failed?.has(entry)) this.counters.kind(entry.item.kind).delivered++;
-    if (this.spool) this.ackDelivered(entries, failures);
+    if (this.spool) this.spool.ack(failed === undefined ? entries : entries.filter((entry) => !failed.has(entry)));
     if (itemWatch.watching > 0) watchDelivered(entries, failures);
     const retry = sorted.retry;
     // To the back of the spool (still pending, on disk, its record left in place); an entry without a record is retried here.
@@ -242,13 +242,6 @@ export abstract class ProcessorBase {
     }
   }
 
-  /** Acks in the spool the entries of a write that went through. */
-  private ackDelivered(entries: Entry[], failures: Failure[]): void {
-    if (failures.length === 0) return this.spool!.ack(entries);
-    const failed = new Set(failures.map((failure) => failure.entry));
-    this.spool!.ack(entries.filter((entry) => !failed.has(entry)));
-  }
-
   /**
    * Counts failures as dead letters and returns the letters (the caller hands them to the hooks); with
    * a spool, acks them there — except at shutdown's deadline, when the spool keeps them for the next
@@ -269,16 +262,12 @@ export abstract class ProcessorBase {
     const at = this.counters.buried(failures.length, reason);
     for (const failure of failures) this.counters.kind(failure.entry.item.kind).deadLettered++;
     if (itemWatch.watching > 0) for (const failure of failures) itemWatch.settled(failure.entry.item, 'dead-lettered');
-    return failures.map(({ entry, message, code }) => {
-      const letter: DeadLetter = { item: entry.item, sink: this.sink.name, reason, error: message, attempts: entry.attempts, at };
-      if (code !== undefined) letter.code = code;
-      if (entry.firstError && entry.attempts > 1) letter.firstError = entry.firstError;
-      return letter;
-    });
+    return lettersOf(failures, this.sink.name, reason, at);
   }
 
   /** Last line of defence: entries caught in an unexpected error (already taken out by the caller) are dead-lettered, never lost. */
   protected failInternally(stranded: Entry[], error: unknown): void {
+    this.releaseHeld(stranded);
     const message = `internal error: ${errorMessage(error)}`;
     this.hooks.deadLetter(this.bury(stranded.map((entry) => ({ entry, retryable: false, message })), 'not-retryable'));
     this.hooks.writeFailed(this.sink.name, message);
@@ -294,6 +283,7 @@ export abstract class ProcessorBase {
 
   /** Dead-letters entries given up on at shutdown's deadline (a spool keeps them instead). */
   protected buryAtDeadline(entries: Entry[]): void {
+    this.releaseHeld(entries);
     this.hooks.deadLetter(this.bury(entries.map((entry) => ({ entry, retryable: false, message: 'shutdown deadline reached' })), 'shutdown'));
   }
 
@@ -304,32 +294,10 @@ export abstract class ProcessorBase {
 
   /** Resolves on the next settled entry or after `ms`; keeps the process alive (flush and drain wait here). */
   protected waitForProgress(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      function done() {
-        clearTimeout(timer);
-        resolve();
-      }
-      this.waiters.push(done);
-    });
+    return this.progress.wait(ms);
   }
 
   protected notifyProgress(): void {
-    if (this.waiters.length === 0) return;
-    const waiters = this.waiters;
-    this.waiters = [];
-    for (const wake of waiters) wake();
+    this.progress.notify();
   }
-}
-
-/** Tells the watchers of a write's entries that went through. */
-function watchDelivered(entries: readonly Entry[], failures: readonly Failure[]): void {
-  const failed = failures.length === 0 ? undefined : new Set(failures.map((failure) => failure.entry));
-  for (const entry of entries) if (!failed?.has(entry)) itemWatch.settled(entry.item, 'delivered');
-}
-
-/** Keeps each failed entry's first error (its dead letter shows the first and the last). */
-function noteFirstErrors(failures: readonly Failure[]): void {
-  const at = Date.now();
-  for (const { entry, message, code } of failures) entry.firstError ??= code === undefined ? { message, at } : { message, code, at };
 }

@@ -41,6 +41,16 @@ export class QueueBudget {
     return false;
   }
 
+  /** Whether one more item would be taken beside `count` held, without noting a refusal (a redrive asks). */
+  hasRoom(count: number): boolean {
+    return count < this.maxCount && (count === 0 || (this.bytes < this.maxBytes && this.total.held < this.total.max));
+  }
+
+  /** What refused the last item dropped for want of room, with what the sink holds (`count` items). */
+  refusal(count: number): { limit: QueueLimit; bytes: number; held: number } | undefined {
+    return this.refusedBy === undefined ? undefined : { limit: this.refusedBy, bytes: this.bytes, held: count };
+  }
+
   /** Counts an entry as held in memory (once). */
   hold(entry: Entry): void {
     if (entry.counted) return;

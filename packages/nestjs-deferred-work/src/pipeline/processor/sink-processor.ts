@@ -6,9 +6,10 @@ import { retryDelayMs } from './backoff';
 import type { Entry } from './entry';
 import { ProcessorBase, type ProcessorHooks } from './processor-base';
 import type { SinkSpool } from './sink-spool';
-import { errorMessage } from '../../core/error-message';
 import { PROCESSOR_DEFAULTS } from '../defaults';
-import { QueueBudget, type QueueLimit, TotalQueueBytes } from './queue-budget';
+import { QueueBudget, TotalQueueBytes } from './queue-budget';
+import { BacklogReader } from './backlog-reader';
+import { takeBatch } from './batches';
 
 export type { ProcessorHooks } from './processor-base';
 
@@ -35,13 +36,8 @@ export class SinkProcessor extends ProcessorBase {
   /** Exports run in the async context the processor was created in, never in a request's. */
   private readonly startExport: () => void;
   private readonly onTimer: () => void;
-  /** With a spool: the backlog is not read until `start()` (sinks are attached then). */
-  private holdingBacklog = true;
-  /** After the disk refused a read of the backlog: how long the next try waits (ms; 0 when not paused). */
-  private readPausedFor = 0;
-  private lastReadPause = 0;
-  /** With a spool: the last seq replayed from a previous process (those items count by kind when read back). */
-  private replayedUpTo = 0;
+  /** With a spool: its backlog on disk, read back as the queue empties. */
+  private readonly backlog: BacklogReader | undefined;
 
   constructor(sink: DeferredSink, options: SinkProcessorOptions, hooks: ProcessorHooks, spool?: SinkSpool, budget?: QueueBudget) {
     super(sink, options, hooks, spool, budget ?? new QueueBudget(options.maxQueueBytes ?? PROCESSOR_DEFAULTS.maxQueueBytes, options.maxQueueSize, new TotalQueueBytes(Number.POSITIVE_INFINITY)));
@@ -49,7 +45,11 @@ export class SinkProcessor extends ProcessorBase {
       // What a previous process left is accepted again by this one, and waits on disk until start().
       this.counters.accepted += spool.replayed;
       this.seq = spool.lastReplaySeq;
-      this.replayedUpTo = spool.lastReplaySeq;
+      this.backlog = new BacklogReader(spool, spool.lastReplaySeq, options.maxBackoffMs, {
+        failed: (message) => this.hooks.writeFailed(this.sink.name, message),
+        resume: () => this.schedule(),
+        countKind: (kind) => this.counters.kind(kind).accepted++,
+      });
     }
     this.startExport = AsyncResource.bind(() => void this.exportLoop());
     this.onTimer = AsyncResource.bind(() => {
@@ -84,17 +84,14 @@ export class SinkProcessor extends ProcessorBase {
     return this.queue.length + this.flight.length + this.again.length;
   }
 
-  /**
-   * Backlog on disk ready to be read back: a spool, started, with records not in memory, not paused by
-   * a read error, and not past shutdown's deadline (what is left then stays on disk for the next start).
-   */
+  /** Backlog on disk ready to be read back (not past shutdown's deadline: what is left then stays on disk for the next start). */
   private get backlogReady(): boolean {
-    return this.backlogOwed && this.readPausedFor === 0 && !this.hardStop.signal.aborted;
+    return this.backlog?.ready === true && !this.hardStop.signal.aborted;
   }
 
-  /** Backlog on disk this process owes now (a spool, started, records not in memory): what `flush()` and the drain wait for. */
+  /** Backlog on disk this process owes now: what `flush()` and the drain wait for. */
   private get backlogOwed(): boolean {
-    return !this.holdingBacklog && (this.spool?.backlog ?? 0) > 0;
+    return this.backlog?.owed === true;
   }
 
   /**
@@ -102,7 +99,7 @@ export class SinkProcessor extends ProcessorBase {
    * attached, at bootstrap). Without a spool, nothing to do.
    */
   start(): void {
-    this.holdingBacklog = false;
+    this.backlog?.start();
     this.schedule();
   }
 
@@ -136,12 +133,6 @@ export class SinkProcessor extends ProcessorBase {
     return true;
   }
 
-  /** What refused the last item dropped for want of room, for the warning (`undefined` when nothing did). */
-  get refusal(): { limit: QueueLimit; bytes: number; held: number } | undefined {
-    const budget = this.budget!;
-    return budget.refusedBy === undefined ? undefined : { limit: budget.refusedBy, bytes: budget.bytes, held: this.held };
-  }
-
   /**
    * With a spool: the item is appended first (dropped, counted, when the spool refuses it), then held
    * in memory when there is room and nothing waits on disk before it; otherwise it waits on disk and
@@ -168,44 +159,16 @@ export class SinkProcessor extends ProcessorBase {
     return true;
   }
 
-  /**
-   * Reads backlog records back from disk into the queue, as far as `maxQueueSize` allows. A read the
-   * disk refuses (EMFILE, EIO) leaves the backlog as it was and pauses reading it, with a backoff
-   * (100 ms doubling to `maxBackoffMs`), said once per failure through the sink's warnings.
-   */
+  /** Reads backlog records back from disk into the queue: a few batches at a time, within the byte budget (the disk is the buffer). */
   private refill(): void {
-    if (!this.backlogReady) return;
-    let paged: ReturnType<SinkSpool['pageIn']>;
-    try {
-      // A few batches at a time, within the byte budget: the disk is the buffer.
-      if (this.budget!.bytes >= this.budget!.maxBytes) return;
-      paged = this.spool!.pageIn(Math.min(this.options.maxQueueSize - this.held, 4 * this.options.maxBatchSize));
-    } catch (error) {
-      this.pauseReading(error);
-      return;
-    }
-    this.lastReadPause = 0;
-    for (const record of paged.records) {
-      // A previous process's item, accepted again by this one at bootstrap: counted by kind now that its kind is known.
-      if (record.spoolSeq <= this.replayedUpTo) this.counters.kind(record.item.kind).accepted++;
-      const entry: Entry = { item: record.item, attempts: 0, seq: record.spoolSeq, spoolSeq: record.spoolSeq, bytes: record.bytes, since: Date.now() };
-      if (record.batch !== undefined) entry.marked = record.batch;
+    if (!this.backlogReady || this.budget!.bytes >= this.budget!.maxBytes) return;
+    const read = this.backlog!.read(Math.min(this.options.maxQueueSize - this.held, 4 * this.options.maxBatchSize));
+    if (!read) return;
+    for (const entry of read.entries) {
       this.budget!.hold(entry);
       this.queue.push(entry);
     }
-    this.buryUnreadable(paged.unreadable);
-  }
-
-  private pauseReading(error: unknown): void {
-    this.readPausedFor = this.lastReadPause = Math.min(Math.max(100, this.lastReadPause * 2), Math.max(100, this.options.maxBackoffMs));
-    this.hooks.writeFailed(
-      this.sink.name,
-      `could not read ${this.spool!.backlog} spooled item(s) back from ${this.spool!.dir}: ${errorMessage(error)}; trying again in ${this.readPausedFor} ms`,
-    );
-    setTimeout(() => {
-      this.readPausedFor = 0;
-      this.schedule();
-    }, this.readPausedFor).unref();
+    this.buryUnreadable(read.unreadable);
   }
 
   /**
@@ -242,9 +205,7 @@ export class SinkProcessor extends ProcessorBase {
       this.hardStop.abort(new Error('shutdown deadline reached'));
       // The export loop, cut short, dead-letters its in-flight entries and then the queue.
       while (this.busy) await this.waitForProgress(1000);
-      const left = [...this.again.splice(0), ...this.queue.splice(0)];
-      this.releaseHeld(left);
-      this.buryAtDeadline(left);
+      this.buryAtDeadline([...this.again.splice(0), ...this.queue.splice(0)]);
     }
     this.closedForGood = true;
     this.clearTimer();
@@ -288,7 +249,7 @@ export class SinkProcessor extends ProcessorBase {
     try {
       do {
         this.refill();
-        const batch = this.takeBatch();
+        const batch = takeBatch(this.queue, this.again, this.options.maxBatchSize);
         if (batch.length === 0) break;
         try {
           await this.deliver(batch);
@@ -296,7 +257,6 @@ export class SinkProcessor extends ProcessorBase {
           // A bug here, or in a sink's result: the batch must not vanish from the counts.
           const stranded = this.flight;
           this.flight = [];
-          this.releaseHeld(stranded);
           this.failInternally(stranded, error);
         }
       } while (this.waiting >= this.options.maxBatchSize || this.draining || this.backlogReady);
@@ -305,28 +265,6 @@ export class SinkProcessor extends ProcessorBase {
       this.notifyProgress();
       this.schedule();
     }
-  }
-
-  /** The next batch: the entries to retry after a write that went through first, then the queue's. */
-  private takeBatch(): Entry[] {
-    if (this.again.length === 0) return this.queue.splice(0, this.nextBatchSize());
-    const again = this.again.splice(0, this.options.maxBatchSize);
-    const room = this.options.maxBatchSize - again.length;
-    return room > 0 && this.queue.length > 0 ? again.concat(this.queue.splice(0, Math.min(room, this.nextBatchSize()))) : again;
-  }
-
-  /**
-   * How many queued entries the next batch takes: `maxBatchSize`, but a replayed item that began a
-   * write of the previous process begins one of the same size (and the batch before it stops short of
-   * it), so the same items go out together again and a receiver sees the same Idempotency-Key.
-   */
-  private nextBatchSize(): number {
-    const max = this.options.maxBatchSize;
-    const head = this.queue[0]?.marked;
-    if (head !== undefined && this.queue[0]!.attempts === 0) return Math.min(head, max);
-    const limit = Math.min(max, this.queue.length);
-    for (let i = 1; i < limit; i++) if (this.queue[i]!.marked !== undefined) return i;
-    return max;
   }
 
   /**
@@ -344,7 +282,6 @@ export class SinkProcessor extends ProcessorBase {
       const entries = this.flight;
       if (this.hardStop.signal.aborted) {
         this.flight = [];
-        this.releaseHeld(entries);
         this.buryAtDeadline(entries);
         this.notifyProgress();
         return;

@@ -2,6 +2,8 @@ import { errorCode, errorMessage } from '../../core/error-message';
 import { SinkWriteError } from '../../core/errors/sink-write.error';
 import type { SinkItemFailure, SinkWriteResult } from '../../core/sink.interface';
 import type { Entry, Failure } from './entry';
+import { itemWatch } from '../item-watch';
+import type { DeadLetter, DeadLetterReason } from '../../core/dead-letter.interface';
 
 /** What a sink's write said of its entries: the failures, and how many it skipped as duplicates. */
 export interface WriteOutcome {
@@ -75,4 +77,26 @@ export function failureSummary(failures: Failure[], total: number): string {
   const first = failures[0];
   const text = first.code !== undefined && !first.message.includes(first.code) ? `${first.message} (${first.code})` : first.message;
   return failures.length === total ? text : `${failures.length} of ${total} items failed: ${text}`;
+}
+
+/** Tells the watchers of a write's entries that went through. */
+export function watchDelivered(entries: readonly Entry[], failures: readonly Failure[]): void {
+  const failed = failures.length === 0 ? undefined : new Set(failures.map((failure) => failure.entry));
+  for (const entry of entries) if (!failed?.has(entry)) itemWatch.settled(entry.item, 'delivered');
+}
+
+/** Keeps each failed entry's first error (its dead letter shows the first and the last). */
+export function noteFirstErrors(failures: readonly Failure[]): void {
+  const at = Date.now();
+  for (const { entry, message, code } of failures) entry.firstError ??= code === undefined ? { message, at } : { message, code, at };
+}
+
+/** The dead letters of `failures` for `sink`, stamped `at`: the last error and its code, and the first one when it failed more than once. */
+export function lettersOf(failures: readonly Failure[], sink: string, reason: DeadLetterReason, at: number): DeadLetter[] {
+  return failures.map(({ entry, message, code }) => {
+    const letter: DeadLetter = { item: entry.item, sink, reason, error: message, attempts: entry.attempts, at };
+    if (code !== undefined) letter.code = code;
+    if (entry.firstError && entry.attempts > 1) letter.firstError = entry.firstError;
+    return letter;
+  });
 }

@@ -11,14 +11,14 @@ export interface AddRefusal {
 /**
  * BullMQ's status codes for a job its add did not add (its `ErrorCode`). A missing parent may only be
  * late — a parent deferred in the same batch to another queue, whose add runs at the same time, or one
- * whose add is being retried — so that job is retried, and dead-lettered when its attempts run out.
+ * whose add is being retried — so that job is retried, and dead-lettered when its retry budget runs out.
  */
 const REFUSALS: Readonly<Record<string, AddRefusal>> = {
   '-5': {
     code: 'ParentJobNotExist',
     retryable: true,
     reason:
-      'its parent job is not in Redis (yet); retried until its attempts run out. opts.parent.queue is the parent ' +
+      'its parent job is not in Redis (yet); retried until its retry budget (maxRetryDurationMs) runs out. opts.parent.queue is the parent ' +
       'queue\'s qualified name, prefix included (e.g. "bull:orders"), and the parent must be added before the child',
   },
   '-7': {
