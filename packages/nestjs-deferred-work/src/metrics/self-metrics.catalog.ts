@@ -2,7 +2,7 @@ import type { DeadLetteredReason } from '../core/stats.interface';
 import type { SelfMetricsSnapshot } from './self-metrics.snapshot';
 
 /** Every reason an item is dead-lettered for: the `reason` label's values (each sink shows all, at 0 until seen, so that rate() sees the first one). */
-export const DEAD_LETTERED_REASONS: readonly DeadLetteredReason[] = ['not-retryable', 'expired', 'attempts-exhausted', 'timeout', 'shutdown', 'closed', 'unreadable'];
+export const DEAD_LETTERED_REASONS: readonly DeadLetteredReason[] = ['not-retryable', 'expired', 'attempts-exhausted', 'timeout', 'shutdown', 'shutdown-in-flight', 'closed', 'unreadable'];
 
 /** Labels of one series. */
 export type Labels = Record<string, string>;
@@ -72,7 +72,7 @@ export const OBSERVED_METRICS: readonly ObservedMetric[] = [
     type: 'counter',
     unit: '{item}',
     labels: ['sink', 'reason'],
-    help: 'Items dead-lettered, by reason: not-retryable, expired, attempts-exhausted, timeout, shutdown, closed, unreadable (a spooled item not read back).',
+    help: 'Items dead-lettered, by reason: not-retryable, expired, attempts-exhausted, timeout, shutdown, shutdown-in-flight (a write in flight at the deadline: it may have been delivered), closed, unreadable (a spooled item not read back).',
     read: (s) =>
       Object.entries(s.stats.sinks).flatMap(([sink, stats]) => DEAD_LETTERED_REASONS.map((reason): Sample => [{ sink, reason }, stats.deadLetteredByReason?.[reason] ?? 0])),
   },

@@ -6,6 +6,7 @@ import type { DeadLetter } from '../core/dead-letter.interface';
 import { DeadLetterDesk } from './dead-letters/dead-letter-desk';
 import { MemoryDeadLetterStore } from './dead-letters/memory-dead-letter.store';
 import { validateItem } from '../core/items/item-validator';
+import { DeferredItemRejectedError } from '../core/errors/deferred-item-rejected.error';
 import { newItemId } from '../core/items/item-id';
 import { RateLimitedLogger } from './warnings/rate-limited-logger';
 import { itemWatch } from './item-watch';
@@ -101,13 +102,16 @@ export class Dispatcher {
     await this.deadLetterDesk?.close();
   }
 
-  /** Validates, routes and enqueues one item. Never throws: a bad item is counted and logged. */
-  dispatch(item: DeferredItem): void {
+  /**
+   * Validates, routes and enqueues one item. Never throws: a bad item is counted and logged, naming
+   * `origin` — where it was deferred (`OrdersController.create()`) — when the caller knows it.
+   */
+  dispatch(item: DeferredItem, origin?: string): void {
     let bytes: number;
     try {
       bytes = validateItem(item, this.options.maxItemBytes);
     } catch (error) {
-      return this.reject(item, error);
+      return this.reject(item, error, origin);
     }
     // Its id, once: given when it was deferred (an item built elsewhere gets it here), the same across
     // retries, the worker thread, the spool and its dead letter — and every fanned-out copy.
@@ -117,26 +121,26 @@ export class Dispatcher {
       return;
     }
     const target = item.sink ?? this.options.routing[item.kind];
-    if (typeof target === 'string') this.enqueueTo(target, item, bytes);
-    else for (const name of target) this.enqueueTo(name, item, bytes); // a copy to each: each sink accounts for its own
+    if (typeof target === 'string') this.enqueueTo(target, item, bytes, origin);
+    else for (const name of target) this.enqueueTo(name, item, bytes, origin); // a copy to each: each sink accounts for its own
   }
 
   /** Hands the item to the named sink's processor, after its checks; a refusal is counted and logged. */
-  private enqueueTo(name: string, item: DeferredItem & { kind: SinkKind }, bytes: number): void {
+  private enqueueTo(name: string, item: DeferredItem & { kind: SinkKind }, bytes: number, origin: string | undefined): void {
     try {
       const processor = this.processors.get(name);
       checkSinkTakes(name, processor, item);
       if (!processor.enqueue(item, bytes)) this.refused(name, processor);
     } catch (error) {
-      this.reject(item, error);
+      this.reject(item, error, origin);
     }
   }
 
-  /** Counts and logs an item refused before acceptance. */
-  private reject(item: DeferredItem, error: unknown): void {
+  /** Counts and logs an item refused before acceptance (naming where it was deferred, when known). */
+  private reject(item: DeferredItem, error: unknown, origin?: string): void {
     this.rejected++;
     if (itemWatch.watching > 0) itemWatch.settled(item, 'rejected');
-    const message = error instanceof Error ? error.message : String(error);
+    const message = error instanceof DeferredItemRejectedError ? error.messageFrom(origin) : error instanceof Error ? error.message : String(error);
     // One key per kind: a message names the item, so keying on it would neither limit nor stay bounded.
     this.warnings.warn(`rejected:${item?.kind}`, message);
   }
@@ -290,6 +294,7 @@ export class Dispatcher {
   private async runShutdown(deadline: number): Promise<ShutdownReport> {
     const undelivered: Record<string, number> = {};
     const spooled: Record<string, number> = {};
+    const inFlight: Record<string, number> = {};
     // First drain everything together, with every sink still accepting: a callback still running
     // may defer more (a log, a job), and that belongs to the drain, not to after it.
     await this.settle(deadline);
@@ -299,6 +304,7 @@ export class Dispatcher {
       [...this.processors].map(async ([name, processor]) => {
         const lost = await this.shutdownSink(name, deadline);
         if (lost > 0) undelivered[name] = lost;
+        inFlight[name] = processor.deadLetteredFor('shutdown-in-flight');
         const closed = await closeSink(name, processor, deadline, this.logger);
         if (closed.lostOnClose > 0) undelivered[name] = (undelivered[name] ?? 0) + closed.lostOnClose;
         if (closed.spooled > 0) spooled[name] = closed.spooled;
@@ -307,6 +313,6 @@ export class Dispatcher {
     await this.deadLetterDesk.close();
     const store = this.deadLetterDesk.kept;
     const kept = store ? { description: store.description, durable: !(store instanceof MemoryDeadLetterStore) } : undefined;
-    return reportShutdown(this.logger, this.options.shutdownTimeoutMs, undelivered, spooled, Boolean(this.options.spools?.size), kept);
+    return reportShutdown(this.logger, this.options.shutdownTimeoutMs, undelivered, spooled, Boolean(this.options.spools?.size), kept, inFlight);
   }
 }

@@ -14,6 +14,11 @@ export interface ShutdownReport {
    * delivered after the next start (they are not in `undelivered`).
    */
   spooled?: Record<string, number>;
+  /**
+   * Of `undelivered`, per sink, the items whose write was still in flight when the deadline passed
+   * (dead-lettered `shutdown-in-flight`: they may have been delivered). Absent when there were none.
+   */
+  inFlight?: Record<string, number>;
 }
 
 /**
@@ -55,6 +60,8 @@ export function reportShutdown(
   withSpools: boolean,
   /** Where dead letters are kept (`DeadLetterStore.description`), and whether that outlives the process. */
   store?: { description: string; durable: boolean },
+  /** Of `undelivered`, per sink, the items whose write was in flight at the deadline (they may have been delivered). */
+  inFlight: Record<string, number> = {},
 ): ShutdownReport {
   const spooledTotal = Object.values(spooled).reduce((a, b) => a + b, 0);
   if (spooledTotal > 0) {
@@ -67,13 +74,20 @@ export function reportShutdown(
   const lostTotal = Object.values(undelivered).reduce((a, b) => a + b, 0);
   if (lostTotal > 0) {
     const per = Object.entries(undelivered).map(([n, c]) => `${n}: ${c}`).join(', ');
+    const cut = Object.values(inFlight).reduce((a, b) => a + b, 0);
+    const split =
+      cut === 0
+        ? ''
+        : ` — ${lostTotal - cut} never sent, and ${cut} in a write still in flight (${Object.entries(inFlight).filter(([, c]) => c > 0).map(([n, c]) => `${n}: ${c}`).join(', ')}), which may have been delivered (reason "shutdown-in-flight": a redrive may deliver them twice)`;
     const kept = !store
-      ? 'they were dead-lettered (reason "shutdown") and are lost with the process: no dead-letter store keeps them'
+      ? 'they were dead-lettered and are lost with the process: no dead-letter store keeps them'
       : store.durable
-        ? `they were dead-lettered (reason "shutdown") and kept in the ${store.description} store: redrive them once the destination is back`
-        : `they were dead-lettered (reason "shutdown") into the ${store.description} store, which does not outlive the process: give the module a spool or a SQL or Redis Stream dead-letter store to keep them`;
-    logger.error(`Shutdown deadline (${shutdownTimeoutMs} ms) passed with ${lostTotal} items undelivered (${per}); ${kept}. Raise shutdownTimeoutMs or check the sinks.`);
+        ? `they were dead-lettered and kept in the ${store.description} store: redrive them once the destination is back`
+        : `they were dead-lettered into the ${store.description} store, which does not outlive the process: give the module a spool or a SQL or Redis Stream dead-letter store to keep them`;
+    logger.error(`Shutdown deadline (${shutdownTimeoutMs} ms) passed with ${lostTotal} items undelivered (${per})${split}; ${kept}. Raise shutdownTimeoutMs or check the sinks.`);
   }
   const drained = lostTotal === 0 && spooledTotal === 0;
-  return withSpools ? { drained, undelivered, spooled } : { drained, undelivered };
+  const report: ShutdownReport = withSpools ? { drained, undelivered, spooled } : { drained, undelivered };
+  if (Object.values(inFlight).some((c) => c > 0)) report.inFlight = inFlight;
+  return report;
 }

@@ -2,7 +2,7 @@ import { BadRequestException } from '@nestjs/common';
 import type { DeadLetterReason } from '../../core/dead-letter.interface';
 import type { DeadLetterFilter, DeadLetterQuery, RedriveSelector } from '../../core/dead-letter-store.interface';
 
-const REASONS: readonly DeadLetterReason[] = ['attempts-exhausted', 'not-retryable', 'shutdown', 'closed', 'timeout'];
+const REASONS: readonly DeadLetterReason[] = ['expired', 'attempts-exhausted', 'not-retryable', 'shutdown', 'shutdown-in-flight', 'closed', 'timeout'];
 
 /** A time given as epoch ms or an ISO date. */
 function time(name: string, value: unknown): number | undefined {

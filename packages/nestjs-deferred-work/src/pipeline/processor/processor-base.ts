@@ -84,6 +84,11 @@ export abstract class ProcessorBase {
   protected abstract get queueDepth(): number;
   protected abstract get inFlight(): number;
 
+  /** Items dead-lettered for `reason` so far. */
+  deadLetteredFor(reason: DeadLetterReason): number {
+    return this.counters.deadLetteredByReason[reason] ?? 0;
+  }
+
   /** Whether shutdown has finished (new items are refused). */
   get closed(): boolean {
     return this.closedForGood;
@@ -183,6 +188,7 @@ export abstract class ProcessorBase {
     const summary = failures.length > 0 && !cutByShutdown ? failureSummary(failures, entries.length) : undefined;
     if (summary !== undefined) this.counters.failedWrite(summary, failures[0].code);
     // From here to the end: one synchronous step, so the counters always add up.
+    // A write that ends after the shutdown deadline was in flight when it passed (none starts after it).
     const stopping = this.hardStop.signal.aborted;
     const now = Date.now();
     const delivered = entries.length - failures.length;
@@ -204,7 +210,8 @@ export abstract class ProcessorBase {
     }
     const letters = [
       ...this.bury(sorted.notRetryable, 'not-retryable'),
-      ...this.bury(sorted.exhausted, stopping ? 'shutdown' : 'attempts-exhausted'),
+      // A write cut by the deadline may have been delivered: its entries are told apart from those never sent.
+      ...this.bury(sorted.exhausted, stopping ? 'shutdown-in-flight' : 'attempts-exhausted'),
       ...this.bury(sorted.expired, 'expired'),
     ];
     this.reportWrite(summary, failures.length === 0);
@@ -251,7 +258,7 @@ export abstract class ProcessorBase {
     if (failures.length === 0) return [];
     if (this.spool) {
       const entries = failures.map((failure) => failure.entry);
-      if (reason === 'shutdown' && entries.every((entry) => entry.spoolSeq)) {
+      if ((reason === 'shutdown' || reason === 'shutdown-in-flight') && entries.every((entry) => entry.spoolSeq)) {
         this.kept += entries.length;
         this.spool.keep(entries.length);
         if (itemWatch.watching > 0) for (const entry of entries) itemWatch.settled(entry.item, 'kept');

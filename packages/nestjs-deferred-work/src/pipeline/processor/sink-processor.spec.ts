@@ -190,7 +190,8 @@ describe('SinkProcessor', () => {
     expect(signals).toHaveLength(1);
     expect(signals[0].aborted).toBe(true);
     expect(lost).toBe(5);
-    expect(letters.every((l) => l.reason === 'shutdown')).toBe(true);
+    // The batch in flight at the deadline may have been delivered; the rest was never sent.
+    expect(letters.map((l) => l.reason)).toEqual(['shutdown-in-flight', 'shutdown-in-flight', 'shutdown', 'shutdown', 'shutdown']);
     expect(identity()).toMatchObject({ accepted: 5, deadLettered: 5, pending: 0 });
     expect(await processor.shutdown(Date.now() + 100)).toBe(0); // idempotent
   });
