@@ -6,11 +6,10 @@ import { Redis } from 'ioredis';
 import { AfterResponse, Deferred, type DeferredScope, DeferredWork, DeferredWorkHealthIndicator, DeferredWorkModule, type DeferredWorkModuleOptions, HttpSink } from 'nestjs-deferred-work';
 import { RedisStreamSink } from 'nestjs-deferred-work/redis-streams';
 import { eventually } from '../support/eventually';
-import { HttpReceiver } from '../support/http-receiver';
 import { load, loadAtRate, range } from '../support/load';
 import { failOnUnhandledRejection, platforms, startApp } from '../support/platforms';
 import { RedisServer } from '../support/redis-server';
-import { TcpProxy } from '../support/tcp-proxy';
+import { useProxiedReceiver } from '../support/tcp-proxy';
 
 /**
  * The time and byte budgets with real destinations:
@@ -128,18 +127,8 @@ describe('RedisStreamSink with its defaults through a long Redis outage (Fastify
 });
 
 describe.each(platforms)('HttpSink with a small byte budget through an outage ($name)', (platform) => {
-  let receiver: HttpReceiver;
-  let proxy: TcpProxy;
+  const link = useProxiedReceiver();
   let spoolDir: string | undefined;
-  beforeAll(async () => {
-    receiver = await HttpReceiver.start();
-    proxy = new TcpProxy(receiver.port);
-    await proxy.listen();
-  });
-  afterAll(async () => {
-    await proxy.close();
-    await receiver.close();
-  });
   afterEach(() => {
     if (spoolDir) rmSync(spoolDir, { recursive: true, force: true });
     spoolDir = undefined;
@@ -153,7 +142,7 @@ describe.each(platforms)('HttpSink with a small byte budget through an outage ($
     const started = await startApp(platform, {
       imports: [
         DeferredWorkModule.forRoot({
-          sinks: [new HttpSink({ url: `http://127.0.0.1:${proxy.port}${path}` })],
+          sinks: [new HttpSink({ url: `http://127.0.0.1:${link.proxy.port}${path}` })],
           sinkOptions: { http: { maxQueueBytes, ...(spooled ? { spool: { dir: spoolDir! } } : {}) } },
         }),
       ],
@@ -162,15 +151,15 @@ describe.each(platforms)('HttpSink with a small byte budget through an outage ($
     const work = started.app.get(DeferredWork);
     const health = started.app.get(DeferredWorkHealthIndicator);
     try {
-      await proxy.stop();
+      await link.proxy.stop();
       const marks = range(0, 200).map((i) => `b-${i}`);
       expect((await load(started.url, marks.map((m) => `/entries/${m}`), 10)).every((s) => s === 200)).toBe(true);
       const full = work.stats().sinks.http;
       const ready = health.isReady('deferredWork', { failingForMs: 60_000 }).deferredWork;
-      await proxy.start();
+      await link.proxy.start();
       await eventually(async () => expect(work.stats().sinks.http).toMatchObject({ accepted: 200, pending: 0 }), 30_000);
       const s = work.stats().sinks.http;
-      const received = receiver.delivered(path).map((item) => (item as { fields: { mark: string } }).fields.mark);
+      const received = link.receiver.delivered(path).map((item) => (item as { fields: { mark: string } }).fields.mark);
       return { full, ready, s, received, marks };
     } finally {
       await started.close();

@@ -1,10 +1,9 @@
 import { Controller, Get, Param } from '@nestjs/common';
 import { AfterResponse, Deferred, type DeferredScope, DeferredWork, DeferredWorkHealthIndicator, DeferredWorkModule, HttpSink } from 'nestjs-deferred-work';
 import { eventually } from '../support/eventually';
-import { HttpReceiver } from '../support/http-receiver';
 import { loadAtRate } from '../support/load';
 import { failOnUnhandledRejection, platforms, startApp } from '../support/platforms';
-import { TcpProxy } from '../support/tcp-proxy';
+import { useProxiedReceiver } from '../support/tcp-proxy';
 
 /**
  * Readiness means one thing through a 20-s outage of an HTTP receiver (its connections reset and
@@ -27,21 +26,11 @@ class EntriesController {
 }
 
 describe.each(platforms)('readiness through a 20-s outage ($name)', (platform) => {
-  let receiver: HttpReceiver;
-  let proxy: TcpProxy;
-  beforeAll(async () => {
-    receiver = await HttpReceiver.start();
-    proxy = new TcpProxy(receiver.port);
-    await proxy.listen();
-  });
-  afterAll(async () => {
-    await proxy.close();
-    await receiver.close();
-  });
+  const link = useProxiedReceiver();
 
   it('failingForMs 1,500: down from ~1.5 s after the first failure until drained, never up between; 60,000: up throughout', async () => {
     const started = await startApp(platform, {
-      imports: [DeferredWorkModule.forRoot({ sinks: [new HttpSink({ url: `http://127.0.0.1:${proxy.port}/ready-${process.pid}` })] })],
+      imports: [DeferredWorkModule.forRoot({ sinks: [new HttpSink({ url: `http://127.0.0.1:${link.proxy.port}/ready-${process.pid}` })] })],
       controllers: [EntriesController],
     });
     const work = started.app.get(DeferredWork);
@@ -62,9 +51,9 @@ describe.each(platforms)('readiness through a 20-s outage ($name)', (platform) =
     try {
       const load = loadAtRate(started.url, 50, OUTAGE_MS + 8_000, (i) => `/entries/r-${i}`);
       await new Promise((resolve) => setTimeout(resolve, 3_000));
-      await proxy.stop();
+      await link.proxy.stop();
       await new Promise((resolve) => setTimeout(resolve, OUTAGE_MS));
-      await proxy.start();
+      await link.proxy.start();
       const upAt = Date.now();
       expect((await load).every((s) => s === 200)).toBe(true);
       await eventually(async () => expect(work.stats().sinks.http).toMatchObject({ pending: 0, state: 'up' }), 30_000);

@@ -1,4 +1,5 @@
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
+import { HttpReceiver } from './http-receiver';
 
 /**
  * A TCP proxy on a free port of 127.0.0.1 in front of a broker, which a test can cut: `cut()` drops
@@ -182,4 +183,23 @@ export async function requireBroker(name: string, port: number, howTo: string): 
     socket.once('timeout', () => fail('timed out'));
     socket.once('error', (error: Error) => fail(error.message));
   });
+}
+
+/**
+ * An `HttpReceiver` behind a `TcpProxy`, started before the tests of the calling `describe` and
+ * closed after them: a receiver that a test can take away (`proxy.stop()`) and bring back. Read
+ * `receiver` and `proxy` inside the tests.
+ */
+export function useProxiedReceiver(): { receiver: HttpReceiver; proxy: TcpProxy } {
+  const held = {} as { receiver: HttpReceiver; proxy: TcpProxy };
+  beforeAll(async () => {
+    held.receiver = await HttpReceiver.start();
+    held.proxy = new TcpProxy(held.receiver.port);
+    await held.proxy.listen();
+  });
+  afterAll(async () => {
+    await held.proxy.close();
+    await held.receiver.close();
+  });
+  return held;
 }
