@@ -17,7 +17,7 @@
  * autocannon's count: the requests in flight when it stops).
  *
  *   node dist/bench/after-response-floor.js [--adapters express,fastify] [--rounds 7] [--duration 2]
- *                                           [--connections 10] [--out results/<folder>]
+ *                                           [--connections 10] [--out results/runs/<folder>]
  *
  * Writes `after-response-floor.json` and `.md` to `--out` (relative to examples/benchmark-app) when given.
  */

@@ -10,7 +10,7 @@
  * what `RedisStreamSink` does), `alone` (one `XADD` per entry, nothing corked), `sink`
  * (`RedisStreamSink.write()`).
  *
- *   node dist/bench/redis-gc.js [--seconds 6] [--batch 60] [--repeats 3] [--out results/<folder>]
+ *   node dist/bench/redis-gc.js [--seconds 6] [--batch 60] [--repeats 3] [--out results/runs/<folder>]
  */
 import { spawn } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';

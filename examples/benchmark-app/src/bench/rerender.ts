@@ -1,7 +1,7 @@
 /**
  * Re-renders the delivery section of saved reports from their `latest.json`, keeping the rest of each
  * `latest.md` (how it was run, the table, the chart) as it was. Usage, from examples/benchmark-app
- * after `pnpm run build`: `node dist/bench/rerender.js results/latest.md results/<folder>/latest.md …`.
+ * after `pnpm run build`: `node dist/bench/rerender.js results/latest.md results/runs/<folder>/latest.md …`.
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';

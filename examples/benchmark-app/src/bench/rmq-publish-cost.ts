@@ -6,7 +6,7 @@
  * on the machine's broker (a queue of this run's own, bounded and dropped at the end), modes
  * alternating within each repeat so that they share the machine's load.
  *
- *   node dist/bench/rmq-publish-cost.js [--messages 20000] [--batch 100] [--repeats 5] [--out results/<folder>] [--baseline <path>]
+ *   node dist/bench/rmq-publish-cost.js [--messages 20000] [--batch 100] [--repeats 5] [--out results/runs/<folder>] [--baseline <path>]
  *
  * `--baseline path/to/nestjs-deferred-work/dist/microservices/index.js` adds the sink of another build,
  * alternating with this one. The broker: DW_BENCH_RABBITMQ_URL, default amqp://guest:guest@127.0.0.1:5672.

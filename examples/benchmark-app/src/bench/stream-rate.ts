@@ -3,7 +3,7 @@
  * `RedisStreamSink.write()` (batches of 100 and 500 entries; the sink pipelines up to 50 `XADD`s at a time) against one awaited `XADD` per entry,
  * on a private Redis. The modes alternate within each repeat, so they share the machine's load.
  *
- *   node dist/bench/stream-rate.js [--entries 20000] [--repeats 3] [--out results/<folder>] [--baseline <path>]
+ *   node dist/bench/stream-rate.js [--entries 20000] [--repeats 3] [--out results/runs/<folder>] [--baseline <path>]
  *
  * `--baseline path/to/nestjs-deferred-work/dist/redis-streams/index.js` adds the sink of another build
  * (writes of 100 and 500 entries), alternating with this one in the same run.
