@@ -17,6 +17,18 @@ export { DeferredLogger } from './nest/handles/deferred-logger';
 export { DeferredMetrics } from './nest/handles/deferred-metrics.service';
 export type { DeferredJobReceipt } from './nest/handles/deferred-queue.handle';
 export type {
+  AnyDeferrableQueue,
+  DeferredBulkJob,
+  DeferredClient,
+  DeferredQueue,
+  DeferredQueueJobOptions,
+  DeferredQueueMethods,
+  KnownDeferredJobOptions,
+  QueueJobData,
+  QueueJobName,
+  QueueJobOptions,
+} from './nest/handles/handle-types';
+export type {
   DeferredAdder,
   DeferredMetricHandle,
   DeferredMetricLabelled,

@@ -112,7 +112,7 @@ export class RequestCollector extends ScopeBase {
   protected releaseAs(item: DeferredItem, outcome: RequestOutcome): void {
     const when = item.when;
     const run = when === 'always' || (when === 'success' ? outcome === 'success' : outcome !== 'success');
-    if (run) this.dispatcher.dispatch(item);
+    if (run) this.dispatcher.dispatch(item, this.route.handler);
     else this.dispatcher.skip(1);
   }
 }

@@ -23,6 +23,8 @@ export interface RouteSettings {
   timing?: boolean;
   /** The route's path template, e.g. `/orders/:id` (used as the `route` tag when timing). */
   path?: string;
+  /** The handler, as `OrdersController.create()`: named in the warning about an item it deferred that was rejected. */
+  handler?: string;
 }
 
 /** Builds items from the public calls; subclasses decide where an item goes. */

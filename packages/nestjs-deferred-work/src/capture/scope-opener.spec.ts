@@ -127,6 +127,7 @@ describe('ScopeOpener', () => {
         sinks: { job: 'jobs', log: 'logs' },
         timing: true,
         path: '/shop/carts/:id',
+        handler: 'Shop.overridden()',
       });
       expect(opener.settings(Shop.prototype.inheritsClass, Shop)).toMatchObject({
         when: { job: 'always', log: 'failure', metric: 'failure', callback: 'success' },

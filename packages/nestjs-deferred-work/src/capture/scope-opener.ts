@@ -94,6 +94,7 @@ export class ScopeOpener {
       sinks: { ...onClass?.sinks, ...onHandler?.sinks },
       timing,
       path: timing ? routeTemplate(Reflect.getMetadata('path', cls), Reflect.getMetadata('path', handler)) : undefined,
+      handler: `${String((cls as { name?: unknown }).name)}.${String((handler as { name?: unknown }).name)}()`,
     };
   }
 }

@@ -102,10 +102,7 @@ export class Dispatcher {
     await this.deadLetterDesk?.close();
   }
 
-  /**
-   * Validates, routes and enqueues one item. Never throws: a bad item is counted and logged, naming
-   * `origin` — where it was deferred (`OrdersController.create()`) — when the caller knows it.
-   */
+  /** Validates, routes and enqueues one item. Never throws: a bad item is counted and logged, naming `origin` (`OrdersController.create()`) if given. */
   dispatch(item: DeferredItem, origin?: string): void {
     let bytes: number;
     try {

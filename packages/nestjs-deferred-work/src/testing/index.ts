@@ -6,4 +6,4 @@
 export { MemorySink, type MemorySinkOptions } from '../sinks/memory/memory.sink';
 export { DeferredWorkTesting, withMemorySinks, type MemorySinksOptions } from './deferred-work-testing';
 export { sinkAttachContext, type SinkAttachContextOptions } from './sink-attach-context';
-export { DeferredHandleDoubles, type RecordedCall } from './handle-doubles';
+export { DeferredHandleDoubles, type RecordedCall, type RecordedCallOf } from './handle-doubles';

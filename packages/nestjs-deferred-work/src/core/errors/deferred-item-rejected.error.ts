@@ -8,9 +8,16 @@ export class DeferredItemRejectedError extends Error {
   constructor(
     /** A short description of the item, e.g. `job "send" on queue "mail"`. */
     readonly item: string,
-    problem: string,
-    fix: string,
+    /** What is wrong with it, e.g. `its data cannot be serialised to JSON (…)`. */
+    readonly problem: string,
+    /** How to fix it. */
+    readonly fix: string,
   ) {
     super(`DeferredWork rejected ${item}: ${problem}. ${fix}`);
+  }
+
+  /** The message, naming where the item was deferred (e.g. `OrdersController.create()`) when `origin` is given. */
+  messageFrom(origin: string | undefined): string {
+    return origin === undefined ? this.message : `DeferredWork rejected ${this.item} (deferred in ${origin}): ${this.problem}. ${this.fix}`;
   }
 }
