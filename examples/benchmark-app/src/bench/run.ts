@@ -734,6 +734,9 @@ async function main(): Promise<void> {
   const rel = path.relative(process.cwd(), outDir) || '.';
   const written = ['latest.json', 'latest.md', 'latest.svg', ...(compressionRows.length > 0 ? ['latest-compression.json'] : [])];
   log(`Wrote ${rel}/${written.slice(0, -1).join(', ')} and ${written.at(-1)} in ${elapsed()}.${options.cpuProf ? ` CPU profiles in ${rel}/profiles.` : ''}`);
+  if (outDir === path.resolve(appRoot, 'results')) {
+    log('The docs quote results/latest.json: after a full run, `pnpm docs:bench` rewrites the tables of README.md and docs/benchmark.md; keep a partial run in results/runs/<name>/ (--out) instead.');
+  }
 }
 
 main().catch((error: unknown) => {
