@@ -210,8 +210,8 @@ export function readmeBlock(rows, machine, report) {
     deliverySentence(rows, report),
     '',
     'Deferring wins where the side effect waits (a slow call, a remote service) or where batching saves work (one HTTP request, ' +
-      'SQS call, multi-row `INSERT` or packed queue job for many items); it is about even where the client\'s own CPU is the cost ' +
-      '(one job to a local Redis) or the side effect is nearly free. How to read a ratio, when deferring loses and what the ' +
+      'SQS call, multi-row `INSERT` or packed queue job for many items); it is about even, or a little behind, where the client\'s own ' +
+      'CPU is the cost (one job to a local Redis) or the side effect is nearly free. How to read a ratio, when deferring loses and what the ' +
       'library does about it: [docs/benchmark.md](docs/benchmark.md); what a request costs: [docs/request-path.md](docs/request-path.md).',
     '',
   ].join('\n');
