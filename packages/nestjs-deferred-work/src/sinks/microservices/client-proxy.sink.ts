@@ -82,7 +82,7 @@ export class ClientProxySink implements DeferredSink<SinkItem> {
     };
   }
 
-  /** Refuses, when deferred, a job meant for another destination (its queue is not this sink's name). */
+  /** Refuses, when deferred, a job meant for another destination (its queue is not this sink's name), and an event its transport's client would refuse (Kafka: see `kafka-messages.ts`). */
   validate(item: SinkItem): void {
     if (item.kind === 'job' && item.queue !== this.name) {
       throw new Error(
@@ -90,6 +90,7 @@ export class ClientProxySink implements DeferredSink<SinkItem> {
           `Defer it with work.job('${this.name}', pattern, data) or emitEvent(work, '${this.name}', pattern, data), or route it to the sink named "${item.queue}".`,
       );
     }
+    if (item.kind === 'job') this.transport?.validate?.(item.data);
   }
 
   /** Finds the registered client, learns its transport, loads the record builders, and holds the client open until the drain ends. */

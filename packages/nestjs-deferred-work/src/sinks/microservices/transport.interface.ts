@@ -71,6 +71,8 @@ export interface Transport {
    * whole batch (one `sendBatch` across its topics).
    */
   readonly messagesPerSend?: number;
+  /** Checks an event's data when it is deferred (after bootstrap); throws an `Error` saying what the broker's client would refuse and how to fix it. */
+  validate?(data: unknown): void;
   /** Sends the messages; one promise per message, settled by the broker's confirmation (or at once where there is none). */
   send(messages: readonly OutgoingMessage[]): Array<Promise<void>>;
   /** Run once a batch's sends resolved (core NATS: a flush, so a dead connection is not taken for delivery). */
