@@ -60,5 +60,7 @@ describe.each([
     // The link cut (connections reset, new ones refused) and restored; a Redis restart is in test/integration.
     outage: { stop: () => proxy.stop(), start: () => proxy.start(), get running() { return proxy.running; } },
     blackhole: { on: () => proxy.blackhole.on(), off: () => proxy.blackhole.off() },
+    // ENOTCONN: the sink adds nothing while the queue's client is not connected (and ioredis's "Connection is closed."); ECONNRESET: the cut; ETIMEDOUT: writeTimeoutMs
+    outageCodes: ['ENOTCONN', 'ECONNRESET', 'ETIMEDOUT'],
   });
 });

@@ -69,6 +69,8 @@ function describeHttpTarget(name: string, build: (url: string) => DeferredSink):
       // What the server stored: the items of the POSTs it answered 2xx (a POST sent twice shows twice).
       received: async () => stored().flatMap((r) => r.items.map(markOf)),
       duplicatesInOutage: true,
+      // the cut resets connections (ECONNRESET: "socket hang up", "read ECONNRESET"); a POST cut short by writeTimeoutMs is ETIMEDOUT
+      outageCodes: ['ECONNRESET', 'ECONNREFUSED', 'ETIMEDOUT', 'EPIPE'],
       outage: {
         stop: () => proxy.stop(),
         start: () => proxy.start(),

@@ -77,4 +77,6 @@ describeBrokerConformance({
   },
   poison: (work, channel, mark) => emitEvent(work, TOKEN, channel.pattern, { mark, pad: 'x'.repeat(2 * MAX_MSG_SIZE) }),
   duplicatesInOutage: false,
+  // ENOTCONN: the sink's own "not connected; not sending"; ETIMEDOUT: an ack not back within ackTimeoutMs, or writeTimeoutMs; ECONNRESET: the cut itself
+  outageCodes: ['ENOTCONN', 'ETIMEDOUT', 'ECONNRESET'],
 });

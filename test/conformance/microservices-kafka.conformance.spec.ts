@@ -24,8 +24,8 @@ import { KafkaMock } from '../support/kafka-mock';
  * (MESSAGE_TOO_LARGE over `message.max.bytes`) is not tested here.
  */
 const RUN = `dw-conf-kafka-${process.pid}-${Date.now().toString(36)}`;
-/** One topic per test: 4 cases × 2 adapters. */
-const TOPICS = Array.from({ length: 8 }, (_, i) => `${RUN}-${i + 1}`);
+/** One topic per test: 5 cases × 2 adapters. */
+const TOPICS = Array.from({ length: 10 }, (_, i) => `${RUN}-${i + 1}`);
 const cluster = new KafkaMock(3);
 let kafka: Kafka | undefined;
 let consumer: Consumer | undefined;
@@ -103,4 +103,8 @@ describeBrokerConformance({
     blackhole: { on: () => cluster.pause(), off: () => cluster.resume() },
   },
   duplicatesInOutage: false,
+  // the pause answers nothing: a send cut short by writeTimeoutMs (ETIMEDOUT), or kafkajs's own request timeout / lost connection
+  outageCodes: ['ETIMEDOUT', 'ENOTCONN', 'ECONNRESET'],
+  // the paused cluster answers nothing: each try ends at writeTimeoutMs, so a shorter one lets 1.5 s of budget run out in seconds
+  shortBudgetOptions: { writeTimeoutMs: 1000 },
 });

@@ -70,4 +70,6 @@ describeBrokerConformance({
   },
   poison: (work, channel, mark) => emitEvent(work, TOKEN, `$SYS/${channel.pattern}`, { mark }),
   duplicatesInOutage: true,
+  // ENOTCONN: the sink's own "not connected; not sending"; ETIMEDOUT: a send cut short by writeTimeoutMs; ECONNRESET: the cut itself
+  outageCodes: ['ENOTCONN', 'ETIMEDOUT', 'ECONNRESET'],
 });

@@ -61,4 +61,6 @@ describeBrokerConformance({
     emitEvent(work, TOKEN, channel.pattern, { mark, pad });
   },
   duplicatesInOutage: true,
+  // ENOTCONN: the sink's own "not connected; not sending"; ETIMEDOUT: a send cut short by writeTimeoutMs; ECONNRESET: the cut itself
+  outageCodes: ['ENOTCONN', 'ETIMEDOUT', 'ECONNRESET'],
 });

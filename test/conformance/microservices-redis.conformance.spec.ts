@@ -58,4 +58,6 @@ describeBrokerConformance({
   },
   poison: (work, channel, mark) => emitEvent(work, TOKEN, `forbidden-${channel.pattern}`, { mark }),
   duplicatesInOutage: true,
+  // ENOTCONN: the sink's own "not connected; not sending"; ETIMEDOUT: a send cut short by writeTimeoutMs; ECONNRESET: the cut itself
+  outageCodes: ['ENOTCONN', 'ETIMEDOUT', 'ECONNRESET'],
 });

@@ -71,4 +71,6 @@ describeBrokerConformance({
     };
   },
   duplicatesInOutage: true,
+  // ENOTCONN: the sink's own "not connected; not sending"; ETIMEDOUT: a send cut short by writeTimeoutMs; ECONNRESET: the cut itself
+  outageCodes: ['ENOTCONN', 'ETIMEDOUT', 'ECONNRESET'],
 });

@@ -27,6 +27,9 @@ async function freshPrefix(): Promise<string> {
   return prefix;
 }
 
+/** ENOTCONN: the sink (in the worker) adds nothing while the queue's client is not connected; ECONNRESET / ECONNREFUSED: Redis stopped; ETIMEDOUT: writeTimeoutMs. */
+const QUEUE_OUTAGE_CODES = ['ENOTCONN', 'ECONNRESET', 'ECONNREFUSED', 'ETIMEDOUT'];
+
 const marksOf = (jobs: ReadonlyArray<{ data: unknown }>) => jobs.map((job) => String((job.data as { mark: string }).mark));
 
 describeSinkConformance({
@@ -43,6 +46,7 @@ describeSinkConformance({
     }
   },
   outage: redis,
+  outageCodes: QUEUE_OUTAGE_CODES,
 });
 
 describeSinkConformance({
@@ -59,4 +63,5 @@ describeSinkConformance({
     }
   },
   outage: redis,
+  outageCodes: QUEUE_OUTAGE_CODES,
 });

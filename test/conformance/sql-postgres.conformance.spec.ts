@@ -39,5 +39,8 @@ describeSinkConformance(
       return { client: pool, close: () => pool.end() };
     },
     proxy: () => proxy,
+    // the cut resets connections and closes new ones at once: pg's codeless "Connection terminated unexpectedly" (ECONNRESET) or
+    // a socket's ECONNRESET; a statement cut short by writeTimeoutMs is ETIMEDOUT
+    outageCodes: ['ECONNRESET', 'ETIMEDOUT', 'ENOTCONN'],
   }),
 );

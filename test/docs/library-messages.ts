@@ -33,6 +33,8 @@ const USER_ERRORS = new Set([
 const SELF_WORDED = ['DeferredContextError', 'DeferredResponseNotFoundError', 'SpoolLockedError', 'SpoolFullError', 'RedriveInProgressError', 'DeadLetterStoreMissingError'];
 /** Files that build a warning as `{ key, message }` for their caller to log. */
 const LOGGED_MESSAGE_FILES = ['pipeline/sink-admission.ts'];
+/** The kit's functions that build a `SinkWriteError` from the message given first (`redisNotConnected(message, cause?)`). */
+const ERROR_BUILDERS = new Set(['redisNotConnected']);
 /** Calls that log a message for the user: `logger.warn(msg)`, `warnings.warn(key, msg)`, `context.warn(msg)`, … */
 const LOG_METHODS = new Set(['warn', 'error']);
 
@@ -143,6 +145,8 @@ export function libraryMessages(srcDir: string): LibraryMessage[] {
         const got = node.arguments.length > 4 ? `, got ${HOLE}` : '';
         const built = prefix.flatMap((p) => option.flatMap((o) => problem.flatMap((q) => fix.map((f) => `${p}: option "${o}" ${q}${got}.${f ? ` ${f}` : ''}`))));
         add(node, 'SinkConfigError', built);
+      } else if (ts.isCallExpression(node) && ts.isIdentifier(node.expression) && ERROR_BUILDERS.has(node.expression.text) && node.arguments[0]) {
+        add(node, 'SinkWriteError', patterns(node.arguments[0]));
       } else if (ts.isCallExpression(node)) {
         const message = loggedMessage(node);
         if (message) add(node, 'log', patterns(message));

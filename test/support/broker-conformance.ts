@@ -39,6 +39,10 @@ export interface BrokerConformance {
   /** Defers an event the broker refuses for good, carrying `mark`, on the test's channel (left out where the transport has none). */
   poison?(work: Parameters<typeof emitEvent>[0], channel: BrokerChannel, mark: string): void;
   duplicatesInOutage: boolean;
+  /** The codes the outage's failures may carry (see `ConformanceTarget.outageCodes`). */
+  outageCodes: readonly string[];
+  /** See `ConformanceTarget.shortBudgetOptions`. */
+  shortBudgetOptions?: DeferredSinkOptions;
   /** How the tests cut and silence the broker, when not through the proxy (then `setUp`'s port is unused). */
   link?: BrokerLink;
 }
@@ -106,6 +110,8 @@ export function describeBrokerConformance(spec: BrokerConformance): void {
       off: () => link().blackhole.off(),
     },
     duplicatesInOutage: spec.duplicatesInOutage,
+    outageCodes: spec.outageCodes,
+    shortBudgetOptions: spec.shortBudgetOptions,
     sinkOptions: spec.sinkOptions,
   });
 }

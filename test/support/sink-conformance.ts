@@ -46,7 +46,18 @@ export interface ConformanceTarget {
    * offline buffer and sent again later.
    */
   duplicatesInOutage?: boolean;
-  /** Dispatcher settings for the sink in these tests (short backoffs by default). */
+  /**
+   * With an `outage`: the codes its failures may carry (`stats().sinks[name].lastErrorCode`, a dead
+   * letter's `code`) — the client's or the server's (`ECONNRESET`, `57P01`), or the library's own for
+   * what it refused to send (`ENOTCONN`: the client is not connected) or cut short (`ETIMEDOUT`).
+   */
+  outageCodes?: readonly string[];
+  /**
+   * More dispatcher settings of the short-budget outage case, for an outage that answers nothing (a
+   * paused broker): a `writeTimeoutMs` that lets the budget run out within seconds. Default none.
+   */
+  shortBudgetOptions?: DeferredSinkOptions;
+  /** Dispatcher settings for the sink in these tests (short backoffs by default, the sink's own defaults in the outage cases). */
   sinkOptions?: DeferredSinkOptions;
 }
 
@@ -60,6 +71,23 @@ export interface OpenedTarget {
 }
 
 const COUNT = 100;
+
+/** Retries of the cases that are not about an outage: quick, so that a retry never holds a test up. */
+const SHORT_BACKOFFS: DeferredSinkOptions = { initialBackoffMs: 20, maxBackoffMs: 200 };
+
+/** Fails, saying what it got, unless the sink's `lastErrorCode` is one of `codes`. */
+function expectLastErrorCode(work: DeferredWork, sinkName: string, codes: readonly string[]): void {
+  const { lastErrorCode, lastError } = work.stats().sinks[sinkName];
+  if (lastErrorCode === undefined || !codes.includes(lastErrorCode)) {
+    throw new Error(`stats().sinks.${sinkName}.lastErrorCode is ${String(lastErrorCode)}, not one of ${codes.join(', ')} (lastError: ${lastError})`);
+  }
+}
+
+/** The codes a target declares for its outage, checked to be there. */
+function outageCodesOf(target: ConformanceTarget): readonly string[] {
+  if (!target.outageCodes || target.outageCodes.length === 0) throw new Error(`${target.name}: a target with an outage declares its outageCodes`);
+  return target.outageCodes;
+}
 
 @Controller()
 class ConformanceController {
@@ -90,7 +118,8 @@ export function describeSinkConformance(target: ConformanceTarget): void {
     const prefix = target.name.replace(/\W+/g, '_');
     const marks = (n: number, tag: string) => range(0, n).map((i) => `${tag}-${prefix}-${platform.name}-${++run}-${i}`);
 
-    async function start(extra: DeferredSinkOptions = {}): Promise<{ work: DeferredWork; url: string; sinkName: string }> {
+    /** Starts the app; `retries: 'default'` keeps the dispatcher's (and the sink's) retry settings as a user gets them. */
+    async function start(extra: DeferredSinkOptions = {}, retries: 'short' | 'default' = 'short'): Promise<{ work: DeferredWork; url: string; sinkName: string }> {
       ConformanceController.target = target;
       opened = await target.open();
       const sinkName = opened.sink.name;
@@ -100,7 +129,7 @@ export function describeSinkConformance(target: ConformanceTarget): void {
           DeferredWorkModule.forRoot({
             // the routing default: the sink under test for the kinds it takes, the rest to a memory sink
             sinks: [opened.sink, new MemorySink({ name: 'conformance-rest' })],
-            sinkOptions: { [sinkName]: { flushIntervalMs: 5, initialBackoffMs: 20, maxBackoffMs: 200, maxAttempts: 100, ...target.sinkOptions, ...extra } },
+            sinkOptions: { [sinkName]: { flushIntervalMs: 5, ...(retries === 'short' ? SHORT_BACKOFFS : {}), ...target.sinkOptions, ...extra } },
             shutdownTimeoutMs: 10_000,
           }),
         ],
@@ -152,7 +181,9 @@ export function describeSinkConformance(target: ConformanceTarget): void {
     if (target.outage) {
       it('the server down mid-load and back: every response 2xx, every entry delivered, none twice (unless the transport documents it), the identity exact throughout', async () => {
         const outage = target.outage!;
-        const { work, url, sinkName } = await start();
+        const codes = outageCodesOf(target);
+        // the dispatcher's default retries (no short backoffs, no attempts cap): what a user's app rides an outage with
+        const { work, url, sinkName } = await start({}, 'default');
         const sent = marks(150, 'o');
         const steps: Promise<void>[] = [];
         const statuses = load(url, sent.map((m) => `/defer/${m}`), 5, (done) => {
@@ -177,7 +208,42 @@ export function describeSinkConformance(target: ConformanceTarget): void {
         } else {
           expect(counted.twice).toEqual([]);
         }
+        // the outage's failures kept their code
+        expectLastErrorCode(work, sinkName, codes);
       }, 90_000);
+
+      it('an outage past a short retry budget dead-letters with reason `expired` and the error code; the sink delivers once the server is back', async () => {
+        const outage = target.outage!;
+        const codes = outageCodesOf(target);
+        const { work, url, sinkName } = await start({ ...target.shortBudgetOptions, maxRetryDurationMs: 1500 }, 'default');
+        const [warm] = marks(1, 'x');
+        await load(url, [`/defer/${warm}`], 1);
+        await eventually(async () => expect(work.stats().sinks[sinkName].delivered).toBe(1), 15_000);
+        await outage.stop();
+        const lost = marks(3, 'e');
+        expect(await load(url, lost.map((m) => `/defer/${m}`), 3)).toEqual([200, 200, 200]);
+        await eventually(async () => expect(work.stats().sinks[sinkName]).toMatchObject({ accepted: 4, delivered: 1, deadLettered: 3, pending: 0 }), 20_000);
+        // each letter: expired, with an outage code, and its first error's code when it was tried more than once
+        const known = (code: string | undefined) => code !== undefined && codes.includes(code);
+        const letters = work.deadLetters().filter((l) => l.sink === sinkName);
+        const seen = letters.map(({ reason, code, attempts, firstError, error }) => ({ reason, code, attempts, firstError, error, ok: reason === 'expired' && known(code) && (attempts === 1 || known(firstError?.code)) }));
+        expect(seen).toHaveLength(3);
+        expect(seen.filter((letter) => !letter.ok)).toEqual([]);
+        expectLastErrorCode(work, sinkName, codes);
+        await outage.start();
+        // Back: a new item is delivered. One deferred before the client has reconnected (its reconnect
+        // backoff may be longer than the 1.5 s budget) may be dead-lettered too: then another is sent.
+        let after: string | undefined;
+        for (let tries = 0; after === undefined && tries < 10; tries++) {
+          const [mark] = marks(1, 'a');
+          const { accepted, delivered } = work.stats().sinks[sinkName];
+          await load(url, [`/defer/${mark}`], 1);
+          await eventually(async () => expect(work.stats().sinks[sinkName]).toMatchObject({ accepted: accepted + 1, pending: 0 }), 20_000);
+          if (work.stats().sinks[sinkName].delivered > delivered) after = mark;
+        }
+        expect(after).toBeDefined();
+        expect(await target.received()).toContain(after);
+      }, 60_000);
     }
 
     if (target.blackhole) {
@@ -194,6 +260,8 @@ export function describeSinkConformance(target: ConformanceTarget): void {
         await eventually(async () => expect(work.stats().sinks[sinkName].failedWrites).toBeGreaterThan(0), 10_000);
         // the timeout (300 ms) and the grace after it (at most 300 ms here), with room for a busy machine
         expect(Date.now() - began).toBeLessThan(3000);
+        // the failure keeps a code: ETIMEDOUT for what the timeout cut short, or an outage code once the client saw the link dead
+        expectLastErrorCode(work, sinkName, ['ETIMEDOUT', ...(target.outageCodes ?? [])]);
         await hole.off();
         await eventually(async () => expect(work.stats().sinks[sinkName]).toMatchObject({ accepted: 2, delivered: 2, pending: 0 }), 30_000);
         expect((await target.received()).filter((m) => m === mark).length).toBeGreaterThanOrEqual(1);

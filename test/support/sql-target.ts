@@ -22,6 +22,8 @@ export interface SqlTargetSpec {
   /** The app's client, through the proxy, and how to close it after the app closed. */
   client(): { client: object; close(): Promise<void> };
   proxy(): TcpProxy;
+  /** The codes the proxy's cut gives the client's failures (see `ConformanceTarget.outageCodes`). */
+  outageCodes: readonly string[];
 }
 
 const TOKEN = 'APP_DATABASE';
@@ -55,6 +57,7 @@ export function sqlTarget(spec: SqlTargetSpec): ConformanceTarget {
     received: async () => (await spec.query(`SELECT mark FROM ${table}`)).map((r) => String(r.mark)),
     outage: { stop: () => spec.proxy().stop(), start: () => spec.proxy().start(), get running() { return spec.proxy().running; } },
     blackhole: { on: () => spec.proxy().blackhole.on(), off: () => spec.proxy().blackhole.off() },
+    outageCodes: spec.outageCodes,
     // a statement cut short by the write's timeout may have committed: its rows are skipped by id when sent again
     sinkOptions: { writeTimeoutMs: 1500 },
   };

@@ -9,6 +9,7 @@ import { errorMessage } from '../core/error-message';
 import type { SinkItem } from '../core/items/deferred-item.interface';
 import type { DeferredSink, SinkItemFailure } from '../core/sink.interface';
 import type { FromHost, HostItemFailure, SinkHostData, ToHost } from '../sinks/offload/host-protocol';
+import { failureCode } from '../sinks/kit/failure-codes';
 import { buildSink } from './build-sink';
 import { threadCpuMs } from './thread-cpu';
 
@@ -38,7 +39,8 @@ function retryInfo(error: unknown, failure: Partial<SinkItemFailure> = {}): { re
     retryable: failure.retryable ?? (typed && typeof e.retryable === 'boolean' ? e.retryable : true),
   };
   const retryAfterMs = failure.retryAfterMs ?? (typed && typeof e.retryAfterMs === 'number' ? e.retryAfterMs : undefined);
-  const code = failure.code ?? (typed && e.code !== undefined ? String(e.code) : undefined);
+  // as the pipeline reads a failure in-process: the code on the error, its cause's, a connection error's
+  const code = failure.code ?? (typed && e.code !== undefined ? String(e.code) : undefined) ?? failureCode(error);
   if (retryAfterMs !== undefined) info.retryAfterMs = retryAfterMs;
   if (code !== undefined) info.code = code;
   return info;
@@ -109,7 +111,7 @@ async function main(): Promise<void> {
   }
   port?.on('message', (message: ToHost) => {
     if (message.type === 'write') void write(sink, message.id, JSON.parse(message.batch) as SinkItem[], message.attempt);
-    else if (message.type === 'abort') writes.get(message.id)?.abort(new Error(message.message));
+    else if (message.type === 'abort') writes.get(message.id)?.abort(Object.assign(new Error(message.message), message.code === undefined ? {} : { code: message.code }));
     else if (message.type === 'shutdown') void shutdown(sink);
   });
   send({ type: 'ready', kinds: sink.kinds });

@@ -189,7 +189,7 @@ describe('BullSink', () => {
     expect(mail.adds.map((added) => added.name)).toEqual(['a', 'wrong', 'b', 'lost']);
     expect(result.failed?.map((f) => [f.index, (f.error as SinkWriteError).retryable, (f.error as SinkWriteError).code])).toEqual([
       [1, false, 'WRONGTYPE'],
-      [3, true, undefined],
+      [3, true, 'ENOTCONN'], // ioredis's codeless "Connection is closed."
     ]);
     expect(String(result.failed?.[0].error)).toMatch(/Bull queue "mail": Redis refused job "wrong": WRONGTYPE/);
   });

@@ -3,6 +3,7 @@ import { SinkWriteError } from '../../core/errors/sink-write.error';
 import type { JobItem, SinkItem } from '../../core/items/deferred-item.interface';
 import type { SinkProcessorOptions } from '../../core/sink.interface';
 import { hasCorkableSocket } from '../kit/one-socket-write';
+import { failureCode, NOT_CONNECTED } from '../kit/failure-codes';
 import { redisReply } from '../kit/redis-errors';
 import { redisState } from '../kit/redis-state';
 import type { PackedJobData } from '../queue/packed-jobs';
@@ -160,6 +161,7 @@ export class BullSink extends QueueSink<BullQueueLike, BullBulkJob> {
       if (outcome.connection === 'down') {
         return new SinkWriteError(`Bull queue "${queueName}": the connection to Redis broke while adding job "${job.name}" (${errorMessage(reason)}). Will retry.`, {
           cause: reason,
+          code: failureCode(reason) ?? NOT_CONNECTED,
         });
       }
       const { code, retryable } = redisReply(reason);

@@ -4,6 +4,7 @@ import { gzip as gzipCallback } from 'node:zlib';
 import { SinkWriteError } from '../../core/errors/sink-write.error';
 import type { SinkItem, SinkKind } from '../../core/items/deferred-item.interface';
 import type { DeferredSink, SinkItemFailure, SinkWriteContext, SinkWriteResult } from '../../core/sink.interface';
+import { failureCode } from '../kit/failure-codes';
 import { isolate } from '../kit/isolate';
 import { type Part, Partitions } from '../kit/partitions';
 import { HTTP_SINK_DEFAULTS, checkGzip, checkHeaders } from './http-sink.config';
@@ -122,7 +123,7 @@ export class HttpSink implements DeferredSink<SinkItem> {
     if (refusedBeforeSending === 0 && whole.length === list.length && whole.every((e) => e.retryable === whole[0].retryable)) {
       if (whole.length === 1) throw whole[0];
       const retryAfterMs = Math.max(0, ...whole.map((e) => e.retryAfterMs ?? 0)) || undefined;
-      throw new SinkWriteError(whole.map((e) => e.message).join('; '), { retryable: whole[0].retryable, retryAfterMs, cause: whole });
+      throw new SinkWriteError(whole.map((e) => e.message).join('; '), { retryable: whole[0].retryable, retryAfterMs, cause: whole, code: whole.find((e) => e.code !== undefined)?.code });
     }
     return parts.result(); // each failure's retryAfterMs is its error's
   }
@@ -201,6 +202,7 @@ export class HttpSink implements DeferredSink<SinkItem> {
             : new SinkWriteError(`HttpSink "${this.name}": POST ${route.display} failed: ${causeMessage(error)}.`, {
                 retryable: true,
                 cause: error,
+                code: failureCode(error),
               }),
         );
       });
@@ -226,7 +228,7 @@ export class HttpSink implements DeferredSink<SinkItem> {
 
   private abortError(what: string, signal: AbortSignal): SinkWriteError {
     const reason = signal.reason instanceof Error ? signal.reason.message : 'aborted';
-    return new SinkWriteError(`HttpSink "${this.name}": ${what} aborted: ${reason}.`, { retryable: true, cause: signal.reason });
+    return new SinkWriteError(`HttpSink "${this.name}": ${what} aborted: ${reason}.`, { retryable: true, cause: signal.reason, code: failureCode(signal.reason) });
   }
 
   private asSinkError(error: unknown): SinkWriteError {

@@ -1,3 +1,5 @@
+import { failureCode } from './failure-codes';
+
 /**
  * AWS error codes that mean "not now": the service throttled the call or failed inside. Sent again
  * later, the same entry goes through. (SQS, SNS and the KMS key behind an encrypted queue or topic.)
@@ -85,11 +87,13 @@ interface SdkErrorFields {
  * service's internal errors and any 5xx (the app's SDK client has already retried these on its own
  * within the call), and anything that is not an AWS answer (a connection refused or reset, a timeout).
  * Permanent: any other client fault (4xx) — the service refused the call and will refuse it again.
+ * An error that is not an AWS answer keeps its own code (`ECONNREFUSED`, `ECONNRESET`; `ETIMEDOUT` for
+ * the SDK's `TimeoutError`, which carries none).
  */
 export function awsError(error: unknown): AwsVerdict {
   const e = (typeof error === 'object' && error !== null ? error : {}) as SdkErrorFields;
   const name = sdkName(e);
-  const code = e.Code ?? (typeof e.code === 'string' ? e.code : undefined) ?? name;
+  const code = e.Code ?? (typeof e.code === 'string' ? e.code : undefined) ?? name ?? failureCode(error);
   const status = e.$metadata?.httpStatusCode;
   const throttledOrFailing =
     isOneOf(TRANSIENT, code, name) || e.$retryable?.throttling === true || e.$fault === 'server' || (status !== undefined && (status === 429 || status >= 500));

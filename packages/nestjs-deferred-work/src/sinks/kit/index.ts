@@ -8,6 +8,7 @@ export { awsBatchEntry, awsEntryId, type AwsMessage, type AwsMessageAttribute, b
 export { type AppClientSpec, describeToken, findAppClient, type ModuleRefLike, resolveToken } from './app-client';
 export { type Chunk, chunk, type ChunkLimits } from './chunks';
 export { eachItem } from './each-item';
+export { failureCode, NOT_CONNECTED, TIMED_OUT } from './failure-codes';
 export { inTurns, nextTurn } from './in-turns';
 export { CLOSE_METHODS, ClientHolds } from './hold-open';
 export { isolate, type IsolateOptions } from './isolate';
@@ -17,7 +18,7 @@ export { type Corkable, type CorkableClient, corkableStream, hasCorkableSocket, 
 export { traceparent } from './traceparent';
 export { checkOneOf, checkOptionsObject, checkSinkKinds, checkSinkName, checkString, checkWholeNumber, describeValue, optionError } from './option-checks';
 export { type Part, Partitions } from './partitions';
-export { redisState } from './redis-state';
+export { redisNotConnected, redisState } from './redis-state';
 export { type LimitedOutcome, runLimited } from './run-limited';
 export { SinkConfigError } from './sink-config.error';
 export { WriteProgress } from './write-progress';

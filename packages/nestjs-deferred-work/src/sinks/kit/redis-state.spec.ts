@@ -28,10 +28,15 @@ describe('redisReply', () => {
     ['OOM command not allowed when used memory > maxmemory', 'OOM', true],
     ['LOADING Redis is loading the dataset in memory', 'LOADING', true],
     ['READONLY You can’t write against a read only replica.', 'READONLY', true],
-    ['Connection is closed.', undefined, true],
-    ['connect ECONNREFUSED 127.0.0.1:6379', undefined, true],
+    ['Connection is closed.', 'ENOTCONN', true], // ioredis's own, codeless: the client is not connected
+    ['connect ECONNREFUSED 127.0.0.1:6379', undefined, true], // a message alone: the code is on the error (below)
   ])('%s → code %s, retryable %s', (message, code, retryable) => {
     expect(redisReply(new Error(message))).toEqual(code === undefined ? { retryable } : { code, retryable });
+  });
+
+  it('a connection error keeps its code; one the client raises without a code gets ENOTCONN', () => {
+    expect(redisReply(Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }))).toEqual({ code: 'ECONNRESET', retryable: true });
+    expect(redisReply(new Error('x', { cause: new Error('Connection is closed.') }))).toEqual({ code: 'ENOTCONN', retryable: true });
   });
 });
 

@@ -1,3 +1,6 @@
+import { SinkWriteError } from '../../core/errors/sink-write.error';
+import { failureCode, NOT_CONNECTED } from './failure-codes';
+
 /**
  * Whether a command sent now through an ioredis client would reach Redis, from its `status`: `up`
  * when `ready` (or `wait`: lazy, connects on the first command); `closed` once it ended for good
@@ -21,4 +24,14 @@ export function redisState(client: { status?: unknown; stream?: unknown } | null
   if (status === undefined || status === 'ready' || status === 'wait') return 'up';
   if (status === 'end') return 'closed';
   return 'down';
+}
+
+/**
+ * The error of a write (or part of one) not sent because the client is not connected (`redisState`
+ * not `up`): retryable, with the code `ENOTCONN` — or, with a `cause` (waiting for the connection
+ * failed), the cause's own code where it carries one.
+ */
+export function redisNotConnected(message: string, cause?: unknown): SinkWriteError {
+  if (cause === undefined) return new SinkWriteError(message, { retryable: true, code: NOT_CONNECTED });
+  return new SinkWriteError(message, { retryable: true, code: failureCode(cause) ?? NOT_CONNECTED, cause });
 }

@@ -21,6 +21,26 @@ describe('WriteProgress', () => {
     ]);
   });
 
+  it('every failure keeps a code: the one given, the one its error carries, ETIMEDOUT for the entries the timeout cut short', () => {
+    class WriteTimeoutError extends Error {
+      override readonly name = 'WriteTimeoutError';
+    }
+    const progress = new WriteProgress(5);
+    progress.fail([0], Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }), true);
+    progress.failEntry({ index: 1, error: new Error('Connection terminated unexpectedly') });
+    progress.failEntry({ index: 2, error: new Error('refused'), code: '23514', retryable: false });
+    progress.fail([3], new Error('no code'), true);
+    const failed = progress.result(false, new WriteTimeoutError('write timed out after 5000 ms'))?.failed;
+    expect(failed?.map((f) => [f.index, f.code])).toEqual([
+      [0, 'ECONNREFUSED'],
+      [1, 'ECONNRESET'],
+      [2, '23514'],
+      [3, undefined],
+      [4, 'ETIMEDOUT'],
+    ]);
+    expect(failed?.[3]).not.toHaveProperty('code');
+  });
+
   it('until() ends with the work, or with the signal (and the work’s late rejection stays handled)', async () => {
     const progress = new WriteProgress(1);
     await expect(progress.until(Promise.resolve(), new AbortController().signal)).resolves.toBe(true);

@@ -1,4 +1,5 @@
 import type { SinkItemFailure, SinkWriteResult } from '../../core/sink.interface';
+import { failureCode } from './failure-codes';
 
 /**
  * What one write has confirmed so far, entry by entry, so that a write cut short by its signal
@@ -6,6 +7,10 @@ import type { SinkItemFailure, SinkWriteResult } from '../../core/sink.interface
  * the rest failed as retryable, instead of throwing and losing that progress. Pass the signal to the
  * client as well where it takes one (fetch, the AWS SDK's `abortSignal`), or cancel the statement
  * server-side: racing a promise leaves the call running.
+ *
+ * Every failure keeps a code: the one the sink gave, else the one its error carries (`failureCode`:
+ * the client's or the server's, or the errno of a client's codeless connection error), and `ETIMEDOUT`
+ * for the entries not confirmed when the write's timeout cut it short.
  */
 export class WriteProgress {
   private readonly failures = new Map<number, SinkItemFailure>();
@@ -26,17 +31,25 @@ export class WriteProgress {
 
   /** These entries failed (the first failure of an entry wins). */
   fail(indexes: Iterable<number>, error: unknown, retryable?: boolean): void {
+    let code: string | undefined | null = null;
     for (const index of indexes) {
       if (this.failures.has(index) || this.confirmed.has(index)) continue;
       const failure: SinkItemFailure = { index, error };
       if (retryable !== undefined) failure.retryable = retryable;
+      if (code === null) code = failureCode(error);
+      if (code !== undefined) failure.code = code;
       this.failures.set(index, failure);
     }
   }
 
-  /** Records a per-entry failure as the sink built it (its `index` is the batch's). */
+  /** Records a per-entry failure as the sink built it (its `index` is the batch's); without a code, the one its error carries. */
   failEntry(failure: SinkItemFailure): void {
-    if (!this.failures.has(failure.index) && !this.confirmed.has(failure.index)) this.failures.set(failure.index, failure);
+    if (this.failures.has(failure.index) || this.confirmed.has(failure.index)) return;
+    if (failure.code === undefined) {
+      const code = failureCode(failure.error);
+      if (code !== undefined) failure = { ...failure, code };
+    }
+    this.failures.set(failure.index, failure);
   }
 
   /**
@@ -57,12 +70,18 @@ export class WriteProgress {
 
   /**
    * The write's result. Entries neither confirmed nor failed: delivered when `complete` (every call
-   * answered), else failed as retryable with `reason` (the write was cut short before they were confirmed).
+   * answered), else failed as retryable with `reason` (the write was cut short before they were
+   * confirmed), with its code (`ETIMEDOUT` for the write's timeout).
    */
   result(complete: boolean, reason?: unknown): SinkWriteResult | undefined {
     if (!complete) {
+      const error = reason ?? new Error('cut short before it was confirmed');
+      const code = failureCode(error);
       for (let index = 0; index < this.size; index++) {
-        if (!this.confirmed.has(index) && !this.failures.has(index)) this.failures.set(index, { index, error: reason ?? new Error('cut short before it was confirmed'), retryable: true });
+        if (this.confirmed.has(index) || this.failures.has(index)) continue;
+        const failure: SinkItemFailure = { index, error, retryable: true };
+        if (code !== undefined) failure.code = code;
+        this.failures.set(index, failure);
       }
     }
     if (this.failures.size === 0) return undefined;

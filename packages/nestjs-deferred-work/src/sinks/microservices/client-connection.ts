@@ -1,6 +1,7 @@
 import { SinkWriteError } from '../../core/errors/sink-write.error';
 import type { HeldClient } from '../../core/sink.interface';
 import { abortable } from '../kit/abortable';
+import { NOT_CONNECTED } from '../kit/failure-codes';
 import type { BrokerTransport, ClientProxyLike } from './client-proxy-sink.options';
 import type { ClientState, Transport } from './transport.interface';
 
@@ -50,7 +51,7 @@ export async function readyState(client: ClientProxyLike, transport: Transport, 
   return after === 'unconnected' ? 'down' : after;
 }
 
-/** Why nothing is sent while the client is in `state` (closed: for good; down: retryable). */
+/** Why nothing is sent while the client is in `state` (closed: for good; down: retryable, code `ENOTCONN`). */
 export function unavailableError(sinkName: string, transportName: BrokerTransport | undefined, state: ClientState): SinkWriteError {
   if (state === 'closed') {
     return new SinkWriteError(
@@ -61,5 +62,6 @@ export function unavailableError(sinkName: string, transportName: BrokerTranspor
   }
   return new SinkWriteError(
     `ClientProxySink "${sinkName}": the ${transportName} broker is not connected; not sending (the client would buffer it and send it later). Will retry.`,
+    { code: NOT_CONNECTED },
   );
 }

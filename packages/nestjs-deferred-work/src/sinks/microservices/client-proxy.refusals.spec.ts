@@ -112,7 +112,7 @@ describe('ClientProxySink: a message the broker refuses for good is not retried'
     const failed = await writeThrough(client, [job('a', {}), job('$SYS/x', {}), job('busy', {}), job('d', {})]);
     expect(summary(failed)).toEqual([
       [1, false, '0x87'],
-      [2, true, undefined],
+      [2, true, '0x97'],
     ]);
     expect(String((failed[0].error as Error).message)).toMatch(/refused the message \(reason code 0x87: not authorized to publish to this topic\)/);
     expect(acked).toEqual(['a', 'd']);

@@ -17,11 +17,16 @@ const MQTT_REFUSALS: ReadonlyMap<number, string> = new Map([
   [0x99, 'the payload format is invalid'],
 ]);
 
-/** A broker's refusal of one MQTT message for good (its PUBACK / PUBREC reason code, carried by mqtt.js's error), else `undefined`. */
+/**
+ * A broker's refusal of one MQTT message (its PUBACK / PUBREC reason code, 0x80 or more, carried by
+ * mqtt.js's error), with the code written as MQTT writes it (`0x87`): for good for the codes of
+ * `MQTT_REFUSALS`, retryable for the others (`0x97` quota exceeded, …). `undefined` for any other error.
+ */
 export function mqttRefusal(error: unknown): SinkWriteError | undefined {
   const code = (error as { code?: unknown } | null)?.code;
-  const why = typeof code === 'number' ? MQTT_REFUSALS.get(code) : undefined;
-  if (why === undefined) return undefined;
+  if (typeof code !== 'number' || code < 0x80 || code > 0xff) return undefined;
+  const why = MQTT_REFUSALS.get(code);
+  if (why === undefined) return new SinkWriteError(`MQTT: the broker refused the message (reason code 0x${code.toString(16)}, for now: it is retried): ${errorMessage(error)}`, { code: `0x${code.toString(16)}`, cause: error });
   return new SinkWriteError(`MQTT: the broker refused the message (reason code 0x${(code as number).toString(16)}: ${why}): ${errorMessage(error)}`, {
     retryable: false,
     code: `0x${(code as number).toString(16)}`,

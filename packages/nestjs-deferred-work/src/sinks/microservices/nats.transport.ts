@@ -1,5 +1,6 @@
 import { errorMessage } from '../../core/error-message';
 import { SinkWriteError } from '../../core/errors/sink-write.error';
+import { failureCode, NOT_CONNECTED } from '../kit/failure-codes';
 import { internals } from './client-internals';
 import type { ClientState, Transport, TransportContext } from './transport.interface';
 import { emitted, refusing, withPayloadId } from './transport-send';
@@ -77,7 +78,7 @@ export function natsTransport(ctx: TransportContext): Transport {
     send(messages) {
       return messages.map(async (m) => {
         const nc = c.natsClient;
-        if (!nc) throw new SinkWriteError('NATS: not connected; not sending');
+        if (!nc) throw new SinkWriteError('NATS: not connected; not sending', { code: NOT_CONNECTED });
         const subject = c.normalizePattern ? c.normalizePattern(m.pattern) : m.pattern;
         const record = new ctx.records.NatsRecordBuilder(withPayloadId(m.data, ctx.payloadIdKey, m.id)).setHeaders(headers(m.id)).build();
         // Nest awaits a serializer (it may be async): so does this.
@@ -93,7 +94,8 @@ export function natsTransport(ctx: TransportContext): Transport {
           if (refused) throw refused;
           const text = errorMessage(error);
           const hint = /no responders|503/i.test(text) ? ` — no JetStream stream captures "${subject}"; add the subject to a stream` : '';
-          throw new SinkWriteError(`NATS JetStream publish to "${subject}" failed: ${text}${hint}`, { cause: error });
+          // the ack not in time (nats.js's TimeoutError): ETIMEDOUT
+          throw new SinkWriteError(`NATS JetStream publish to "${subject}" failed: ${text}${hint}`, { cause: error, code: failureCode(error) });
         }
         const ack = JSON.parse(decoder.decode(reply.data)) as { stream?: string; seq?: number; error?: { code?: number; err_code?: number; description?: string } };
         if (ack.error || typeof ack.seq !== 'number') throw jetStreamAckError(subject, ack.error);

@@ -1,7 +1,7 @@
 import { errorMessage } from '../../core/error-message';
 import { SinkWriteError } from '../../core/errors/sink-write.error';
 import { redisReply } from '../kit/redis-errors';
-import { redisState } from '../kit/redis-state';
+import { redisNotConnected, redisState } from '../kit/redis-state';
 import { internals } from './client-internals';
 import type { Transport, TransportContext } from './transport.interface';
 import { withPayloadId } from './transport-send';
@@ -24,7 +24,7 @@ export function redisTransport(ctx: TransportContext): Transport {
     },
     send(messages) {
       const client = pub();
-      if (!client) return messages.map(() => Promise.reject(new SinkWriteError('Redis: not connected; not sending')));
+      if (!client) return messages.map(() => Promise.reject(redisNotConnected('Redis: not connected; not sending')));
       const pipeline = client.pipeline();
       const channels = messages.map((m) => {
         const channel = c.normalizePattern ? c.normalizePattern(m.pattern) : m.pattern;

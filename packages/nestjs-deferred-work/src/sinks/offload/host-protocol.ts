@@ -28,7 +28,8 @@ export interface HostItemFailure {
 export type ToHost =
   /** `batch`: the items as JSON text (what an in-process sink would serialise). */
   | { type: 'write'; id: number; batch: string; attempt: number }
-  | { type: 'abort'; id: number; message: string }
+  /** `code`: the abort reason's (`ETIMEDOUT` for the write's timeout), so the worker's sink reports it. */
+  | { type: 'abort'; id: number; message: string; code?: string }
   | { type: 'shutdown' };
 
 /** From the worker to the request thread. */

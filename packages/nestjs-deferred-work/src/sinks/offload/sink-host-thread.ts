@@ -3,6 +3,7 @@ import { errorMessage } from '../../core/error-message';
 import { SinkWriteError } from '../../core/errors/sink-write.error';
 import type { SinkItem, SinkKind } from '../../core/items/deferred-item.interface';
 import type { SinkHostStats, SinkItemFailure } from '../../core/sink.interface';
+import { failureCode } from '../kit/failure-codes';
 import type { FromHost, HostItemFailure, SinkHostData, ToHost } from './host-protocol';
 import { sinkHostScript } from './worker-script';
 
@@ -93,7 +94,7 @@ export class SinkHostThread {
     this.post(worker, { type: 'write', id, batch: text, attempt });
     if (this.pending.size === 1) worker.ref();
     const onAbort = () => {
-      this.post(worker, { type: 'abort', id, message: errorMessage(signal.reason) });
+      this.post(worker, { type: 'abort', id, message: errorMessage(signal.reason), code: failureCode(signal.reason) });
       this.abandonLater(worker, id, signal.reason);
     };
     signal.addEventListener('abort', onAbort, { once: true });

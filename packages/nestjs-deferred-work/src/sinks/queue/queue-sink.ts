@@ -5,6 +5,7 @@ import type { DeferredSink, SinkAttachContext, SinkItemFailure, SinkWriteContext
 import { abortable } from '../kit/abortable';
 import { chunk } from '../kit/chunks';
 import { inTurns } from '../kit/in-turns';
+import { redisNotConnected } from '../kit/redis-state';
 import { type Part, Partitions } from '../kit/partitions';
 import { runLimited } from '../kit/run-limited';
 import { WriteProgress } from '../kit/write-progress';
@@ -236,6 +237,6 @@ export abstract class QueueSink<Q extends NamedQueue, J> implements DeferredSink
       return { retryable: false, error: new SinkWriteError(message, { retryable: false }) };
     }
     const message = `${library} queue "${name}": Redis is not connected; not sending (ioredis would queue the command offline). Will retry.`;
-    return { retryable: true, error: new SinkWriteError(message) };
+    return { retryable: true, error: redisNotConnected(message) };
   }
 }

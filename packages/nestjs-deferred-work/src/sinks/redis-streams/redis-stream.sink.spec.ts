@@ -168,7 +168,7 @@ describe('RedisStreamSink writes', () => {
     expect(result?.failed?.map((f) => [f.index, f.retryable, f.code])).toEqual([
       [1, false, 'WRONGTYPE'],
       [2, true, 'LOADING'],
-      [3, true, undefined],
+      [3, true, 'ENOTCONN'], // ioredis's codeless "Connection is closed."
       [4, false, undefined],
     ]);
   });

@@ -11,7 +11,7 @@ import { inOneSocketWrite } from '../kit/one-socket-write';
 import { describeValue } from '../kit/option-checks';
 import { Partitions } from '../kit/partitions';
 import { redisReply } from '../kit/redis-errors';
-import { redisState } from '../kit/redis-state';
+import { redisNotConnected, redisState } from '../kit/redis-state';
 import { WriteProgress } from '../kit/write-progress';
 import { findStreamRedis, isBullMqAdapter, type StreamRedis } from './redis-stream-clients';
 import { defaultFields, defaultFieldArgs, type Trim, xaddHead } from './redis-stream-entries';
@@ -173,7 +173,7 @@ export class RedisStreamSink implements DeferredSink<SinkItem> {
       await abortable(ready, signal);
     } catch (error) {
       const why = signal.aborted ? 'it did not connect before the write timed out' : errorMessage(error);
-      throw new SinkWriteError(`${this.label}: the connection of the BullMQ queue it writes through is not ready (${why}); the batch was not sent`, { cause: error, retryable: true });
+      throw redisNotConnected(`${this.label}: the connection of the BullMQ queue it writes through is not ready (${why}); the batch was not sent`, error);
     }
     return this.redis;
   }
@@ -188,11 +188,11 @@ export class RedisStreamSink implements DeferredSink<SinkItem> {
     const redis = this.redis ?? (this.ready && !this.closed ? await this.readyRedis(this.ready, signal) : undefined);
     if (this.closed || !redis) throw new SinkWriteError(`${this.label} is ${this.closed ? 'shut down' : 'not attached: add it to DeferredWorkModule'}`, { retryable: false });
     if (connectIfLazy(redis)) {
-      throw new SinkWriteError(`${this.label}: Redis is not connected (client status "wait", connecting now); the batch was not sent`, { retryable: true });
+      throw redisNotConnected(`${this.label}: Redis is not connected (client status "wait", connecting now); the batch was not sent`);
     }
     const state = redisState(redis);
     // Sent now, the commands would wait in ioredis' offline queue and be appended whenever Redis comes back, behind the dispatcher's retry.
-    if (state !== 'up') throw new SinkWriteError(`${this.label}: Redis is not connected (client status "${redis.status}"); the batch was not sent`, { retryable: true });
+    if (state !== 'up') throw redisNotConnected(`${this.label}: Redis is not connected (client status "${redis.status}"); the batch was not sent`);
     const progress = new WriteProgress(batch.length);
     // With a Cluster, one part per group of nodes serving the entries' slots (a Cluster pipeline must hold keys one node serves).
     const groups = this.slotOf && isStreamCluster(redis) ? new SlotGroups(redis, this.slotOf) : undefined;
@@ -228,7 +228,7 @@ export class RedisStreamSink implements DeferredSink<SinkItem> {
   private async sendLater(redis: StreamRedis, piece: Piece, head: readonly string[], progress: WriteProgress, signal: AbortSignal): Promise<void> {
     if (signal.aborted) return progress.fail(piece.indexes, signal.reason, true);
     if (redisState(redis) !== 'up') {
-      return progress.fail(piece.indexes, new SinkWriteError(`${this.label}: Redis is not connected (client status "${redis.status}"); these entries were not sent`, { retryable: true }), true);
+      return progress.fail(piece.indexes, redisNotConnected(`${this.label}: Redis is not connected (client status "${redis.status}"); these entries were not sent`), true);
     }
     return this.send(redis, piece.entries, piece.indexes, head, progress);
   }

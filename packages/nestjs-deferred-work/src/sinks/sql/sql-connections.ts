@@ -1,10 +1,12 @@
 import { settlesBy } from '../../core/settle';
 import { WriteProgress } from '../kit/write-progress';
 import type { SqlConnection, SqlDriver } from './sql-clients';
+import { withSqlCode } from './sql-errors';
 
 /**
  * Runs `fn` on a connection of the driver's pool, given back after (or destroyed, when the signal cut
- * a statement short). Waits for the connection only until the signal aborts.
+ * a statement short). Waits for the connection only until the signal aborts. A connection that cannot
+ * be had fails with the code a statement failing that way would carry (`withSqlCode`).
  */
 export async function withConnection<T>(driver: SqlDriver, fn: (connection: SqlConnection) => Promise<T>, signal?: AbortSignal): Promise<T> {
   const pending = driver.acquire();
@@ -12,7 +14,9 @@ export async function withConnection<T>(driver: SqlDriver, fn: (connection: SqlC
     pending.then((c) => c.release(), () => undefined); // it came too late: straight back to the pool
     throw signal.reason;
   }
-  const connection = await pending;
+  const connection = await pending.catch((error: unknown) => {
+    throw withSqlCode(error);
+  });
   const guarded = new GuardedConnection(connection);
   try {
     return await fn(guarded);

@@ -1,3 +1,6 @@
+import { errorCode, errorMessage } from '../../core/error-message';
+import { failureCode } from '../kit/failure-codes';
+
 /**
  * What a database error means for the rows of a write, by the server's own code (PostgreSQL SQLSTATE,
  * MySQL / MariaDB errno) or the client's for a connection error:
@@ -5,7 +8,7 @@
  *   the statement is split to find it, and only it is dead-lettered, with the server's message;
  * - `transient`: the server or the link is busy or away (connection refused or reset, shutdown, too
  *   many connections, deadlock, serialization failure, read-only after a failover): retried with backoff.
- * Anything else counts as transient too: retried, then dead-lettered after `maxAttempts` with its code.
+ * Anything else counts as transient too: retried for `maxRetryDurationMs`, then dead-lettered (`expired`) with its code.
  */
 export type SqlErrorKind = 'row' | 'transient';
 
@@ -43,16 +46,29 @@ const MYSQL_ROW = new Set([
 ]);
 
 /**
- * A database error's code as dead letters keep it: PostgreSQL's SQLSTATE, MySQL's and MariaDB's errno
- * (not mysql2's name for it, which is MySQL's: MariaDB's 4025, a failed CHECK, is a different error
- * in MySQL), or a connection error's code (`ECONNRESET`).
+ * A database error's code as dead letters keep it: PostgreSQL's SQLSTATE (`57P01` the server shutting
+ * down, `57P03` starting up, `08006` …), MySQL's and MariaDB's errno (`1040` too many connections,
+ * `1053` shutting down; not mysql2's name for it, which is MySQL's: MariaDB's 4025, a failed CHECK, is
+ * a different error in MySQL), or a connection error's code (`ECONNREFUSED`, `ECONNRESET`, mysql2's
+ * `PROTOCOL_CONNECTION_LOST`; pg's codeless `Connection terminated unexpectedly` is `ECONNRESET`).
  */
 export function sqlErrorCode(error: unknown): string | undefined {
   const e = error as { code?: unknown; errno?: unknown; sqlState?: unknown } | null;
   if (!e || typeof e !== 'object') return undefined;
   if (typeof e.errno === 'number' && typeof e.sqlState === 'string') return String(e.errno);
   if (typeof e.code === 'string') return e.code;
-  return undefined;
+  return failureCode(error);
+}
+
+/**
+ * An error of getting a pool connection, carrying the code `sqlErrorCode` gives it (a MySQL errno, the
+ * errno of a codeless pg error) where the error's own is another or none: the same code as when a
+ * statement fails that way. The error itself when it already carries that code.
+ */
+export function withSqlCode(error: unknown): unknown {
+  const code = sqlErrorCode(error);
+  if (code === undefined || errorCode(error) === code) return error;
+  return Object.assign(new Error(errorMessage(error), { cause: error }), { code });
 }
 
 /** What `error` means for the rows of the statement that failed with it. */

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import type { LogItem, SinkItem } from '../../core/items/deferred-item.interface';
 import { SinkConfigError } from '../kit/sink-config.error';
-import { sqlErrorCode, sqlErrorKind } from './sql-errors';
+import { sqlErrorCode, sqlErrorKind, withSqlCode } from './sql-errors';
 import { columnValue, DEFAULT_COLUMNS, defaultRow } from './sql-rows';
 import { SQL_PROCESSOR_DEFAULTS, SQL_SINK_DEFAULTS } from './sql-sink.options';
 import { SqlSink } from './sql.sink';
@@ -143,6 +143,8 @@ describe('SqlSink errors', () => {
     ['40001', 'transient'],
     ['40P01', 'transient'],
     ['57P01', 'transient'],
+    ['57P02', 'transient'],
+    ['57P03', 'transient'],
     ['53300', 'transient'],
     ['08006', 'transient'],
     ['25006', 'transient'],
@@ -161,6 +163,7 @@ describe('SqlSink errors', () => {
     [1205, 'ER_LOCK_WAIT_TIMEOUT', 'transient'],
     [1213, 'ER_LOCK_DEADLOCK', 'transient'],
     [1040, 'ER_CON_COUNT_ERROR', 'transient'],
+    [1053, 'ER_SERVER_SHUTDOWN', 'transient'],
     [1290, 'ER_OPTION_PREVENTS_STATEMENT', 'transient'],
   ])('MySQL %i %s is %s', (errno, code, kind) => {
     expect(sqlErrorKind(my(errno, code))).toBe(kind);
@@ -172,6 +175,18 @@ describe('SqlSink errors', () => {
     expect(sqlErrorKind(my(1048, 'ER_BAD_NULL_ERROR', { fatal: true }))).toBe('transient');
     expect(sqlErrorKind(new Error('Connection terminated unexpectedly'))).toBe('transient');
     expect(sqlErrorKind(undefined)).toBe('transient');
+  });
+
+  it('a lost connection keeps its code: the client’s, or the errno of pg’s codeless one; a connection not had carries it too', () => {
+    expect(sqlErrorCode(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED', errno: -111 }))).toBe('ECONNREFUSED');
+    expect(sqlErrorCode(Object.assign(new Error('Connection lost: The server closed the connection.'), { code: 'PROTOCOL_CONNECTION_LOST', fatal: true }))).toBe('PROTOCOL_CONNECTION_LOST');
+    expect(sqlErrorCode(new Error('Connection terminated unexpectedly'))).toBe('ECONNRESET');
+    const codeless = new Error('Connection terminated unexpectedly');
+    expect(withSqlCode(codeless)).toMatchObject({ message: codeless.message, code: 'ECONNRESET', cause: codeless });
+    const tooMany = my(1040, 'ER_CON_COUNT_ERROR');
+    expect(withSqlCode(tooMany)).toMatchObject({ code: '1040', cause: tooMany });
+    const refused = Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
+    expect(withSqlCode(refused)).toBe(refused);
   });
 });
 
