@@ -4,6 +4,7 @@ import type { JobItem, SinkItem, SinkKind } from '../../core/items/deferred-item
 import type { DeferredSink, HeldClient, SinkAttachContext, SinkItemFailure, SinkProcessorOptions, SinkWriteContext, SinkWriteResult } from '../../core/sink.interface';
 import { abortable } from '../kit/abortable';
 import { chunk } from '../kit/chunks';
+import { failureCode } from '../kit/failure-codes';
 import { inTurns } from '../kit/in-turns';
 import { findAppClient } from '../kit/app-client';
 import { itemId } from '../kit/item-id';
@@ -260,7 +261,7 @@ export class ClientProxySink implements DeferredSink<SinkItem> {
 
   private sendError(error: unknown): unknown {
     if (error instanceof SinkWriteError) return error;
-    return new SinkWriteError(`ClientProxySink "${this.name}" (${this.transportName}): ${errorMessage(error)}`, { cause: error });
+    return new SinkWriteError(`ClientProxySink "${this.name}" (${this.transportName}): ${errorMessage(error)}`, { cause: error, code: failureCode(error) });
   }
 }
 
@@ -273,7 +274,8 @@ function cutShort(size: number, failed: SinkItemFailure[], waiting: ReadonlyArra
   const done = new Set(failed.map((f) => f.index));
   for (const { index, send } of waiting) if (send.settled && send.confirmed) done.add(index);
   const all = [...failed];
-  for (let index = 0; index < size; index++) if (!done.has(index)) all.push({ index, error: reason, retryable: true });
+  const code = failureCode(reason); // ETIMEDOUT for the write's timeout
+  for (let index = 0; index < size; index++) if (!done.has(index)) all.push({ index, error: reason, retryable: true, ...(code === undefined ? {} : { code }) });
   if (all.length === 0) return undefined;
   all.sort((a, b) => a.index - b.index);
   return { failed: all };
