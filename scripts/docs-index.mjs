@@ -31,7 +31,9 @@ export function between(text, name, file) {
 /** Rewrites the relative links of markdown written in `fromDir` (repo-relative) for `toDir`, or as absolute GitHub URLs. */
 export function relink(markdown, fromDir, toDir) {
   return markdown.replace(/\]\(([^)\s]+)\)/g, (whole, target) => {
-    if (/^[a-z]+:/i.test(target) || target.startsWith('#')) return whole;
+    if (/^[a-z]+:/i.test(target)) return whole;
+    // A heading of the page itself (the repository README, docs/README.md): on the npm page, on GitHub.
+    if (target.startsWith('#')) return toDir === null ? `](${fromDir ? `${BLOB}${fromDir}/README.md` : REPO_URL}${target})` : whole;
     const repoPath = posix.normalize(posix.join(fromDir, target));
     if (toDir === null) return `](${BLOB}${repoPath})`;
     const rel = posix.relative(toDir, repoPath.split('#')[0]) || '.';

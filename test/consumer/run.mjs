@@ -21,14 +21,14 @@
 // of that major with Apollo Server 4 (Nest 11) or 5 and `@as-integrations/express5` (Nest 12): a
 // code-first mutation with `@AfterResponse()` defers a job and a log into MemorySinks, checked over
 // HTTP to be delivered after the response of its GraphQL request finished.
-// The getting-started guide's app (examples/getting-started/src, the files the guide shows) is also
-// installed into fresh CommonJS Nest 11 and 12 apps, started on a free port, and driven as the guide
-// says: the POST answers {"queued":true}, the console shows the deferred lines, the stats count them.
+// The getting-started guide is followed in the apps `nest new` writes, created by the real @nestjs/cli
+// (12's ES-module and CommonJS apps, 11's CommonJS app) and cached outside the repository: its files
+// pasted from the markdown, the console lines it shows compared with the app's (guide-apps.mjs).
 //
 // Environment (all optional):
 //   CONSUMER_NEST_MAJORS  comma-separated Nest majors to test (default "10,11,12")
 //   CONSUMER_FORMATS      comma-separated consumer formats (default "cjs,esm")
-//   CONSUMER_APPS         comma-separated apps (default "basic,bullmq,graphql,guide"; bullmq and graphql run
+//   CONSUMER_APPS         comma-separated apps (default "basic,bullmq,graphql,guide"; bullmq, graphql and guide run
 //                         for Nest 11 and 12)
 //   CONSUMER_NODES        comma-separated Node.js majors the basic apps run under (default "20,22,24");
 //                         the system node's major means the system node, any other is installed once
@@ -39,6 +39,7 @@
 //                         (default <repo>/node_modules/.cache/consumer-npm)
 //   CONSUMER_CONCURRENCY  apps set up at once (default 2)
 //   CONSUMER_KEEP=1       keep the temporary folder (its path is printed) for debugging
+//   CONSUMER_TARBALL      test this tarball (e.g. from `pnpm pack:lib`) instead of building and packing
 //   CONSUMER_TIMEOUT_S    give up on the whole run after this many seconds (default 1500)
 import { spawn } from 'node:child_process';
 import { builtinModules } from 'node:module';
@@ -48,6 +49,8 @@ import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { connect as connectTcp, createServer as createNetServer } from 'node:net';
+import { CLI_APPS, cachedApp } from './cli-apps.mjs';
+import { guideTask } from './guide-apps.mjs';
 import { RedisServer } from './redis-server.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -57,11 +60,7 @@ const FIXTURE_SRC = {
   basic: join(HERE, 'fixture', 'src'),
   bullmq: join(HERE, 'fixture-bullmq', 'src'),
   graphql: join(HERE, 'fixture-graphql', 'src'),
-  // The getting-started guide's app, file for file (a test keeps the guide and these files identical).
-  guide: join(ROOT, 'examples', 'getting-started', 'src'),
 };
-/** The guide's app in fresh CommonJS apps (what `nest new` writes) of these Nest majors. */
-const GUIDE_MAJORS = ['11', '12'];
 const PKG_NAME = 'nestjs-deferred-work';
 
 const MAJORS = listEnv('CONSUMER_NEST_MAJORS', '10,11,12');
@@ -313,7 +312,7 @@ async function checkTarball(tarball, reportedFiles, extractDir) {
   const root = join(extractDir, 'package');
   const files = walk(root).sort();
   const problems = [];
-  const reported = [...reportedFiles].sort();
+  const reported = [...(reportedFiles ?? files)].sort();
   if (JSON.stringify(files) !== JSON.stringify(reported)) {
     problems.push(`npm pack --json listed [${reported.join(', ')}] but the tarball holds [${files.join(', ')}]`);
   }
@@ -556,8 +555,7 @@ async function setupApp(dir, major, format, tarball, kind, redis) {
   // The app really is what it claims: CommonJS loads Nest and the library with require(), ESM with import.
   const loadsAs = (specifier) => (format === 'cjs' ? new RegExp(`require\\("${specifier}"\\)`) : new RegExp(`from '${specifier}'`));
   const how = format === 'cjs' ? 'CommonJS (require)' : 'ESM (import)';
-  // The guide's main.ts imports only Nest: its module file loads the library.
-  const compiled = readFileSync(join(dir, kind === 'guide' ? join(dirname(main), 'app.module.js') : main), 'utf8');
+  const compiled = readFileSync(join(dir, main), 'utf8');
   if (!loadsAs(PKG_NAME).test(compiled)) throw new StepError('tsc', `${main} does not load the library as ${how}`, compiled);
   if (kind === 'bullmq') {
     const appModule = join(dirname(main), 'app.module.js');
@@ -587,10 +585,6 @@ async function runChecks(app, runtime, redis) {
     }
   } else if (kind === 'graphql') {
     await runApp(runtime, dir, main, (base, output) => driveGraphql(base, output));
-  } else if (kind === 'guide') {
-    // The guide's main.ts listens on PORT and prints Nest's own start line.
-    const port = await freePort();
-    await runApp(runtime, dir, main, (base, output) => driveGuide(base, output), { PORT: String(port) }, { port, ready: /Nest application successfully started/ });
   } else {
     // Each runtime starts from an app that has written nothing yet.
     rmSync(join(dir, AUDIT_FILE), { force: true });
@@ -671,37 +665,6 @@ async function runApp(runtime, dir, main, drive, env = {}, listen = undefined) {
       killGroup(child, 'SIGKILL');
       await Promise.race([exit, delay(5_000)]);
     }
-  }
-}
-
-/**
- * The getting-started guide's app, driven as the guide says: `POST /users/42/welcome` answers
- * `{"queued":true}`, then the console shows the callback's line and the deferred log record (through
- * `LoggerSink`), and `GET /deferred/stats` counts both delivered.
- */
-async function driveGuide(base, output) {
-  // Nest prints "successfully started" when the app is initialised, a moment before it listens.
-  const port = Number(new URL(base).port);
-  for (const deadline = Date.now() + 10_000; !(await accepts(port)); await delay(50)) {
-    if (Date.now() > deadline) throw new StepError('start', `nothing listens on ${base} 10 s after the app started`, output());
-  }
-  const res = await http('POST', `${base}/users/42/welcome`);
-  if (res.status !== 201 || JSON.stringify(res.body) !== '{"queued":true}') {
-    throw new StepError('guide', `POST /users/42/welcome answered ${res.status} ${JSON.stringify(res.body)}, expected 201 {"queued":true}`, output());
-  }
-  // Nest 12's console logger prints `[Deferred] welcome requested { userId: '42' }`; Nest 10 and 11's
-  // print the record as one object, `[Deferred] Object(2) { userId: '42', message: 'welcome requested' }`.
-  const wanted = ['welcome email sent to user 42', '[Deferred] ', 'welcome requested'];
-  const deadline = Date.now() + 10_000;
-  const plain = () => output().replace(/\x1b\[[0-9;]*m/g, ''); // Nest's logger colours its lines
-  while (!wanted.every((line) => plain().includes(line))) {
-    if (Date.now() > deadline) throw new StepError('guide', `the console did not show ${JSON.stringify(wanted)} within 10 s`, output());
-    await delay(50);
-  }
-  const stats = await http('GET', `${base}/deferred/stats`);
-  const { accepted, delivered } = stats.body ?? {};
-  if (stats.status !== 200 || accepted !== 2 || delivered !== 2) {
-    throw new StepError('guide', `GET /deferred/stats answered ${stats.status} accepted ${accepted} delivered ${delivered}, expected 200 with 2 and 2`, output());
   }
 }
 
@@ -1008,17 +971,24 @@ async function binaryVersion(bin) {
   }
 }
 
-/** The matrix: the basic app for every major and format, the BullMQ and GraphQL apps for Nest 11 and 12. */
+/**
+ * The matrix: the basic app for every major and format, the BullMQ and GraphQL apps for Nest 11 and 12,
+ * the guide in the apps of @nestjs/cli 11 and 12 (CLI_APPS, by their Nest major and module type).
+ */
 function matrix() {
-  const unknown = APPS.filter((app) => !(app in FIXTURE_SRC));
-  if (unknown.length) throw new Error(`CONSUMER_APPS: unknown app(s) ${unknown.join(', ')} (known: ${Object.keys(FIXTURE_SRC).join(', ')})`);
+  const known = [...Object.keys(FIXTURE_SRC), 'guide'];
+  const unknown = APPS.filter((app) => !known.includes(app));
+  if (unknown.length) throw new Error(`CONSUMER_APPS: unknown app(s) ${unknown.join(', ')} (known: ${known.join(', ')})`);
   const deps = { bullmq: BULLMQ_DEPS, graphql: GRAPHQL_DEPS };
   return APPS.flatMap((kind) =>
     kind === 'guide'
-      ? MAJORS.filter((major) => GUIDE_MAJORS.includes(major) && FORMATS.includes('cjs')).map((major) => ({ major, format: 'cjs', kind }))
+      ? CLI_APPS.filter((app) => MAJORS.includes(app.nest) && FORMATS.includes(app.type)).map((app) => ({ major: app.nest, format: app.type, kind, app }))
       : MAJORS.filter((major) => kind === 'basic' || deps[kind][major]).flatMap((major) => FORMATS.map((format) => ({ major, format, kind }))),
   );
 }
+
+/** What guide-apps.mjs and cli-apps.mjs use of this runner. */
+const CTX = { run, childEnv, StepError, killGroup, children, http, freePort, accepts, delay, nodeRuntime };
 
 async function main() {
   const combos = matrix();
@@ -1072,11 +1042,15 @@ async function main() {
     }),
   );
 
+  // The apps `nest new` writes for the guide: created (once; then from their cache) during the pack.
+  for (const { app } of combos.filter((c) => c.kind === 'guide')) cachedApp(app, CTX).catch(() => undefined);
+
   let tarball;
   try {
     const packDir = join(workDir, 'pack');
     mkdirSync(packDir);
-    const packed = await packLibrary(packDir);
+    const given = process.env.CONSUMER_TARBALL && resolve(process.env.CONSUMER_TARBALL);
+    const packed = given ? { tarball: given, files: null } : await packLibrary(packDir);
     tarball = packed.tarball;
     const files = await checkTarball(packed.tarball, packed.files, join(workDir, 'unpacked'));
     report('pack', { ok: true, detail: `${files.length} files: ${files.filter((f) => !f.startsWith('dist/')).join(', ')}, dist/**` });
@@ -1093,7 +1067,7 @@ async function main() {
   // basic app under every one of CONSUMER_NODES, the others under the system node). Its folder is
   // removed as soon as its checks are done, while the next apps install.
   const removals = [];
-  const tasks = combos.map(({ major, format, kind }) => async () => {
+  const tasks = combos.map(({ major, format, kind, app: cliApp }) => kind === 'guide' ? guideTask(cliApp, { tarball: () => tarball, workDir, ctx: CTX }) : async () => {
     const name = `nest${major}-${format}${kind === 'basic' ? '' : `-${kind}`}`;
     const app = `nest ${major} ${format}${kind === 'basic' ? '' : ` ${kind}`}`;
     const targets = kind === 'basic' ? NODES.map((n) => runtimes[n]) : [SYSTEM_NODE];

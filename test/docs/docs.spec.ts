@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import ts from 'typescript';
 import { MODULE_DEFAULTS } from '../../packages/nestjs-deferred-work/src/nest/options/module.defaults';
@@ -33,6 +33,72 @@ function snippets(): Array<{ from: string; code: string }> {
   return out;
 }
 
+/**
+ * Writes every snippet under `dir`: one that starts with `// name.ts` under that name, so others can
+ * import it; one that starts with `// src/name.ts` (a file of an app a guide builds) under a folder of
+ * its page, so that two guides' `src/app.module.ts` do not meet. Returns file -> where it came from.
+ */
+function writeSnippets(dir: string): Map<string, string> {
+  const files = new Map<string, string>();
+  snippets().forEach((snippet, index) => {
+    const named = /^\/\/ ([\w.-]+\.ts)\n/.exec(snippet.code)?.[1];
+    const inApp = /^\/\/ ((?:[\w.-]+\/)+[\w.-]+\.ts)\n/.exec(snippet.code)?.[1];
+    const page = snippet.from.split(':')[0].replace(/[^\w.-]+/g, '_');
+    const path = inApp ? join(dir, page, inApp) : join(dir, named ?? `snippet-${index}.ts`);
+    mkdirSync(join(path, '..'), { recursive: true });
+    writeFileSync(path, snippet.code);
+    files.set(path, snippet.from);
+  });
+  return files;
+}
+
+/** Each diagnostic of the program's snippet files, as `page:line (+line in the snippet): message`. */
+function problemsOf(program: ts.Program, files: Map<string, string>): string[] {
+  const problems: string[] = [];
+  for (const [path, from] of files) {
+    const source = program.getSourceFile(path)!;
+    for (const d of [...program.getSyntacticDiagnostics(source), ...program.getSemanticDiagnostics(source)]) {
+      const { line } = d.file ? d.file.getLineAndCharacterOfPosition(d.start ?? 0) : { line: 0 };
+      problems.push(`${from} (+${line}): ${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`);
+    }
+  }
+  return problems;
+}
+
+/**
+ * The tsconfig `nest new` writes (@nestjs/cli 11 and 12): `module`/`moduleResolution` `nodenext`, in a
+ * package with `"type": "module"` (the ES-module app, @nestjs/cli 12's default) or without it (the
+ * CommonJS app, @nestjs/cli 11 and 12's `cjs`).
+ */
+const NEST_NEW_OPTIONS: ts.CompilerOptions = {
+  module: ts.ModuleKind.NodeNext,
+  moduleResolution: ts.ModuleResolutionKind.NodeNext,
+  resolvePackageJsonExports: true,
+  esModuleInterop: true,
+  isolatedModules: true,
+  emitDecoratorMetadata: true,
+  experimentalDecorators: true,
+  target: ts.ScriptTarget.ES2023,
+  strict: true,
+  strictPropertyInitialization: false,
+  skipLibCheck: true,
+  types: ['node', 'jest'],
+  noEmit: true,
+};
+
+/** A compiler host that parses each declaration file once for both app programs. */
+const sharedHost = (() => {
+  const host = ts.createCompilerHost(NEST_NEW_OPTIONS);
+  const parsed = new Map<string, ts.SourceFile | undefined>();
+  const getSourceFile = host.getSourceFile.bind(host);
+  host.getSourceFile = (fileName, languageVersion, ...rest) => {
+    if (!fileName.includes('/node_modules/') && !fileName.includes('/typescript/lib/')) return getSourceFile(fileName, languageVersion, ...rest);
+    if (!parsed.has(fileName)) parsed.set(fileName, getSourceFile(fileName, languageVersion, ...rest));
+    return parsed.get(fileName);
+  };
+  return host;
+})();
+
 function compilerOptions(): ts.CompilerOptions {
   const configPath = join(root, 'tsconfig.json');
   const config = ts.readConfigFile(configPath, ts.sys.readFile);
@@ -46,19 +112,7 @@ describe('docs', () => {
   beforeAll(() => {
     rmSync(snippetsDir, { recursive: true, force: true });
     mkdirSync(snippetsDir, { recursive: true });
-    files = new Map();
-    snippets().forEach((snippet, index) => {
-      // A snippet that starts with `// name.ts` is written under that name, so others can import it;
-      // one that starts with `// src/name.ts` (a file of an app a guide builds) under a folder of
-      // its page, so that two guides' `src/app.module.ts` do not meet.
-      const named = /^\/\/ ([\w.-]+\.ts)\n/.exec(snippet.code)?.[1];
-      const inApp = /^\/\/ ((?:[\w.-]+\/)+[\w.-]+\.ts)\n/.exec(snippet.code)?.[1];
-      const page = snippet.from.split(':')[0].replace(/[^\w.-]+/g, '_');
-      const path = inApp ? join(snippetsDir, page, inApp) : join(snippetsDir, named ?? `snippet-${index}.ts`);
-      mkdirSync(join(path, '..'), { recursive: true });
-      writeFileSync(path, snippet.code);
-      files.set(path, snippet.from);
-    });
+    files = writeSnippets(join(snippetsDir, 'source'));
     const optionsFile = join(root, 'packages/nestjs-deferred-work/src/nest/options/module-options.interface.ts');
     program = ts.createProgram([...files.keys(), optionsFile], { ...compilerOptions(), noEmit: true, noUnusedLocals: false });
   });
@@ -69,16 +123,27 @@ describe('docs', () => {
   });
 
   it('every TypeScript snippet in README.md and docs/ compiles against the library', () => {
-    const problems: string[] = [];
-    for (const [path, from] of files) {
-      const source = program.getSourceFile(path)!;
-      for (const d of [...program.getSyntacticDiagnostics(source), ...program.getSemanticDiagnostics(source)]) {
-        const { line } = d.file ? d.file.getLineAndCharacterOfPosition(d.start ?? 0) : { line: 0 };
-        problems.push(`${from} (+${line}): ${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`);
-      }
-    }
-    expect(problems).toEqual([]);
+    expect(problemsOf(program, files)).toEqual([]);
   });
+
+  // As a user's app compiles them: against the built package (its `exports`, `import` or `require`
+  // types), relative imports with their `.js` suffix. `pnpm test` builds the package first.
+  it.each([
+    ['an ES-module app', 'module'],
+    ['a CommonJS app', 'commonjs'],
+  ])('every TypeScript snippet compiles in %s that `nest new` writes (nodenext, "type": "%s")', (_, type) => {
+    const pkg = join(root, 'packages/nestjs-deferred-work');
+    if (!existsSync(join(pkg, 'dist', 'index.d.ts')) || !existsSync(join(pkg, 'dist', 'index.d.cts'))) {
+      throw new Error('packages/nestjs-deferred-work has no built types: run "pnpm build" first (pnpm test builds before it runs the tests).');
+    }
+    const app = join(snippetsDir, type);
+    mkdirSync(join(app, 'node_modules'), { recursive: true });
+    writeFileSync(join(app, 'package.json'), JSON.stringify({ name: `snippets-${type}`, private: true, type }));
+    symlinkSync(pkg, join(app, 'node_modules', 'nestjs-deferred-work'), 'dir');
+    const appFiles = writeSnippets(app);
+    const appProgram = ts.createProgram([...appFiles.keys()], NEST_NEW_OPTIONS, sharedHost);
+    expect(problemsOf(appProgram, appFiles)).toEqual([]);
+  }, 120_000);
 
   it("the README's app snippets are the very files the consumer test compiles in fresh Nest apps", () => {
     const readme = snippets().filter((s) => s.from.startsWith('README.md'));

@@ -1,7 +1,7 @@
 import { Module } from '@nestjs/common';
 import { DeferredWorkModule, LoggerSink } from 'nestjs-deferred-work';
-import { StatsController } from './stats.controller';
-import { UsersController } from './users.controller';
+import { StatsController } from './stats.controller.js';
+import { UsersController } from './users.controller.js';
 
 @Module({
   imports: [
