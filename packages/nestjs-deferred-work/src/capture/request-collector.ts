@@ -91,12 +91,13 @@ export class RequestCollector extends ScopeBase {
 
   private emitTiming(statusCode: number): void {
     const timing = this.timing!;
+    const items = this.items === undefined ? 0 : this.items.length;
     const now = performance.now();
     const handlerDoneAt = timing.handlerDoneAt ?? now;
     const handlerMs = handlerDoneAt - timing.startedAt;
     const sendMs = now - handlerDoneAt;
     const route = this.route.path ?? '/';
-    this.tracker.recordTiming(`${timing.method} ${route}`, handlerMs, sendMs);
+    this.tracker.recordTiming(`${timing.method} ${route}`, handlerMs, sendMs, items);
     const tags = { route, method: timing.method, status: String(statusCode) };
     const createdAt = Date.now();
     const sink = this.route.sinks.metric;

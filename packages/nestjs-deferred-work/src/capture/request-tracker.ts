@@ -32,9 +32,9 @@ export class RequestTracker {
     }
   }
 
-  /** Adds one measured request to its route's sums. */
-  recordTiming(route: string, handlerMs: number, sendMs: number): void {
-    this.timings.record(route, handlerMs, sendMs);
+  /** Adds one measured request to its route's sums: its times in ms, and the items it deferred before its response finished. */
+  recordTiming(route: string, handlerMs: number, sendMs: number, items = 0): void {
+    this.timings.record(route, handlerMs, sendMs, items);
     for (const observer of this.timingObservers) observer(route, handlerMs, sendMs);
   }
 

@@ -23,6 +23,8 @@ export interface DeadLetterFilter {
   sink?: string;
   /** Only those with this reason. */
   reason?: DeadLetterReason;
+  /** Only those whose last error has this code (`code`: a SQLSTATE, errno, HTTP status, Redis reply prefix, AWS code). */
+  code?: string;
   /** Only those dead-lettered at or after this time (epoch ms). */
   from?: number;
   /** Only those dead-lettered before this time (epoch ms). */
@@ -63,7 +65,12 @@ export interface DeadLetterStore {
   list(query: DeadLetterQuery): DeadLetterPage | Promise<DeadLetterPage>;
   get(id: string): DeadLetterRecord | undefined | Promise<DeadLetterRecord | undefined>;
   count(filter: DeadLetterFilter): number | Promise<number>;
-  /** Removes the records with these ids; returns how many were there. */
+  /**
+   * Removes the records with these ids; returns how many this call removed. A redrive claims each
+   * record by removing it and hands it back to its sink only when this returned `1`: with a store the
+   * replicas share, a record removed by another process meanwhile must not be counted (one
+   * `DELETE … RETURNING`, a row lock, an `XDEL`), or two replicas redrive it both.
+   */
   remove(ids: readonly string[]): number | Promise<number>;
   /** Removes every record matching the filter (all with `{}`); returns how many. */
   purge(filter: DeadLetterFilter): number | Promise<number>;

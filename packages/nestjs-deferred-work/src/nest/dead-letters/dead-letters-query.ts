@@ -17,6 +17,7 @@ export function filterOf(source: Record<string, unknown> | undefined): DeadLette
   const input = source ?? {};
   const filter: DeadLetterFilter = {};
   if (input.sink !== undefined) filter.sink = String(input.sink);
+  if (input.code !== undefined) filter.code = String(input.code);
   if (input.reason !== undefined) {
     if (!REASONS.includes(input.reason as DeadLetterReason)) {
       throw new BadRequestException(`"reason" must be one of ${REASONS.join(', ')}, got ${JSON.stringify(input.reason)}`);
@@ -50,5 +51,5 @@ export function redriveOf(body: Record<string, unknown> | undefined): { selector
   if (perSecond !== undefined && (!Number.isInteger(perSecond) || perSecond < 1)) throw new BadRequestException(`"perSecond" must be a whole number >= 1, got ${JSON.stringify(input.perSecond)}`);
   if (Array.isArray(input.ids)) return { selector: { ids: input.ids.map(String) }, dryRun, perSecond };
   if (input.filter !== undefined && typeof input.filter === 'object') return { selector: { filter: filterOf(input.filter as Record<string, unknown>) }, dryRun, perSecond };
-  throw new BadRequestException('Give { "ids": [...] } or { "filter": { "sink", "reason", "from", "to" } } ({ "filter": {} } redrives every dead letter)');
+  throw new BadRequestException('Give { "ids": [...] } or { "filter": { "sink", "reason", "code", "from", "to" } } ({ "filter": {} } redrives every dead letter)');
 }

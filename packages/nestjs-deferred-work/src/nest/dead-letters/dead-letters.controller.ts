@@ -21,7 +21,7 @@ export interface DeadLettersControllerOptions {
  * @Module({ controllers: [deadLettersController({ guards: [AdminGuard], path: 'admin/dead-letters' })] })
  * ```
  *
- * `GET /` (query `sink`, `reason`, `from`, `to`, `limit`, `after`) lists, `GET /count` counts,
+ * `GET /` (query `sink`, `reason`, `code`, `from`, `to`, `limit`, `after`) lists, `GET /count` counts,
  * `GET /:id` reads one, `POST /redrive` (`{ ids }` or `{ filter }`, `dryRun`, `perSecond`) redrives
  * (409 while another redrive runs), `DELETE /:id` discards one, `POST /purge` (`{ filter }`) purges.
  */
@@ -77,7 +77,7 @@ export function deadLettersController(options: DeadLettersControllerOptions): Ty
     @HttpCode(200)
     async purge(@Body() body: Record<string, unknown>): Promise<{ purged: number }> {
       if (typeof body?.filter !== 'object' || body.filter === null) {
-        throw new BadRequestException('Give { "filter": { "sink", "reason", "from", "to" } } ({ "filter": {} } purges every dead letter)');
+        throw new BadRequestException('Give { "filter": { "sink", "reason", "code", "from", "to" } } ({ "filter": {} } purges every dead letter)');
       }
       return { purged: await this.work.purgeDeadLetters(filterOf(body.filter as Record<string, unknown>)) };
     }

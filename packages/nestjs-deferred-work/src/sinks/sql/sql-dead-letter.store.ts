@@ -125,9 +125,34 @@ export class SqlDeadLetterStore implements DeadLetterStore {
     return Number(rows[0]?.n ?? 0);
   }
 
+  /**
+   * Deletes the rows of these ids and returns how many this call deleted, never one another replica
+   * deleted meanwhile: a redrive's claim. PostgreSQL: one `DELETE … RETURNING`; MySQL: the rows locked
+   * (`SELECT … FOR UPDATE`) and deleted in one transaction, so a second caller waits and finds none.
+   */
   async remove(ids: readonly string[]): Promise<number> {
-    if (ids.length === 0) return 0;
-    return this.deleteWhere((p) => ` WHERE id IN (${ids.map((id) => p.add(id)).join(', ')})`);
+    const unique = [...new Set(ids)];
+    if (unique.length === 0) return 0;
+    const inIds = (p: Params) => ` WHERE id IN (${unique.map((id) => p.add(id)).join(', ')})`;
+    if (this.dialect === 'postgres') {
+      const p = this.params();
+      const rows = await this.with((c) => c.query({ text: `DELETE FROM ${this.table}${inIds(p)} RETURNING id`, values: p.values }));
+      return rows.length;
+    }
+    return this.with(async (c) => {
+      const p = this.params();
+      const where = inIds(p);
+      await c.query({ text: 'BEGIN', values: [] });
+      try {
+        const rows = await c.query({ text: `SELECT id FROM ${this.table}${where} FOR UPDATE`, values: p.values });
+        if (rows.length > 0) await c.query({ text: `DELETE FROM ${this.table}${where}`, values: p.values });
+        await c.query({ text: 'COMMIT', values: [] });
+        return rows.length;
+      } catch (error) {
+        await c.query({ text: 'ROLLBACK', values: [] }).catch(() => undefined);
+        throw error;
+      }
+    });
   }
 
   async purge(filter: DeadLetterFilter): Promise<number> {
@@ -150,6 +175,8 @@ export class SqlDeadLetterStore implements DeadLetterStore {
     if (afterSeq !== undefined && Number.isFinite(afterSeq)) parts.push(`seq > ${p.add(afterSeq)}`);
     if (filter.sink !== undefined) parts.push(`sink = ${p.add(filter.sink)}`);
     if (filter.reason !== undefined) parts.push(`reason = ${p.add(filter.reason)}`);
+    // The last error's code is in the record's JSON (no column of its own: tables made before the filter work as they are).
+    if (filter.code !== undefined) parts.push(`${this.dialect === 'postgres' ? "CAST(record AS jsonb) ->> 'code'" : "JSON_UNQUOTE(JSON_EXTRACT(record, '$.code'))"} = ${p.add(filter.code)}`);
     if (filter.from !== undefined) parts.push(`at >= ${p.add(filter.from)}`);
     if (filter.to !== undefined) parts.push(`at < ${p.add(filter.to)}`);
     return parts.length === 0 ? '' : ` WHERE ${parts.join(' AND ')}`;
