@@ -89,6 +89,21 @@ module.exports = {
       to: { path: `${SRC}/metrics/` },
     },
     {
+      name: 'console-reads-the-library',
+      comment:
+        'The console (nestjs-deferred-work/console) reads the library through the DeferredWork service and its resolved options; it knows no sink, spool, worker or metrics.',
+      severity: 'error',
+      from: { path: `${SRC}/console/`, pathNot: notSpec },
+      to: { path: `${SRC}/(sinks|spool|worker|metrics|testing)/` },
+    },
+    {
+      name: 'nothing-imports-the-console',
+      comment: 'The console is its own subpath (nestjs-deferred-work/console): an app that does not import it loads none of it.',
+      severity: 'error',
+      from: { path: `${SRC}/`, pathNot: [`${SRC}/console/`, notSpec] },
+      to: { path: `${SRC}/console/` },
+    },
+    {
       name: 'no-circular',
       severity: 'error',
       from: { path: `${SRC}/` },

@@ -13,6 +13,7 @@ export default defineConfig({
     'sqs/index': 'src/sinks/sqs/index.ts',
     'sns/index': 'src/sinks/sns/index.ts',
     'metrics/index': 'src/metrics/index.ts',
+    'console/index': 'src/console/index.ts',
     'testing/index': 'src/testing/index.ts',
     // the sink host: the entry of OffloadedSink's worker thread (loaded by path, not imported)
     'worker/sink-host.worker': 'src/worker/sink-host.worker.ts',
