@@ -104,6 +104,21 @@ module.exports = {
       to: { path: `${SRC}/console/` },
     },
     {
+      name: 'serverless-imports-core-and-pipeline',
+      comment:
+        'The serverless mode (nestjs-deferred-work/serverless) tracks what the dispatcher accepts and talks to the platform; it knows nothing of requests, sinks or the Nest layer.',
+      severity: 'error',
+      from: { path: `${SRC}/serverless/`, pathNot: notSpec },
+      to: { path: `${SRC}/`, pathNot: [`${SRC}/core/`, `${SRC}/pipeline/`, `${SRC}/serverless/`] },
+    },
+    {
+      name: 'only-nest-reads-the-serverless-platform',
+      comment: 'Besides its barrel, only the Nest layer (the bootstrap warning, the stop-signal budget) imports the serverless folder, and only platform.ts.',
+      severity: 'error',
+      from: { path: `${SRC}/`, pathNot: [`${SRC}/serverless/`, notSpec] },
+      to: { path: `${SRC}/serverless/`, pathNot: `${SRC}/serverless/platform\\.ts$` },
+    },
+    {
       name: 'no-circular',
       severity: 'error',
       from: { path: `${SRC}/` },

@@ -11,6 +11,7 @@ export default {
     '^nestjs-deferred-work$': '<rootDir>/packages/nestjs-deferred-work/src/index.ts',
     '^nestjs-deferred-work/testing$': '<rootDir>/packages/nestjs-deferred-work/src/testing/index.ts',
     '^nestjs-deferred-work/metrics$': '<rootDir>/packages/nestjs-deferred-work/src/metrics/index.ts',
+    '^nestjs-deferred-work/serverless$': '<rootDir>/packages/nestjs-deferred-work/src/serverless/index.ts',
     '^nestjs-deferred-work/console$': '<rootDir>/packages/nestjs-deferred-work/src/console/index.ts',
     '^nestjs-deferred-work/(.*)$': '<rootDir>/packages/nestjs-deferred-work/src/sinks/$1/index.ts',
   },

@@ -1,6 +1,6 @@
 import { defineConfig } from 'tsup';
 
-export default defineConfig({
+export default defineConfig([{
   entry: {
     index: 'src/index.ts',
     'bull/index': 'src/sinks/bull/index.ts',
@@ -13,6 +13,7 @@ export default defineConfig({
     'sqs/index': 'src/sinks/sqs/index.ts',
     'sns/index': 'src/sinks/sns/index.ts',
     'metrics/index': 'src/metrics/index.ts',
+    'serverless/index': 'src/serverless/index.ts',
     'console/index': 'src/console/index.ts',
     'testing/index': 'src/testing/index.ts',
     // the sink host: the entry of OffloadedSink's worker thread (loaded by path, not imported)
@@ -26,7 +27,8 @@ export default defineConfig({
   esbuildOptions(options) {
     options.sourcesContent = false;
   },
-  clean: true,
+  // The second build's file (below) is left alone, whichever build finishes first.
+  clean: ['!serverless/register.js', '!serverless/register.js.map'],
   // Never bundle a package: the optional integrations (nestjs-cls, found with a dynamic import) must be
   // the app's own copy, or the app's providers are not found by their class.
   skipNodeModulesBundle: true,
@@ -36,4 +38,17 @@ export default defineConfig({
   // import.meta.url in the CommonJS build (OffloadedSink finds its worker script from it)
   shims: true,
   tsconfig: 'tsconfig.build.json',
-});
+}, {
+  // The Lambda extension's preload (NODE_OPTIONS=--import=nestjs-deferred-work/serverless/register): an ES
+  // module only, for its top-level await; it imports the package's own serverless entry by name.
+  entry: { 'serverless/register': 'src/serverless/register.ts' },
+  format: ['esm'],
+  sourcemap: true,
+  esbuildOptions(options) {
+    options.sourcesContent = false;
+  },
+  external: ['nestjs-deferred-work/serverless'],
+  skipNodeModulesBundle: true,
+  target: 'node20',
+  tsconfig: 'tsconfig.build.json',
+}]);

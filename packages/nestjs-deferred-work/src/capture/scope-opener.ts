@@ -1,4 +1,5 @@
 import { ServerResponse } from 'node:http';
+import { Socket } from 'node:net';
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { AFTER_RESPONSE_METADATA, type AfterResponseOptions } from './after-response.metadata';
@@ -14,7 +15,9 @@ import type { RouteSettings } from './scope-base';
 
 /** The part of Node's `ServerResponse` used here (Fastify's `reply.raw` is one). */
 interface RawResponse {
-  on(event: 'close', listener: () => void): unknown;
+  on(event: 'close' | 'finish', listener: () => void): unknown;
+  /** Its connection: a `net.Socket` when served by a Node server; a stand-in in an in-memory response. */
+  readonly socket?: unknown;
   readonly writableFinished: boolean;
   readonly closed?: boolean;
   readonly statusCode: number;
@@ -27,6 +30,16 @@ interface RawResponse {
  */
 function responseOf(reply: object): RawResponse {
   return reply instanceof ServerResponse ? reply : ((reply as { raw?: RawResponse }).raw ?? (reply as RawResponse));
+}
+
+/**
+ * A response no Node server serves: the in-memory responses of serverless adapters
+ * (`@codegenie/serverless-express`, `@h4ad/serverless-adapter`) put a stand-in where the socket is;
+ * they end with `finish` and never emit `close`, and their `writableFinished` stays false.
+ */
+function inMemory(response: RawResponse): boolean {
+  const socket = response.socket;
+  return socket !== null && socket !== undefined && !(socket instanceof Socket);
 }
 
 /**
@@ -71,6 +84,7 @@ export class ScopeOpener {
     rememberScope(request, handler, collector);
     const response = responseOf(reply);
     if (response.closed) collector.settle(response.writableFinished, response.statusCode);
+    else if (inMemory(response)) response.on('finish', () => collector.settle(true, response.statusCode));
     else response.on('close', () => collector.settle(response.writableFinished, response.statusCode));
     return collector;
   }

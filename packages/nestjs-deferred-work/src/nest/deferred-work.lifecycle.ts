@@ -17,6 +17,7 @@ import { ClientHolds } from '../sinks/kit/hold-open';
 import { checkDecoratedRoutes } from './decorated-routes.check';
 import { GLOBAL_INTERCEPTOR_REGISTERED, type GlobalInterceptorState } from './deferred-work.module-definition';
 import { applicationTarget, drainOnStopSignals } from './stop-signals';
+import { checkServerlessPlatform, serverlessShutdownBudgetMs } from '../serverless/platform';
 
 /** How long shutdown waits, after the drain, for the closes that held clients postponed. */
 const HELD_CLOSE_WAIT_MS = 1000;
@@ -139,6 +140,8 @@ export class DeferredWorkLifecycle implements OnModuleInit, OnApplicationBootstr
    * app and then ends the process by the signal; the app's other shutdown hooks do not run then.
    */
   onApplicationBootstrap(): void {
+    // On a platform that freezes or throttles the process after the response, without the serverless mode: one warning.
+    checkServerlessPlatform(this.logger);
     if (!this.dispatcher.options.drainOnSignal) return;
     this.releaseStopSignals ??= drainOnStopSignals(applicationTarget(this.logger, this.dispatcher, this.requests, this.adapterHost));
   }
@@ -151,7 +154,9 @@ export class DeferredWorkLifecycle implements OnModuleInit, OnApplicationBootstr
     this.releaseStopSignals?.();
     unregisterOpener(this.opener, this.frameworkInstance());
     for (const release of this.releaseHandles) release();
-    await this.dispatcher.shutdown();
+    // Lambda with the extension gives the runtime 500 ms from SIGTERM to SIGKILL: the serverless mode's shorter budget.
+    const budget = serverlessShutdownBudgetMs();
+    await this.dispatcher.shutdown(budget === undefined ? undefined : Date.now() + Math.min(budget, this.dispatcher.options.shutdownTimeoutMs));
     // Closes that held clients postponed until the drain and that nobody awaits (a synchronous
     // `disconnect()` or `destroy()`): let them run before the process may exit, within a second.
     await settleWithin(this.holds.closing(), HELD_CLOSE_WAIT_MS, true);

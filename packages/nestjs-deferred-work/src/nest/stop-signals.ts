@@ -4,6 +4,7 @@ import type { HttpAdapterHost } from '@nestjs/core';
 import type { RequestTracker } from '../capture/request-tracker';
 import { settlesBy } from '../core/settle';
 import type { Dispatcher } from '../pipeline/dispatcher';
+import { serverlessShutdownBudgetMs } from '../serverless/platform';
 
 /**
  * The drain on a bare stop signal (the `drainOnSignal` option). When the process gets `SIGTERM` or
@@ -203,7 +204,10 @@ export function applicationTarget(
   adapterHost: HttpAdapterHost | undefined,
 ): StopSignalTarget {
   return {
-    timeoutMs: dispatcher.options.shutdownTimeoutMs,
+    // In serverless mode on Lambda (SIGTERM, then SIGKILL 500 ms later) a shorter budget than shutdownTimeoutMs.
+    get timeoutMs() {
+      return Math.min(dispatcher.options.shutdownTimeoutMs, serverlessShutdownBudgetMs() ?? Number.POSITIVE_INFINITY);
+    },
     log: (message) => logger.warn(message),
     drain: (deadline) =>
       drainApplication(

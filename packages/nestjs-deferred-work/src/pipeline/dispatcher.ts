@@ -10,6 +10,7 @@ import { DeferredItemRejectedError } from '../core/errors/deferred-item-rejected
 import { newItemId } from '../core/items/item-id';
 import { RateLimitedLogger } from './warnings/rate-limited-logger';
 import { itemWatch } from './item-watch';
+import { itemBudgets } from './item-budgets';
 import { InlineProcessor } from './processor/inline-processor';
 import type { ProcessorBase } from './processor/processor-base';
 import { SinkProcessor } from './processor/sink-processor';
@@ -113,6 +114,7 @@ export class Dispatcher {
     // Its id, once: given when it was deferred (an item built elsewhere gets it here), the same across
     // retries, the worker thread, the spool and its dead letter — and every fanned-out copy.
     item.id ??= newItemId();
+    itemBudgets.observe?.(item, this); // serverless mode: the invocation it belongs to, and its deadline
     if (item.kind === 'callback') {
       if (!this.runner.enqueue(item, this.inline)) this.refused(CALLBACK_RUNNER_NAME, this.runner);
       return;

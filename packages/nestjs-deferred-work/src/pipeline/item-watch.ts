@@ -23,10 +23,28 @@ class ItemWatch {
     if (this.watchers.delete(item)) this.watching--;
   }
 
+  /** Told of every outcome of every item while set (serverless mode's tracking of an invocation's items). */
+  private listener: ((item: DeferredItem, outcome: ItemOutcome) => void) | undefined;
+
+  /** Sets the one listener told of every outcome (counted as one watched item while set); returns how to remove it. */
+  listen(listener: (item: DeferredItem, outcome: ItemOutcome) => void): () => void {
+    if (!this.listener) this.watching++;
+    this.listener = listener;
+    return () => {
+      if (this.listener !== listener) return;
+      this.listener = undefined;
+      this.watching--;
+    };
+  }
+
   settled(item: DeferredItem, outcome: ItemOutcome): void {
     this.watchers.get(item)?.(outcome);
+    this.listener?.(item, outcome);
   }
 }
 
-/** @internal */
-export const itemWatch = new ItemWatch();
+/**
+ * @internal On `globalThis` under a registered symbol: the ES module and CommonJS builds loaded side
+ * by side tell the same watchers.
+ */
+export const itemWatch: ItemWatch = ((globalThis as Record<symbol, ItemWatch | undefined>)[Symbol.for('nestjs-deferred-work.item-watch')] ??= new ItemWatch());

@@ -66,6 +66,18 @@ export class DeadLetterDesk {
     }
   }
 
+  /**
+   * Waits, at most `ms`, for the store's adds under way (an async store); resolves with how many are
+   * still under way then (0: every dead letter so far is stored). What a serverless invocation waits
+   * for before its environment may be frozen.
+   */
+  async stored(ms: number): Promise<number> {
+    if (this.adding.size === 0) return 0;
+    const pending = [...this.adding];
+    const done = await settleWithin(Promise.all(pending), Math.max(0, ms), true);
+    return done.status === 'pending' ? this.adding.size : 0;
+  }
+
   /** Recent dead letters, oldest first. */
   recent(): readonly DeadLetter[] {
     return [...this.ring];

@@ -9,6 +9,7 @@ import { estimatePayloadBytes } from '../../core/items/item-validator';
 import { ITEM_OVERHEAD_BYTES } from '../defaults';
 import type { Entry, Failure } from './entry';
 import { guardedWrite } from './guarded-write';
+import { writeStop } from './deadline-stop';
 import { HardStop } from './hard-stop';
 import { type KindCounts, kindCountsOf, SinkCounters } from './sink-counters';
 import type { SinkSpool } from './sink-spool';
@@ -162,9 +163,11 @@ export abstract class ProcessorBase {
     let failures: Failure[];
     let retryAfterMs: number | undefined;
     let cutByShutdown = false;
+    // The shutdown's deadline, or an earlier one of the items' (a serverless invocation's): either cuts the write.
+    const stop = writeStop(entries, this.hardStop);
     try {
       const items = entries.map((e) => e.item);
-      const result = await guardedWrite(this.sink, items, attempt, this.options.writeTimeoutMs, this.hardStop, (settled) => this.counters.abandoned(settled));
+      const result = await guardedWrite(this.sink, items, attempt, this.options.writeTimeoutMs, stop, (settled) => this.counters.abandoned(settled));
       try {
         const outcome = outcomeOf(result, entries, this.sink.name);
         failures = outcome.failures;
@@ -175,7 +178,7 @@ export abstract class ProcessorBase {
         failures = entries.map((entry) => failureOf(entry, { error, retryable: false }));
       }
     } catch (error) {
-      cutByShutdown = this.hardStop.signal.aborted && error === this.hardStop.signal.reason;
+      cutByShutdown = stop.signal.aborted && error === stop.signal.reason;
       // Every entry failed the same way: the one failure shape, read from the error.
       failures = entries.map((entry) => failureOf(entry, { error }));
       retryAfterMs = failures[0]?.retryAfterMs;
@@ -292,6 +295,21 @@ export abstract class ProcessorBase {
   protected buryAtDeadline(entries: Entry[]): void {
     this.releaseHeld(entries);
     this.hooks.deadLetter(this.bury(entries.map((entry) => ({ entry, retryable: false, message: 'shutdown deadline reached' })), 'shutdown'));
+  }
+
+  /**
+   * Entries whose own deadline passed before they could be delivered (`item-budgets.ts`: a serverless
+   * invocation's): to the back of the spool when it takes them (still pending, on disk), else
+   * dead-lettered `expired` — in one synchronous step.
+   */
+  protected expire(entries: Entry[]): void {
+    if (entries.length === 0) return;
+    this.releaseHeld(entries);
+    const unspooled = this.spool?.requeues === true ? this.spool.requeue(entries) : entries;
+    if (unspooled !== entries && itemWatch.watching > 0) for (const e of entries) if (!unspooled.includes(e)) itemWatch.settled(e.item, 'kept');
+    const message = 'not delivered by the deadline of its serverless invocation';
+    this.hooks.deadLetter(this.bury(unspooled.map((entry) => ({ entry, retryable: true, message })), 'expired'));
+    this.notifyProgress();
   }
 
   /** Waits `ms`, or less if shutdown's deadline passes. Never keeps the process alive by itself. */

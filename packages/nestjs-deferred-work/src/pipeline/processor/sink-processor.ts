@@ -10,6 +10,7 @@ import { PROCESSOR_DEFAULTS } from '../defaults';
 import { QueueBudget, TotalQueueBytes } from './queue-budget';
 import { BacklogReader } from './backlog-reader';
 import { takeBatch } from './batches';
+import { takeExpired, withinDeadline } from '../item-budgets';
 
 export type { ProcessorHooks } from './processor-base';
 
@@ -286,6 +287,9 @@ export class SinkProcessor extends ProcessorBase {
         this.notifyProgress();
         return;
       }
+      // Past their own deadline (a serverless invocation's): expired here, never written again.
+      this.expire(takeExpired(entries, Date.now()));
+      if (entries.length === 0) break;
       let attempt = 0;
       for (const entry of entries) if (entry.attempts > attempt) attempt = entry.attempts;
       attempt++;
@@ -299,7 +303,7 @@ export class SinkProcessor extends ProcessorBase {
         this.flight = [];
         break;
       }
-      await this.sleep(retryDelayMs(attempt, this.options, retryAfterMs));
+      await this.sleep(withinDeadline(retryDelayMs(attempt, this.options, retryAfterMs), this.flight));
     }
   }
 }

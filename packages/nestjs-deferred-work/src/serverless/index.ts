@@ -1,0 +1,11 @@
+export { deferredLambda, deferredStreamingLambda } from './lambda-handler';
+export type { LambdaContextLike, ResponseStreamLike } from './lambda-handler';
+export { registerLambdaExtension } from './lambda-extension';
+export type { LambdaExtensionStatus } from './lambda-extension';
+export { enableVercelWaitUntil } from './vercel';
+export { detectPlatform, platformWarning, SERVERLESS_ENV } from './platform';
+export type { ServerlessPlatform } from './platform';
+export { SERVERLESS_DEFAULTS } from './serverless-options';
+export type { LambdaExtensionOptions, LambdaOptions, VercelOptions } from './serverless-options';
+export type { ExtensionState } from './serverless-state';
+export type { InvocationReport } from './invocation';
