@@ -62,7 +62,7 @@ async function start(env: Record<string, string>) {
 }
 
 interface Final {
-  report: { drained: boolean; undelivered: Record<string, number> };
+  report: { drained: boolean; undelivered: Record<string, number>; inFlight?: Record<string, number> };
   stats: DeferredStats;
 }
 
@@ -162,7 +162,9 @@ describe('AWS sinks as real processes', () => {
       const hung = new Promise<'hung'>((resolve) => setTimeout(() => resolve('hung'), 20_000).unref());
       expect(await Promise.race([app.exited, hung])).toEqual({ code: 0, signal: null });
       const final = await app.json<Final>('report', 1000);
-      expect(final.report).toEqual({ drained: false, undelivered: { [service]: 40 } });
+      // A write black-holed at the deadline is reported apart: its messages may have been published.
+      expect(final.report).toMatchObject({ drained: false, undelivered: { [service]: 40 } });
+      expect(final.report.inFlight?.[service] ?? 0).toBeLessThanOrEqual(40);
       const s = final.stats.sinks[service];
       expect(s).toMatchObject({ accepted: 60, delivered: 20 });
       expect(s.accepted).toBe(s.delivered + s.pending + s.dropped + s.deadLettered);

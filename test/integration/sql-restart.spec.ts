@@ -8,7 +8,7 @@ import { failOnUnhandledRejection, platforms, startApp } from '../support/platfo
 import { PrivatePostgres } from '../support/private-postgres';
 
 /**
- * SqlSink while its database restarts: a private PostgreSQL (never the machine's) is stopped for 2 s
+ * SqlSink on its default options while its database restarts: a private PostgreSQL (never the machine's) is stopped for 2 s
  * mid-load and started again, on Express and Fastify. Every response is 2xx, the accounting identity
  * holds at every sample, and every row is in the table exactly once.
  */
@@ -42,7 +42,6 @@ describe.each(platforms)('SqlSink, PostgreSQL restarted mid-load ($name)', (plat
       imports: [
         DeferredWorkModule.forRoot({
           sinks: [new SqlSink({ client: 'DB', table: name, createTable: true })],
-          sinkOptions: { sql: { flushIntervalMs: 5, initialBackoffMs: 50, maxBackoffMs: 500, maxAttempts: 100, writeTimeoutMs: 2000 } },
         }),
       ],
       controllers: [RowsController],

@@ -24,6 +24,8 @@ describe('errorCode', () => {
     expect(errorCode('a string')).toBeUndefined();
     expect(errorCode(null)).toBeUndefined();
     expect(errorCode({ code: 'has spaces in it' })).toBeUndefined();
+    expect(errorCode(new DOMException('This operation was aborted', 'AbortError'))).toBeUndefined();
+    expect(errorCode(new DOMException('The operation timed out', 'TimeoutError'))).toBe('ETIMEDOUT');
     const cyclic: { cause?: unknown } = {};
     cyclic.cause = cyclic;
     expect(errorCode(cyclic)).toBeUndefined();

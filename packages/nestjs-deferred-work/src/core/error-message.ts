@@ -20,6 +20,8 @@ const CODE = /^[A-Za-z0-9_.-]{2,64}$/;
  */
 export function errorCode(error: unknown, depth = 0): string | undefined {
   if (error === null || typeof error !== 'object' || depth > 3) return undefined;
+  // A DOMException's numeric `code` is a legacy index (20 for AbortError), not the failure's code.
+  if (typeof DOMException !== 'undefined' && error instanceof DOMException) return error.name === 'TimeoutError' ? 'ETIMEDOUT' : undefined;
   const own = (error as { code?: unknown }).code;
   if ((typeof own === 'string' && CODE.test(own)) || (typeof own === 'number' && Number.isInteger(own))) return String(own);
   const inner = (error as { errors?: unknown }).errors;

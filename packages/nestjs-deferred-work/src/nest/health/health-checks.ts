@@ -42,10 +42,11 @@ export function outageReasons(name: string, s: SinkStats, failingForMs: number, 
   const reasons: string[] = [];
   const error = s.lastError ? `: ${s.lastError}` : '';
   if (s.outageSince !== undefined && now - s.outageSince >= failingForMs) {
-    const what = s.state === 'draining' ? 'is delivering the backlog of an outage that began' : 'has failed every write since';
-    reasons.push(`sink "${name}" ${what} ${Math.round((now - s.outageSince) / 1000)} s ago (over failingForMs ${failingForMs} ms)${error}`);
+    const seconds = Math.round((now - s.outageSince) / 1000);
+    const what = s.state === 'draining' ? `is delivering the backlog of an outage that began ${seconds} s ago` : `has failed every write for ${seconds} s`;
+    reasons.push(`sink "${name}" ${what} (over ${failingForMs} ms)${error}`);
   } else if (s.writeInFlightSince !== undefined && now - s.writeInFlightSince >= failingForMs) {
-    reasons.push(`sink "${name}" has had a write in flight for ${Math.round((now - s.writeInFlightSince) / 1000)} s (over failingForMs ${failingForMs} ms)`);
+    reasons.push(`sink "${name}" has had a write in flight for ${Math.round((now - s.writeInFlightSince) / 1000)} s (over ${failingForMs} ms)`);
   }
   const age = s.oldestPendingAgeMs ?? 0;
   if (!s.spool && age > pendingMaxAgeMs) reasons.push(`sink "${name}" holds an item waiting for ${Math.round(age / 1000)} s (over ${pendingMaxAgeMs} ms)`);

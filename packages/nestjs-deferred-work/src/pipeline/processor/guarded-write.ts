@@ -10,6 +10,8 @@ const noop = () => undefined;
 
 class WriteTimeoutError extends Error {
   override readonly name = 'WriteTimeoutError';
+  /** Its code in dead letters and `lastErrorCode`, whichever sink timed out. */
+  readonly code = 'ETIMEDOUT';
 }
 
 /**
