@@ -92,9 +92,10 @@ describe.each(stores)('a shared $name dead-letter store', ({ make, reset }) => {
       for (let n = 0; n < 50; n++) a.work.job('emails', 'send', { n }, { sink: 'http' });
       await eventually(async () => expect(await b.work.countDeadLetters()).toBe(50), 10_000, 50);
       receiver.responder = () => ({ status: 200 });
-      const redriveAll = async (app: ConsoleApp) => {
-        const page = await fetch(`${app.consoleUrl}/dead-letters`, { headers: { authorization: basicAuth() } });
-        const cookie = page.headers.get('set-cookie')!.split(';')[0]!;
+      // Each console's cookie first, then both posts at the same moment.
+      const cookieOf = async (app: ConsoleApp) => (await fetch(`${app.consoleUrl}/dead-letters`, { headers: { authorization: basicAuth() } })).headers.get('set-cookie')!.split(';')[0]!;
+      const cookies = await Promise.all([cookieOf(a), cookieOf(b)]);
+      const redriveAll = async (app: ConsoleApp, cookie: string) => {
         const response = await fetch(`${app.consoleUrl}/dead-letters/redrive`, {
           method: 'POST',
           headers: { authorization: basicAuth(), cookie, origin: new URL(app.consoleUrl).origin, 'content-type': 'application/x-www-form-urlencoded' },
@@ -103,7 +104,7 @@ describe.each(stores)('a shared $name dead-letter store', ({ make, reset }) => {
         expect(response.status).toBe(200);
         return Number(/data-field="redriven">(\d+)</.exec(await response.text())![1]);
       };
-      const [byA, byB] = await Promise.all([redriveAll(a), redriveAll(b)]);
+      const [byA, byB] = await Promise.all([redriveAll(a, cookies[0]), redriveAll(b, cookies[1])]);
       await receiver.waitForDelivered(50, '/ingest');
       expect(await a.work.settled(5000)).toBe(true);
       expect(await b.work.settled(5000)).toBe(true);
