@@ -41,7 +41,8 @@ function snippets(): Array<{ from: string; code: string }> {
 function writeSnippets(dir: string): Map<string, string> {
   const files = new Map<string, string>();
   snippets().forEach((snippet, index) => {
-    const named = /^\/\/ ([\w.-]+\.ts)\n/.exec(snippet.code)?.[1];
+    // A snippet named `x.mts` is an ES module whatever the app's type (a Lambda handler's top-level await).
+    const named = /^\/\/ ([\w.-]+\.m?ts)\n/.exec(snippet.code)?.[1];
     const inApp = /^\/\/ ((?:[\w.-]+\/)+[\w.-]+\.ts)\n/.exec(snippet.code)?.[1];
     const page = snippet.from.split(':')[0].replace(/[^\w.-]+/g, '_');
     const path = inApp ? join(dir, page, inApp) : join(dir, named ?? `snippet-${index}.ts`);

@@ -21,6 +21,8 @@ import type { AddressInfo } from 'node:net';
  * Shutdown: SIGTERM, then SIGKILL after 500 ms with an extension registered (0 ms without one).
  */
 
+const ARN = 'arn:aws:lambda:us-east-1:123456789012:function:emulated';
+
 /** One invocation as the emulator saw it (times are `performance.now()` of the test process). */
 export interface Invocation {
   requestId: string;
@@ -114,7 +116,6 @@ export class LambdaEmulator {
   kill(): void {
     if (this.pid !== undefined) signal(this.pid, 'SIGKILL');
   }
-
   async close(): Promise<void> {
     this.thaw();
     this.server.closeAllConnections();
@@ -174,7 +175,7 @@ export class LambdaEmulator {
 
   private extensionNext(ext: Extension, res: ServerResponse): void {
     ext.waiting = res;
-    if (this.current) this.current.invocation.extensionNextAt.push(performance.now());
+    this.current?.invocation.extensionNextAt.push(performance.now());
     this.settle();
   }
 
@@ -217,16 +218,13 @@ export class LambdaEmulator {
       'Content-Type': 'application/json',
       'Lambda-Runtime-Aws-Request-Id': invocation.requestId,
       'Lambda-Runtime-Deadline-Ms': String(invocation.deadlineMs),
-      'Lambda-Runtime-Invoked-Function-Arn': 'arn:aws:lambda:us-east-1:123456789012:function:emulated',
+      'Lambda-Runtime-Invoked-Function-Arn': ARN,
       'Lambda-Runtime-Trace-Id': `Root=1-${Date.now().toString(16)}-${randomUUID().replace(/-/g, '').slice(0, 24)};Sampled=0`,
     });
     runtime.end(JSON.stringify(invocation.event));
-    for (const ext of this.extensions) {
-      if (!ext.waiting) continue;
-      const waiting = ext.waiting;
-      ext.waiting = undefined;
-      send(waiting, 200, { eventType: 'INVOKE', deadlineMs: invocation.deadlineMs, requestId: invocation.requestId, invokedFunctionArn: 'arn:aws:lambda:us-east-1:123456789012:function:emulated', tracing: { type: 'X-Amzn-Trace-Id', value: 'Root=1-0-0;Sampled=0' } }, { 'Lambda-Extension-Event-Identifier': randomUUID() });
-    }
+    const invoke = { eventType: 'INVOKE', deadlineMs: invocation.deadlineMs, requestId: invocation.requestId, invokedFunctionArn: ARN, tracing: { type: 'X-Amzn-Trace-Id', value: 'Root=1-0-0;Sampled=0' } };
+    for (const ext of this.extensions.filter((e) => e.waiting)) send(ext.waiting!, 200, invoke, { 'Lambda-Extension-Event-Identifier': randomUUID() });
+    for (const ext of this.extensions) ext.waiting = undefined;
   }
 
   /** Freezes when everyone has signalled completion and nothing is pending; else hands out a queued event. */
@@ -235,16 +233,11 @@ export class LambdaEmulator {
     if (!everyoneWaits) return;
     const current = this.current;
     if (current && current.invocation.responseAt === undefined && !current.invocation.error) return;
-    if (current) {
-      clearTimeout(current.timer);
-      this.current = undefined;
-    }
-    if (this.queue.length > 0) {
-      if (current) current.resolve(current.invocation);
-      return this.dispatch();
-    }
-    this.freeze(current?.invocation);
-    if (current) current.resolve(current.invocation);
+    if (current) clearTimeout(current.timer);
+    this.current = undefined;
+    if (this.queue.length === 0) this.freeze(current?.invocation);
+    current?.resolve(current.invocation);
+    this.dispatch();
   }
 
   private freeze(invocation: Invocation | undefined): void {
@@ -285,18 +278,14 @@ function header(req: IncomingMessage, name: string, from: Record<string, string 
   return Array.isArray(value) ? value[0] : value;
 }
 
-function text(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve) => {
-    let body = '';
-    req.setEncoding('utf8');
-    req.on('data', (chunk: string) => (body += chunk));
-    req.on('end', () => resolve(body));
-  });
+async function text(req: IncomingMessage): Promise<string> {
+  let body = '';
+  for await (const chunk of req) body += String(chunk);
+  return body;
 }
 
 function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  res.writeHead(status, { 'Content-Type': 'application/json', ...headers });
-  res.end(JSON.stringify(body));
+  res.writeHead(status, { 'Content-Type': 'application/json', ...headers }).end(JSON.stringify(body));
 }
 
 /** A streamed HTTP-integration response is a JSON prelude, 8 NUL bytes, then the body. */

@@ -33,19 +33,23 @@ function requestContext(): object | undefined {
 export async function enableVercelWaitUntil(options: VercelOptions & { deadlineMarginMs?: number } = {}): Promise<boolean> {
   const budgetMs = checkMs('enableVercelWaitUntil()', 'budgetMs', options.budgetMs, 100, 900_000, SERVERLESS_DEFAULTS.budgetMs);
   const marginMs = checkMs('enableVercelWaitUntil()', 'deadlineMarginMs', options.deadlineMarginMs, 50, 600_000, SERVERLESS_DEFAULTS.deadlineMarginMs);
-  let functions: VercelFunctions;
+  let functions: VercelFunctions | undefined;
+  let why = 'it has no waitUntil()';
   try {
     functions = (await import('@vercel/functions' as string)) as VercelFunctions;
-    if (typeof functions.waitUntil !== 'function') throw new Error('it has no waitUntil()');
   } catch (error) {
+    why = (error as Error).message;
+  }
+  if (typeof functions?.waitUntil !== 'function') {
     if (!warnedOnce('vercel-missing')) {
       new Logger('DeferredWork').warn(
-        `enableVercelWaitUntil(): @vercel/functions could not be loaded (${(error as Error).message}); deferred work is not kept alive after ` +
+        `enableVercelWaitUntil(): @vercel/functions could not be loaded (${why}); deferred work is not kept alive after ` +
           'the response. Install it: npm install @vercel/functions',
       );
     }
     return false;
   }
+  const vercel = functions as VercelFunctions;
   serverlessState().modes.add('vercel');
   const tracker = invocationTracker();
   tracker.install();
@@ -56,12 +60,12 @@ export async function enableVercelWaitUntil(options: VercelOptions & { deadlineM
     if (context === undefined) return undefined;
     let request = requests.get(context);
     if (request === undefined || request.handlerDoneAt !== undefined) {
-      const deadline = functions.getDeadline?.()?.getTime() ?? Date.now() + budgetMs + marginMs;
+      const deadline = vercel.getDeadline?.()?.getTime() ?? Date.now() + budgetMs + marginMs;
       const opened = tracker.beginAlone(`request-${++seq}`, deadline, marginMs, 'Vercel request');
       requests.set(context, opened);
       // The items of one response are deferred in the same turn: the request's work is complete after it.
       setImmediate(() => void tracker.end(opened));
-      functions.waitUntil(opened.report.then(() => undefined));
+      vercel.waitUntil(opened.report.then(() => undefined));
       request = opened;
     }
     return [request];
