@@ -1,16 +1,13 @@
 import { closeSync, openSync } from 'node:fs';
-import { isDiskFull } from './disk-full';
-import { encodeFrame, FRAME_HEADER_BYTES } from './frame';
 import { GroupCommit } from './group-commit';
 import { QueuedWrites } from './queued-writes';
-import type { SegmentFile } from './segment-file';
 import { SegmentSet } from './segment-set';
-import { SpoolFullError } from './spool-full.error';
 import { prepareSpoolDir, spoolDirError, type SpoolDirSource } from './spool-dir';
 import { SpoolLock } from './spool-lock';
 import { readPendingRecords, replaySegments } from './spool-reads';
 import { recoverSegments } from './spool-recovery';
 import type { SpoolRecord, SpoolStats } from './spool-stats';
+import { SpoolWriter } from './spool-writer';
 import { resolveSpoolOptions, type ResolvedSpoolOptions, type SpoolOptions } from './spool.options';
 
 /**
@@ -32,12 +29,14 @@ export class Spool {
   readonly options: ResolvedSpoolOptions;
 
   private readonly segments: SegmentSet;
-  private nextSeq: number;
   private readonly replayBefore: number;
   private readonly commit: GroupCommit;
   private closing: Promise<void> | undefined;
-  private counts = { appended: 0, acked: 0, refused: 0, torn: 0, ackWriteFailures: 0, bytesWritten: 0 };
+  /** Torn records found at open (cut off, never yielded). */
+  private readonly torn: number;
   private readonly writes: QueuedWrites;
+  /** Appends, acks and batch marks. */
+  private readonly writer: SpoolWriter;
 
   private constructor(
     /** The spool's directory. */
@@ -50,11 +49,11 @@ export class Spool {
     this.commit = new GroupCommit(options.syncIntervalMs, () => this.flushDirty());
     this.writes = new QueuedWrites(options.syncIntervalMs, () => this.closing !== undefined);
     const { segments, nextSeq, torn } = recoverSegments(dir);
-    this.counts.torn += torn;
-    this.nextSeq = nextSeq;
+    this.torn = torn;
     this.replayBefore = nextSeq;
     // A new segment per process: nothing is ever written after a previous process's (torn) tail.
     this.segments = new SegmentSet(dir, segments, nextSeq, this.writes);
+    this.writer = new SpoolWriter(dir, options, this.segments, this.commit, this.writes, nextSeq);
     this.commit.wrote(); // the new segment's directory entry
   }
 
@@ -94,54 +93,7 @@ export class Spool {
    */
   append(record: Buffer | string): number {
     if (this.closing) throw new Error(`Spool ${this.dir} is closed`);
-    if (this.writes.error !== undefined && !this.writes.writeAll()) {
-      const error = this.writes.error as NodeJS.ErrnoException;
-      this.counts.refused++;
-      if (!isDiskFull(error)) throw error;
-      throw new SpoolFullError(this.dir, 'disk-full', `${error.code}: ${error.message}`, { cause: error });
-    }
-    const length = typeof record === 'string' ? Buffer.byteLength(record, 'utf8') : record.length;
-    const size = FRAME_HEADER_BYTES + length;
-    if (size > this.options.segmentBytes) {
-      throw new RangeError(
-        `Spool ${this.dir}: a record of ${length} bytes does not fit in a segment (spool.segmentBytes ${this.options.segmentBytes}, ${FRAME_HEADER_BYTES} of them the header). Raise segmentBytes or send smaller records.`,
-      );
-    }
-    const { active } = this.segments;
-    if (this.segments.bytes + size > this.options.maxBytes && active.logBytes > 0 && active.pending === 0) {
-      // Every record of the active segment is acked, yet its bytes (and its acks') still count until a
-      // roll deletes it: roll now. Otherwise a spool of about one segment (maxBytes under 8 MiB leaves
-      // segmentBytes = maxBytes) would refuse every record for good once it had filled and drained.
-      try {
-        this.segments.roll(this.nextSeq);
-      } catch (error) {
-        if (!isDiskFull(error)) throw error; // no room for a new segment: refused below
-      }
-    }
-    if (this.segments.bytes + size > this.options.maxBytes) {
-      this.counts.refused++;
-      throw new SpoolFullError(this.dir, 'max-bytes', `${this.segments.bytes} of ${this.options.maxBytes} bytes in use, the record needs ${size}`);
-    }
-    try {
-      const full = this.segments.active.logBytes > 0 && this.segments.active.logBytes + size > this.options.segmentBytes;
-      if (full) this.segments.roll(this.nextSeq);
-      const seq = this.nextSeq;
-      const timestamp = Date.now();
-      const target = this.segments.active;
-      target.append(encodeFrame(seq, timestamp, record, length), seq, timestamp);
-      this.nextSeq++;
-      this.segments.bytes += size;
-      this.counts.appended++;
-      this.counts.bytesWritten += size;
-      this.segments.touched(target);
-      this.commit.wrote();
-      this.writes.queued(target);
-      return seq;
-    } catch (error) {
-      if (!isDiskFull(error)) throw error;
-      this.counts.refused++;
-      throw new SpoolFullError(this.dir, 'disk-full', `${error.code}: ${error.message}`, { cause: error });
-    }
+    return this.writer.append(record);
   }
 
   /**
@@ -151,37 +103,7 @@ export class Spool {
    */
   ack(seqs: number | readonly number[]): number {
     if (this.closing) throw new Error(`Spool ${this.dir} is closed`);
-    const bySegment = new Map<SegmentFile, number[]>();
-    for (const seq of typeof seqs === 'number' ? [seqs] : seqs) {
-      const segment = this.segments.find(seq);
-      if (!segment?.ack(seq)) continue;
-      let list = bySegment.get(segment);
-      if (!list) bySegment.set(segment, (list = []));
-      list.push(seq);
-    }
-    let acked = 0;
-    for (const [segment, list] of bySegment) {
-      acked += list.length;
-      if (segment.pending === 0 && segment !== this.segments.active) {
-        this.segments.remove(segment);
-        continue;
-      }
-      if (segment.pending === 0 && this.rollDrained()) continue;
-      const before = segment.ackBytes;
-      try {
-        segment.writeAcks(list);
-      } catch (error) {
-        if (!isDiskFull(error)) throw error;
-        this.counts.ackWriteFailures += list.length;
-        continue;
-      }
-      this.segments.bytes += segment.ackBytes - before;
-      this.counts.bytesWritten += segment.ackBytes - before;
-      this.segments.touched(segment);
-      this.commit.wrote();
-    }
-    this.counts.acked += acked;
-    return acked;
+    return this.writer.ack(seqs);
   }
 
   /**
@@ -192,20 +114,7 @@ export class Spool {
    */
   markBatch(seq: number, count: number): void {
     if (this.closing) throw new Error(`Spool ${this.dir} is closed`);
-    const segment = this.segments.find(seq);
-    if (!segment?.isPending(seq)) return;
-    const before = segment.ackBytes;
-    try {
-      segment.writeMark(seq, count);
-    } catch (error) {
-      if (!isDiskFull(error)) throw error;
-      this.counts.ackWriteFailures++;
-      return;
-    }
-    this.segments.bytes += segment.ackBytes - before;
-    this.counts.bytesWritten += segment.ackBytes - before;
-    this.segments.touched(segment);
-    this.commit.wrote();
+    this.writer.markBatch(seq, count);
   }
 
   /**
@@ -269,14 +178,14 @@ export class Spool {
       bytesOnDisk: this.segments.bytes,
       oldestPendingAgeMs: oldest === undefined ? 0 : Math.max(0, Date.now() - oldest),
       segments: this.segments.list.length,
-      appended: this.counts.appended,
-      bytesWritten: this.counts.bytesWritten,
-      acked: this.counts.acked,
-      refused: this.counts.refused,
+      appended: this.writer.counts.appended,
+      bytesWritten: this.writer.counts.bytesWritten,
+      acked: this.writer.counts.acked,
+      refused: this.writer.counts.refused,
       fsyncs: this.commit.fsyncs,
       syncErrors: this.commit.errors,
-      tornRecords: this.counts.torn,
-      ackWriteFailures: this.counts.ackWriteFailures,
+      tornRecords: this.torn,
+      ackWriteFailures: this.writer.counts.ackWriteFailures,
       writeErrors: this.writes.errors,
       unwrittenBytes: this.writes.bytes,
       unwrittenRecords: this.writes.records,
@@ -309,22 +218,6 @@ export class Spool {
    */
   writeNow(): boolean {
     return this.closing ? false : this.writes.writeAll();
-  }
-
-  /**
-   * Every record of the active segment is acked: starts a new (empty) one, which deletes it, so a
-   * spool with nothing pending holds no bytes. Returns `false` when the disk refused the new file (the
-   * acks are then written as usual).
-   */
-  private rollDrained(): boolean {
-    try {
-      this.segments.roll(this.nextSeq);
-    } catch (error) {
-      if (!isDiskFull(error)) throw error;
-      return false;
-    }
-    this.commit.wrote(); // the directory entries
-    return true;
   }
 
   private async flushDirty(): Promise<number> {

@@ -1,9 +1,11 @@
 import { newItemId } from '../../core/items/item-id';
 import { errorMessage } from '../../core/error-message';
-import type { DeferredItem } from '../../core/items/deferred-item.interface';
 import type { SinkSpoolStats } from '../../core/stats.interface';
 import { Spool, SpoolFullError, type SpoolDirSource, type SpoolOptions } from '../../spool';
 import type { Entry } from './entry';
+import { type PagedRecord, type ParkedRecord, parseRecords, takeBacklog } from './spool-page-in';
+
+export type { PagedRecord } from './spool-page-in';
 
 /** Where and how one sink's items are spooled (the `spool` module option, resolved per sink). */
 export interface SinkSpoolSettings extends SpoolOptions {
@@ -23,25 +25,6 @@ export interface SinkSpoolSettings extends SpoolOptions {
 export interface SinkSpoolHooks {
   warn(key: string, message: string): void;
   log(message: string): void;
-}
-
-/** A record read back from disk, as an item. */
-export interface PagedRecord {
-  spoolSeq: number;
-  item: DeferredItem;
-  /** A replayed record that began a write of the previous process: that write's size. */
-  batch?: number;
-  /** The record's size on disk (the item's JSON), in bytes. */
-  bytes: number;
-}
-
-/** A record's payload as an item; `undefined` when it is not JSON. */
-function parseItem(payload: Buffer): DeferredItem | undefined {
-  try {
-    return JSON.parse(payload.toString('utf8')) as DeferredItem;
-  } catch {
-    return undefined;
-  }
 }
 
 /**
@@ -66,7 +49,7 @@ export class SinkSpool {
    * is (nothing is written again), and each is read back after every backlog record below `before`
    * (the records appended before it was sent back).
    */
-  private readonly parked: Array<{ seq: number; before: number }> = [];
+  private readonly parked: ParkedRecord[] = [];
   /** Records sent to the back by `requeue` and not settled yet (parked, or read back and in memory). */
   private readonly requeuedSeqs = new Set<number>();
   /** The seq of the last record appended (or left by a previous process). */
@@ -175,40 +158,12 @@ export class SinkSpool {
   pageIn(limit: number): { records: PagedRecord[]; unreadable: number } {
     const wanted = Math.min(limit, this.backlog);
     if (wanted <= 0) return { records: [], unreadable: 0 };
-    const onDisk = this.backlog - this.parked.length;
-    const asked = Math.min(wanted, onDisk);
-    const read = asked > 0 ? this.spool.readPending(this.cursor, asked) : { records: [], missing: [] };
-    // Parked records are read one by one (before anything changes), then merged in their place.
-    const disk: Array<{ seq: number; payload?: Buffer }> = [...read.records, ...read.missing.map((seq) => ({ seq }))].sort((a, b) => a.seq - b.seq);
-    const taken: Array<{ seq: number; payload?: Buffer }> = [];
-    let fromDisk = 0;
-    let parkedTaken = 0;
-    const takeParked = (): void => {
-      const { seq } = this.parked[parkedTaken++]!;
-      const found = this.spool.readPending(seq - 1, 1).records[0];
-      taken.push(found?.seq === seq ? found : { seq });
-    };
-    for (const record of disk) {
-      while (taken.length < wanted && parkedTaken < this.parked.length && this.parked[parkedTaken]!.before <= record.seq) takeParked();
-      if (taken.length >= wanted) break;
-      taken.push(record);
-      fromDisk++;
-    }
-    // Fewer pending records on disk than counted (never expected): the count is corrected below.
-    const short = fromDisk === disk.length && disk.length < asked ? onDisk - fromDisk : 0;
-    if (fromDisk === onDisk || short > 0) while (taken.length < wanted && parkedTaken < this.parked.length) takeParked();
+    const { taken, parkedTaken, lastFromDisk, short } = takeBacklog(this.spool, this.cursor, this.parked, this.backlog - this.parked.length, wanted);
     this.parked.splice(0, parkedTaken);
-    if (fromDisk > 0) this.cursor = Math.max(this.cursor, disk[fromDisk - 1]!.seq);
+    if (lastFromDisk !== undefined) this.cursor = Math.max(this.cursor, lastFromDisk);
+    // Fewer pending records on disk than counted (`short`, never expected): the count is corrected here.
     this.backlog -= taken.length + short;
-    const records: PagedRecord[] = [];
-    const bad: number[] = [];
-    for (const { seq, payload } of taken) {
-      const item = payload === undefined ? undefined : parseItem(payload);
-      const batch = this.replayBatches.get(seq);
-      if (batch !== undefined) this.replayBatches.delete(seq);
-      if (item === undefined) bad.push(seq);
-      else records.push(batch === undefined ? { spoolSeq: seq, item, bytes: payload!.length } : { spoolSeq: seq, item, batch, bytes: payload!.length });
-    }
+    const { records, bad } = parseRecords(taken, this.replayBatches);
     const unreadable = bad.length + short;
     if (bad.length > 0) {
       this.spool.ack(bad);

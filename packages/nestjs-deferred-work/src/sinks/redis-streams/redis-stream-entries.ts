@@ -34,6 +34,12 @@ export function defaultFieldArgs(item: SinkItem): string[] {
   return args;
 }
 
+/** An item ready to append: its stream and its fields as `XADD` arguments (`field value …`). */
+export interface StreamEntry {
+  stream: string;
+  fields: string[];
+}
+
 /** How an `XADD` trims its stream. */
 export type Trim = { maxLen: number } | { maxAgeMs: number } | undefined;
 
