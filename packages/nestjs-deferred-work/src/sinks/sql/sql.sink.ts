@@ -3,7 +3,6 @@ import { SinkWriteError } from '../../core/errors/sink-write.error';
 import type { SinkItem, SinkKind } from '../../core/items/deferred-item.interface';
 import type { DeferredSink, SinkAttachContext, SinkProcessorOptions, SinkWriteContext, SinkWriteResult } from '../../core/sink.interface';
 import { chunk } from '../kit/chunks';
-import { isolate } from '../kit/isolate';
 import { itemId } from '../kit/item-id';
 import { ItemMemo } from '../kit/item-memo';
 import { describeValue } from '../kit/option-checks';
@@ -12,35 +11,17 @@ import { runLimited } from '../kit/run-limited';
 import { SinkConfigError } from '../kit/sink-config.error';
 import { WriteProgress } from '../kit/write-progress';
 import type { SqlConnection, SqlDriver } from './sql-clients';
-import { atBootstrap, closeAfterFailedBootstrap, run, withConnection } from './sql-connections';
+import { atBootstrap, closeAfterFailedBootstrap, withConnection } from './sql-connections';
 import { runDdl } from './sql-ddl';
 import { findSqlDriver } from './sql-driver-lookup';
-import { sqlErrorCode, sqlErrorKind } from './sql-errors';
+import { columnBit, type RowEntry, type RowValues, SqlRowWrites } from './sql-row-writes';
 import { columnValue, defaultTableDdl, rowBytes } from './sql-rows';
 import { checkSqlSinkOptions } from './sql-sink.checks';
 import { SQL_PROCESSOR_DEFAULTS, type SqlSinkOptions } from './sql-sink.options';
-import { describeTable, jsonColumnsOf, mysqlExisting, mysqlInsert, pgInsert, quoteTable, SqlTableError, tableParts, type TableShape } from './sql-tables';
+import { describeTable, quoteTable, SqlTableError, tableParts, type TableShape } from './sql-tables';
 
 /** MySQL's limit on placeholders in one statement. */
 const MYSQL_MAX_PLACEHOLDERS = 65_535;
-
-/** MySQL's and MariaDB's `ER_DUP_ENTRY`, as `sqlErrorCode` gives it. */
-const DUPLICATE_ENTRY = '1062';
-
-/** An item ready to write: its index in the batch and its row's values, in the order of the sink's columns. */
-interface Entry {
-  index: number;
-  values: RowValues;
-}
-
-/**
- * A row's values, with a mask of the columns `row(item)` gave a string (not an object the sink wrote as
- * JSON): bit `c` for column `c`, bit 30 for any column from 30 on.
- */
-type RowValues = unknown[] & { givenStrings?: number };
-
-/** The bit of column `c` in `RowValues.givenStrings`. */
-const columnBit = (c: number): number => 1 << Math.min(c, 30);
 
 /**
  * Writes deferred items as rows of the app's own database — PostgreSQL, or MySQL / MariaDB — through
@@ -65,7 +46,8 @@ export class SqlSink implements DeferredSink<SinkItem> {
   private readonly createTable: boolean;
   private readonly maxConnections: number;
   private readonly bootstrapTimeoutMs: number;
-  private readonly prepare: boolean;
+  /** Writes a table's rows on a connection (the statements, isolation, duplicates). */
+  private readonly rowWrites: SqlRowWrites;
 
   private driver: SqlDriver | undefined;
   private closeOwnPool: (() => Promise<void>) | undefined;
@@ -89,7 +71,7 @@ export class SqlSink implements DeferredSink<SinkItem> {
     this.createTable = settings.createTable;
     this.maxConnections = settings.maxConnections;
     this.bootstrapTimeoutMs = settings.bootstrapTimeoutMs;
-    this.prepare = settings.prepare;
+    this.rowWrites = new SqlRowWrites(this.label, settings.prepare);
   }
 
   /** Finds the database client, holds it open through the drain, and checks (or creates) the table. */
@@ -134,7 +116,7 @@ export class SqlSink implements DeferredSink<SinkItem> {
   async write(batch: readonly SinkItem[], { signal }: SinkWriteContext): Promise<void | SinkWriteResult> {
     const driver = this.driver;
     if (this.closed || !driver) throw new SinkWriteError(`${this.label} is ${this.closed ? 'shut down' : 'not attached: add it to DeferredWorkModule'}`, { retryable: false });
-    const parts = new Partitions<string, string, Entry>();
+    const parts = new Partitions<string, string, RowEntry>();
     for (let index = 0; index < batch.length; index++) {
       try {
         const item = batch[index];
@@ -147,7 +129,7 @@ export class SqlSink implements DeferredSink<SinkItem> {
     const progress = new WriteProgress(batch.length);
     for (const failure of parts.failed) progress.failEntry(failure);
     const duplicates: number[] = [];
-    const tasks: Array<{ shape: TableShape; entries: Entry[] }> = [];
+    const tasks: Array<{ shape: TableShape; entries: RowEntry[] }> = [];
     for (const part of parts.list()) {
       let shape: TableShape;
       try {
@@ -163,7 +145,7 @@ export class SqlSink implements DeferredSink<SinkItem> {
         for (const c of chunks) tasks.push({ shape, entries: c.values });
       }
     }
-    const outcomes = await runLimited(tasks, this.maxConnections, (task) => this.writeRows(driver, task.shape, task.entries, signal, progress, duplicates), signal);
+    const outcomes = await runLimited(tasks, this.maxConnections, (task) => this.rowWrites.writeRows(driver, task.shape, task.entries, signal, progress, duplicates), signal);
     outcomes.forEach((outcome, t) => {
       if (outcome.status !== 'fulfilled') progress.fail(tasks[t].entries.map((e) => e.index), outcome.reason, true);
     });
@@ -214,109 +196,8 @@ export class SqlSink implements DeferredSink<SinkItem> {
     return shape;
   }
 
-  /**
-   * PostgreSQL: the entries whose `json`/`jsonb` values are each one JSON value; the others fail for
-   * good. A row's values go to the server inside one JSON document (see `pgInsert`), where an object
-   * is written as its JSON text as it is — so a string given for such a column must be JSON text of one
-   * value, or it could add keys or rows to the document.
-   */
-  private withJsonChecked(shape: TableShape, entries: Entry[], progress: WriteProgress): Entry[] {
-    const jsonColumns = jsonColumnsOf(shape);
-    if (jsonColumns.length === 0) return entries;
-    return entries.filter((entry) => {
-      const given = entry.values.givenStrings;
-      if (given === undefined) return true; // no strings given: the sink wrote the objects as JSON itself
-      for (const c of jsonColumns) {
-        const value = entry.values[c];
-        if ((given & columnBit(c)) === 0 || typeof value !== 'string' || isOneJsonValue(value)) continue;
-        const message = `${this.label}: column "${shape.columns[c]}" is ${shape.types[c]}, and row(item) gave it a string that is not JSON text (${describeValue(value.length > 60 ? `${value.slice(0, 60)}…` : value)}); give an object, or JSON.stringify(value)`;
-        progress.fail([entry.index], new SinkWriteError(message, { retryable: false }), false);
-        return false;
-      }
-      return true;
-    });
-  }
-
-  /**
-   * Writes one table's rows on one pool connection: one statement, split in halves to isolate a row the
-   * database refuses. Confirms each row written, notes each skipped as a duplicate, fails the rest.
-   */
-  private async writeRows(driver: SqlDriver, shape: TableShape, entries: Entry[], signal: AbortSignal, progress: WriteProgress, duplicates: number[]): Promise<void> {
-    if (driver.dialect === 'postgres') entries = this.withJsonChecked(shape, entries, progress);
-    if (entries.length === 0) return;
-    await this.withConnection(async (connection) => {
-      const send = async (rows: Entry[]) => {
-        let skipped: (id: unknown) => boolean;
-        if (driver.dialect === 'postgres') {
-          const inserted = await run(connection, pgInsert(shape, rows.map((r) => r.values), this.prepare), progress, signal);
-          const written = new Set(inserted.map((r) => String(r.id)));
-          skipped = (id) => !written.has(String(id));
-        } else {
-          const there = await this.mysqlInsertNew(connection, shape, rows, progress, signal);
-          skipped = (id) => there.has(String(id));
-        }
-        progress.confirm(rows.map((r) => r.index));
-        for (const r of rows) if (skipped(r.values[shape.idIndex])) duplicates.push(r.index);
-      };
-      const errors = await isolate(entries, send, { signal, splits: (error) => sqlErrorKind(error) === 'row', split: 'halves' });
-      let broken: unknown;
-      errors.forEach((error, i) => {
-        if (error === undefined) return;
-        const code = sqlErrorCode(error);
-        const timedOut = signal.aborted && error === signal.reason;
-        const row = !timedOut && sqlErrorKind(error) === 'row';
-        if (!row) broken ??= error;
-        progress.failEntry({ index: entries[i].index, error, retryable: !row, ...(code && !timedOut ? { code } : {}) });
-      });
-      // a connection that failed a statement for another reason than a row (reset, shut down) is not given back as it is
-      if (broken !== undefined) connection.destroy(broken);
-    }, signal);
-  }
-
-  /**
-   * MySQL / MariaDB: inserts the rows whose ids are not in the table yet, with a plain `INSERT` (not
-   * `ON DUPLICATE KEY UPDATE`, which would take a clash on any other unique key for a row already
-   * there, and count it delivered). Returns the ids found there (duplicates). A row whose id was written
-   * meanwhile (a write given up on at its timeout, committed after the check) fails the insert with
-   * `ER_DUP_ENTRY`: found by a second check, it is a duplicate too, and the rest are inserted again.
-   * A clash on another unique key finds nothing new: the error is the row's (isolated by the caller).
-   * Ids are compared as the exact strings the table gives back.
-   */
-  private async mysqlInsertNew(connection: SqlConnection, shape: TableShape, rows: Entry[], progress: WriteProgress, signal: AbortSignal): Promise<Set<string>> {
-    const idOf = (r: Entry) => r.values[shape.idIndex];
-    const there = new Set<string>();
-    let fresh = rows;
-    let clash: unknown;
-    for (;;) {
-      for (const r of await run(connection, mysqlExisting(shape, fresh.map(idOf)), progress, signal)) there.add(String(r.id));
-      const left = fresh.filter((r) => !there.has(String(idOf(r))));
-      // After a clash, nothing new found as it was written (or an id the column's collation takes for
-      // another: 'A' for 'a' in a case-insensitive one): the clash is the rows', isolated by the caller.
-      if (clash !== undefined && left.length === fresh.length) throw clash;
-      if (left.length === 0) return there;
-      try {
-        await run(connection, mysqlInsert(shape, left.map((r) => r.values)), progress, signal);
-        return there;
-      } catch (error) {
-        if (sqlErrorCode(error) !== DUPLICATE_ENTRY || signal.aborted) throw error;
-        clash = error;
-        fresh = left;
-      }
-    }
-  }
-
   /** Runs `fn` on a connection of the pool (see `withConnection`). */
   private withConnection<T>(fn: (connection: SqlConnection) => Promise<T>, signal?: AbortSignal): Promise<T> {
     return withConnection(this.driver!, fn, signal);
-  }
-}
-
-/** Whether `text` is the JSON text of one value (what `JSON.parse` takes). */
-function isOneJsonValue(text: string): boolean {
-  try {
-    JSON.parse(text);
-    return true;
-  } catch {
-    return false;
   }
 }
