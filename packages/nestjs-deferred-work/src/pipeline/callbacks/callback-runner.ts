@@ -1,9 +1,8 @@
 import { AsyncResource } from 'node:async_hooks';
-import { SinkWriteError } from '../../core/errors/sink-write.error';
 import type { CallbackItem } from '../../core/items/deferred-item.interface';
-import { retryDelayMs } from '../processor/backoff';
-import { sleepUnlessAborted } from '../sleep';
 import type { CallbackRunnerOptions } from './callback-runner.options';
+import { CallbackRetries } from './callback-retries';
+import { invokeCallback } from './invoke-callback';
 import type { DeadLetter, DeadLetterReason } from '../../core/dead-letter.interface';
 import { errorMessage } from '../../core/error-message';
 import type { ProcessorHooks } from '../processor/processor-base';
@@ -27,7 +26,6 @@ export class CallbackRunner {
   readonly name = CALLBACK_RUNNER_NAME;
   private readonly queue = new TaskQueue<CallbackTask>();
   private running = 0;
-  private retrying = 0;
   private scheduled = false;
   private stopped = false;
   /** Shutdown finished: new callbacks are dead-lettered (`closed`) at once. */
@@ -36,6 +34,8 @@ export class CallbackRunner {
   private readonly hardStop = new AbortController();
   /** Running callbacks, oldest first, timed out by one timer. */
   private readonly live: RunningCallbacks;
+  /** Failed callbacks waiting to run again. */
+  private readonly retries: CallbackRetries;
   private readonly waiters = new SettleWaiters();
   private seq = 0;
   /** Inside `startWhatFits`: a callback that settles synchronously leaves starting the next to that loop. */
@@ -43,6 +43,8 @@ export class CallbackRunner {
   /** Starts what fits, always in the async context the runner was created in, never in a request's. */
   private readonly pump: () => void;
   private readonly startQueued: () => void;
+  /** `onSettled`, bound once (a callback's outcome). */
+  private readonly settled = (task: CallbackTask, error: unknown): void => this.onSettled(task, error);
 
   /** Here a "write" is one run of one callback. */
   private readonly counters = new SinkCounters();
@@ -62,6 +64,14 @@ export class CallbackRunner {
       (task, controller) => this.onTimeout(task, controller),
       (error) => this.internalError(error),
     );
+    this.retries = new CallbackRetries(options, this.hardStop.signal, {
+      due: (task) => {
+        this.queue.unshift(task);
+        this.pump();
+      },
+      givenUp: (task) => this.bury(task, 'shutdown', 'shutdown deadline reached before its retry'),
+      error: (error) => this.internalError(error),
+    });
     this.pump = AsyncResource.bind(() => this.startWhatFits());
     this.startQueued = () => {
       this.scheduled = false;
@@ -71,7 +81,7 @@ export class CallbackRunner {
 
   /** Callbacks queued, running or waiting for a retry. */
   get pending(): number {
-    return this.queue.length + this.running + this.retrying;
+    return this.queue.length + this.running + this.retries.waiting;
   }
 
   /** Whether shutdown has finished (new callbacks are refused). */
@@ -98,7 +108,7 @@ export class CallbackRunner {
     }
     // Room for `maxQueueSize` waiting callbacks beyond the free slots (the queue also holds callbacks
     // accepted in this turn, which start on the next).
-    if (this.queue.length + this.retrying + this.busySlots >= this.options.maxQueueSize + this.options.concurrency) {
+    if (this.queue.length + this.retries.waiting + this.busySlots >= this.options.maxQueueSize + this.options.concurrency) {
       this.counters.drop('callback', 'queue-full');
       return false;
     }
@@ -116,14 +126,14 @@ export class CallbackRunner {
   }
 
   stats(): SinkStats {
-    return this.counters.snapshot(this.pending, this.queue.length + this.retrying, this.running);
+    return this.counters.snapshot(this.pending, this.queue.length + this.retries.waiting, this.running);
   }
 
   runnerStats(): CallbackRunnerStats {
     return {
       running: this.running,
       queued: this.queue.length,
-      retrying: this.retrying,
+      retrying: this.retries.waiting,
       concurrency: this.options.concurrency,
       timedOut: this.timedOut,
       overdue: this.overdue,
@@ -157,7 +167,7 @@ export class CallbackRunner {
       }
       for (let task = this.queue.shift(); task; task = this.queue.shift()) this.bury(task, 'shutdown', 'shutdown deadline reached');
       // Retry waits end at once (hardStop) and bury their task a few microtasks later.
-      while (this.retrying > 0) await new Promise((resolve) => setImmediate(resolve));
+      while (this.retries.waiting > 0) await new Promise((resolve) => setImmediate(resolve));
     }
     return this.counters.deadLettered - before;
   }
@@ -193,22 +203,7 @@ export class CallbackRunner {
     const controller = task.item.fn.length > 0 ? new AbortController() : undefined;
     task.started = performance.now();
     this.live.add(task, controller);
-    try {
-      // Called synchronously: in inline mode (testing) the callback's synchronous part runs at once.
-      const result: unknown = controller ? task.item.fn(controller.signal) : (task.item.fn as () => unknown)();
-      // A callback that returned no promise (nor other thenable) has ended: settled now, without a promise.
-      if (!isThenable(result)) return this.onSettled(task, undefined);
-      // onSettled never throws (it catches its own errors): no `.catch()` link, one promise less per callback.
-      // Promise.resolve adopts a foreign thenable (and returns a native promise as it is).
-      Promise.resolve(result).then(
-        () => this.onSettled(task, undefined),
-        (error: unknown) => this.onSettled(task, error ?? new Error('callback rejected')),
-      );
-    } catch (error) {
-      // The callback threw, or returned a promise whose `then` or `constructor` throws when read: a
-      // failure of the callback, not of the runner (unless it already settled).
-      if (task.running) this.onSettled(task, error ?? new Error('callback rejected'));
-    }
+    invokeCallback(task, controller, this.settled);
   }
 
   private onTimeout(task: CallbackTask, controller: AbortController | undefined): void {
@@ -265,27 +260,14 @@ export class CallbackRunner {
   private fail(task: CallbackTask, error: unknown): void {
     const message = errorMessage(error);
     this.counters.failedWrite(message);
-    const retryable = !(error instanceof SinkWriteError) || error.retryable;
-    if (!retryable) this.bury(task, 'not-retryable', message);
-    else if (task.attempts >= this.options.maxAttempts || this.hardStop.signal.aborted) {
-      this.bury(task, this.hardStop.signal.aborted ? 'shutdown' : 'attempts-exhausted', message);
-    } else {
+    const buried = this.retries.verdict(task, error);
+    if (buried) this.bury(task, buried, message);
+    else {
       this.counters.retried++;
       this.callbackCounts!.retried++;
-      this.retrying++;
-      this.retryLater(task).catch((e: unknown) => this.internalError(e));
+      this.retries.retry(task);
     }
     this.hooks.writeFailed(this.name, `callback failed: ${message}`);
-  }
-
-  private async retryLater(task: CallbackTask): Promise<void> {
-    await this.sleep(retryDelayMs(task.attempts, { ...this.options, maxRetryAfterMs: 0 }));
-    this.retrying--;
-    if (this.hardStop.signal.aborted) this.bury(task, 'shutdown', 'shutdown deadline reached before its retry');
-    else {
-      this.queue.unshift(task);
-      this.pump();
-    }
   }
 
   /** A running task given up on (timeout, shutdown): dead-lettered now; it keeps its slot (as overdue) until it ends. */
@@ -304,14 +286,4 @@ export class CallbackRunner {
     this.waiters.settled(task.seq);
     this.hooks.deadLetter([letter]);
   }
-
-  /** Waits `ms`, or less if shutdown's deadline passes. Never keeps the process alive by itself. */
-  private sleep(ms: number): Promise<void> {
-    return sleepUnlessAborted(ms, this.hardStop.signal);
-  }
-}
-
-/** Whether `value` can be awaited for a later outcome (a promise, or any object or function with a `then` method). */
-function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as { then?: unknown }).then === 'function';
 }
