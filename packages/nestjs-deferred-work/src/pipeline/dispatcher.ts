@@ -23,7 +23,7 @@ import { closeSink, reportShutdown, type ShutdownReport } from './shutdown-repor
 import { checkSinkTakes, refusalWarning } from './sink-admission';
 import type { DispatcherStats, SinkStats } from '../core/stats.interface';
 import type { KindCounts } from './processor/sink-counters';
-import type { WriteObserver } from './processor/write-observer';
+import { type WriteObserver, WriteObservers } from './processor/write-observer';
 
 /**
  * @internal
@@ -44,8 +44,7 @@ export class Dispatcher {
   /** Each sink's shutdown, once started (by the application's shutdown, or by the app closing its client). */
   private readonly sinkShutdowns = new Map<string, Promise<number>>();
   /** Told of every write while set (the library's own metrics); none by default, so nothing is measured. */
-  private writeObservers: WriteObserver[] = [];
-  private writeObserver: WriteObserver | undefined;
+  private readonly writeObservers = new WriteObservers();
 
   /**
    * @param inline Testing only (see `nestjs-deferred-work/testing`): every item is written at once, in
@@ -61,7 +60,7 @@ export class Dispatcher {
     const observers = this;
     const hooks = {
       get observer() {
-        return observers.writeObserver;
+        return observers.writeObservers.current;
       },
       deadLetter: (letters: DeadLetter[]) => this.deadLetterDesk.add(letters),
       writeFailed: (sinkName: string, message: string) => this.sinkWarnings.failed(sinkName, message),
@@ -185,25 +184,7 @@ export class Dispatcher {
 
   /** Tells `observer` of every write from now on (duration, size, failures) and of each item's delivery lag; returns how to stop. */
   observeWrites(observer: WriteObserver): () => void {
-    this.writeObservers = [...this.writeObservers, observer];
-    this.updateWriteObserver();
-    return () => {
-      this.writeObservers = this.writeObservers.filter((o) => o !== observer);
-      this.updateWriteObserver();
-    };
-  }
-
-  private updateWriteObserver(): void {
-    const all = this.writeObservers;
-    this.writeObserver =
-      all.length === 0
-        ? undefined
-        : all.length === 1
-          ? all[0]
-          : {
-              wrote: (...args) => all.forEach((o) => o.wrote(...args)),
-              delivered: all.some((o) => o.delivered) ? (...args) => all.forEach((o) => o.delivered?.(...args)) : undefined,
-            };
+    return this.writeObservers.add(observer);
   }
 
   /** Items pending in the runner and every sink that a drain can deliver now. */

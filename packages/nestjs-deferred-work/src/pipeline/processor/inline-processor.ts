@@ -1,13 +1,13 @@
 import type { DeferredItem } from '../../core/items/deferred-item.interface';
 import type { Entry } from './entry';
-import { ProcessorBase } from './processor-base';
+import { WritingProcessor } from './writing-processor';
 
 /**
  * Inline mode (testing, see `nestjs-deferred-work/testing`): each item is written at once, in the
  * caller's turn, by itself — no queue, no linger, no one-write-in-flight rule; one try, then
  * dead-letter. Counted like any other item.
  */
-export class InlineProcessor extends ProcessorBase {
+export class InlineProcessor extends WritingProcessor {
   private readonly writing = new Set<Entry>();
   private stopped = false;
 

@@ -8,17 +8,14 @@ import { sleepUnlessAborted } from '../sleep';
 import { estimatePayloadBytes } from '../../core/items/item-validator';
 import { ITEM_OVERHEAD_BYTES } from '../defaults';
 import type { Entry, Failure } from './entry';
-import { guardedWrite } from './guarded-write';
-import { writeStop } from './deadline-stop';
 import { HardStop } from './hard-stop';
 import { type KindCounts, kindCountsOf, SinkCounters } from './sink-counters';
 import type { SinkSpool } from './sink-spool';
-import { failureOf, failureSummary, lettersOf, noteFirstErrors, outcomeOf, retryAfterOf, watchDelivered } from './write-result';
+import { lettersOf } from './write-result';
 import { ProgressWaiters } from './progress-waiters';
-import { tellObserver, type WriteObserverSource } from './write-observer';
+import type { WriteObserverSource } from './write-observer';
 import { addState, Outage } from './outage';
 import type { QueueBudget, QueueLimit } from './queue-budget';
-import { sortFailures } from './retry-budget';
 
 /** What a processor reports to its dispatcher (and, through `observer`, to the library's own metrics). */
 export interface ProcessorHooks extends Partial<WriteObserverSource> {
@@ -29,8 +26,9 @@ export interface ProcessorHooks extends Partial<WriteObserverSource> {
 }
 
 /**
- * What the batch processor and the inline (testing) processor share: the counters, the guarded
- * write of some entries and its accounting, dead letters, and the waits of `flush()` and `shutdown()`.
+ * What every processor shares: the counters, accepting an item, what it holds (the byte budget),
+ * dead letters, its stats, and the waits of `flush()` and `shutdown()`. The write itself and the
+ * sorting of its failures are `WritingProcessor`'s.
  *
  * Every change of an entry's state (delivered, dead-lettered, out of flight) happens in one
  * synchronous step, so `accepted = delivered + pending + dropped + deadLettered` holds at every moment.
@@ -45,8 +43,6 @@ export abstract class ProcessorBase {
   closedBecause: string | undefined;
   protected seq = 0;
   private readonly progress = new ProgressWaiters();
-  /** The last write failed (in whole or part): the next complete success is a recovery. */
-  private failing = false;
   /** Whether the sink is down (every write failing), and the outage until its backlog drained. */
   protected readonly outage = new Outage();
 
@@ -144,112 +140,9 @@ export abstract class ProcessorBase {
     return undefined;
   }
 
-  /**
-   * One write of `entries`. Counts what got through, dead-letters what cannot be retried (after one
-   * try when `oneTry`; past its time budget or the `maxAttempts` cap), and hands the entries to retry
-   * to `keep` — all in one synchronous step. Resolves with the wait the server asked for, and how many
-   * entries went through.
-   */
-  protected async writeEntries(
-    entries: Entry[],
-    attempt: number,
-    oneTry: boolean,
-    keep: (retry: Entry[]) => void,
-  ): Promise<{ retryAfterMs?: number; delivered: number }> {
-    for (const entry of entries) entry.attempts++;
-    this.spool?.markBatch(entries);
-    this.counters.writeStarted();
-    const started = performance.now();
-    let failures: Failure[];
-    let retryAfterMs: number | undefined;
-    let cutByShutdown = false;
-    // The shutdown's deadline, or an earlier one of the items' (a serverless invocation's): either cuts the write.
-    const stop = writeStop(entries, this.hardStop);
-    try {
-      const items = entries.map((e) => e.item);
-      const result = await guardedWrite(this.sink, items, attempt, this.options.writeTimeoutMs, stop, (settled) => this.counters.abandoned(settled));
-      try {
-        const outcome = outcomeOf(result, entries, this.sink.name);
-        failures = outcome.failures;
-        this.counters.duplicates += outcome.duplicates;
-        retryAfterMs = failures.length > 0 ? retryAfterOf(failures, result?.retryAfterMs) : undefined;
-      } catch (error) {
-        // A result the pipeline cannot read is the sink's bug: retrying would not read it better.
-        failures = entries.map((entry) => failureOf(entry, { error, retryable: false }));
-      }
-    } catch (error) {
-      cutByShutdown = stop.signal.aborted && error === stop.signal.reason;
-      // Every entry failed the same way: the one failure shape, read from the error.
-      failures = entries.map((entry) => failureOf(entry, { error }));
-      retryAfterMs = failures[0]?.retryAfterMs;
-    }
-    const ended = performance.now();
-    this.counters.lastWriteMs = ended - started;
-    this.counters.writeEnded();
-    if (failures.length > 0) noteFirstErrors(failures);
-    // A write cut short by the shutdown deadline is not the sink's failure: keep its last real error.
-    const summary = failures.length > 0 && !cutByShutdown ? failureSummary(failures, entries.length) : undefined;
-    if (summary !== undefined) this.counters.failedWrite(summary, failures[0].code);
-    // From here to the end: one synchronous step, so the counters always add up.
-    // A write that ends after the shutdown deadline was in flight when it passed (none starts after it).
-    const stopping = this.hardStop.signal.aborted;
-    const now = Date.now();
-    const delivered = entries.length - failures.length;
-    if (!cutByShutdown) this.outage.wrote(delivered, failures.filter((failure) => failure.retryable).length, now, this.seq);
-    const requeues = this.spool?.requeues === true && !oneTry && !stopping;
-    const sorted = sortFailures(failures, this.options, this.outage, { oneTry, stopping, requeues }, now);
-    this.counters.delivered += delivered;
-    const failed = failures.length === 0 ? undefined : new Set(failures.map((failure) => failure.entry));
-    for (const entry of entries) if (!failed?.has(entry)) this.counters.kind(entry.item.kind).delivered++;
-    if (this.spool) this.spool.ack(failed === undefined ? entries : entries.filter((entry) => !failed.has(entry)));
-    if (itemWatch.watching > 0) watchDelivered(entries, failures);
-    const retry = sorted.retry;
-    // To the back of the spool (still pending, on disk, its record left in place); an entry without a record is retried here.
-    if (sorted.requeue.length > 0) for (const entry of this.spool!.requeue(sorted.requeue)) retry.push(entry);
-    keep(retry);
-    if (this.budget) {
-      this.releaseHeld(entries);
-      for (const entry of retry) this.budget.hold(entry);
-    }
-    const letters = [
-      ...this.bury(sorted.notRetryable, 'not-retryable'),
-      // A write cut by the deadline may have been delivered: its entries are told apart from those never sent.
-      ...this.bury(sorted.exhausted, stopping ? 'shutdown-in-flight' : 'attempts-exhausted'),
-      ...this.bury(sorted.expired, 'expired'),
-    ];
-    this.reportWrite(summary, failures.length === 0);
-    if (letters.length > 0) this.hooks.deadLetter(letters);
-    this.noteSettled();
-    this.notifyProgress();
-    if (this.hooks.observer) tellObserver(this.hooks.observer, this.sink.name, this.counters.lastWriteMs, entries, failed, failures[0]?.code, ended);
-    return { retryAfterMs, delivered };
-  }
-
   /** Entries that left memory (delivered, dead-lettered, sent to the spool): their bytes no longer count. */
   protected releaseHeld(entries: Iterable<Entry>): void {
     this.budget?.release(entries, this.pending);
-  }
-
-  /** After entries settled: the outage ends once the backlog held when the sink came back has drained. */
-  protected noteSettled(): void {
-    if (this.outage.since !== undefined) this.outage.settled(this.oldestPendingSeq());
-  }
-
-  /** The seq of the oldest entry still pending (`Infinity` when none). */
-  protected oldestPendingSeq(): number {
-    return this.pending > 0 ? 0 : Number.POSITIVE_INFINITY;
-  }
-
-  private reportWrite(summary: string | undefined, complete: boolean): void {
-    if (summary !== undefined) {
-      this.failing = true;
-      this.hooks.writeFailed(this.sink.name, summary);
-    } else if (complete) {
-      this.counters.succeeded();
-      if (!this.failing) return;
-      this.failing = false;
-      this.hooks.recovered?.(this.sink.name);
-    }
   }
 
   /**

@@ -2,15 +2,14 @@ import { itemWatch } from '../item-watch';
 import { AsyncResource } from 'node:async_hooks';
 import type { DeferredItem } from '../../core/items/deferred-item.interface';
 import type { DeferredSink, SinkProcessorOptions } from '../../core/sink.interface';
-import { retryDelayMs } from './backoff';
 import type { Entry } from './entry';
-import { ProcessorBase, type ProcessorHooks } from './processor-base';
+import type { ProcessorHooks } from './processor-base';
+import { WritingProcessor } from './writing-processor';
 import type { SinkSpool } from './sink-spool';
 import { PROCESSOR_DEFAULTS } from '../defaults';
 import { QueueBudget, TotalQueueBytes } from './queue-budget';
 import { BacklogReader } from './backlog-reader';
 import { takeBatch } from './batches';
-import { takeExpired, withinDeadline } from '../item-budgets';
 
 export type { ProcessorHooks } from './processor-base';
 
@@ -19,17 +18,8 @@ export type { ProcessorHooks } from './processor-base';
  * or the oldest item has lingered `flushIntervalMs` (on an `unref()`'d timer), one write in flight,
  * a timeout per write, retries with backoff, and dead-letters for what cannot be delivered.
  */
-export class SinkProcessor extends ProcessorBase {
+export class SinkProcessor extends WritingProcessor {
   private queue: Entry[] = [];
-  /** The entries of the write in flight, or waiting for its retry (while the sink is down: the probe). */
-  private flight: Entry[] = [];
-  /**
-   * Entries that failed transiently in a write that otherwise went through: the sink is up, so they
-   * do not hold the others back; they lead the next batch instead.
-   */
-  private again: Entry[] = [];
-  /** When the entries of `again` were set aside (epoch ms): they linger from then, like new items. */
-  private againAt = 0;
   private busy = false;
   private timer: NodeJS.Timeout | undefined;
   private flushers = 0;
@@ -265,45 +255,6 @@ export class SinkProcessor extends ProcessorBase {
       this.busy = false;
       this.notifyProgress();
       this.schedule();
-    }
-  }
-
-  /**
-   * Writes a batch. While the sink is down (the write delivered nothing), its failed entries are
-   * retried here with backoff — the probe — until delivered, dead-lettered or stopped, and the rest
-   * wait; when the write went through in part, its transient failures lead the next batch instead
-   * (unless the server asked for a wait).
-   */
-  private async deliver(batch: Entry[]): Promise<void> {
-    this.flight = batch;
-    const keep = (retry: Entry[]) => {
-      this.flight = retry;
-    };
-    while (this.flight.length > 0) {
-      const entries = this.flight;
-      if (this.hardStop.signal.aborted) {
-        this.flight = [];
-        this.buryAtDeadline(entries);
-        this.notifyProgress();
-        return;
-      }
-      // Past their own deadline (a serverless invocation's): expired here, never written again.
-      this.expire(takeExpired(entries, Date.now()));
-      if (entries.length === 0) break;
-      let attempt = 0;
-      for (const entry of entries) if (entry.attempts > attempt) attempt = entry.attempts;
-      attempt++;
-      const { retryAfterMs, delivered } = await this.writeEntries(entries, attempt, false, keep);
-      if (this.flight.length === 0) break;
-      this.counters.retried += this.flight.length;
-      for (const entry of this.flight) this.counters.kind(entry.item.kind).retried++;
-      if (delivered > 0 && retryAfterMs === undefined) {
-        this.again = this.flight.concat(this.again);
-        this.againAt = Date.now();
-        this.flight = [];
-        break;
-      }
-      await this.sleep(withinDeadline(retryDelayMs(attempt, this.options, retryAfterMs), this.flight));
     }
   }
 }

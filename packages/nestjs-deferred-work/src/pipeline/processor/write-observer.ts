@@ -45,3 +45,33 @@ export function tellObserver(
     // A metrics library refusing a value: the write stays accounted for; nothing else to do here.
   }
 }
+
+/** The observers told of every write: none, one, or several behind one (read once per write as `current`). */
+export class WriteObservers {
+  private all: WriteObserver[] = [];
+  /** The one observer to tell, standing for all of them; `undefined` when there is none. */
+  current: WriteObserver | undefined;
+
+  /** Adds `observer`; returns how to remove it. */
+  add(observer: WriteObserver): () => void {
+    this.all = [...this.all, observer];
+    this.update();
+    return () => {
+      this.all = this.all.filter((o) => o !== observer);
+      this.update();
+    };
+  }
+
+  private update(): void {
+    const all = this.all;
+    this.current =
+      all.length === 0
+        ? undefined
+        : all.length === 1
+          ? all[0]
+          : {
+              wrote: (...args) => all.forEach((o) => o.wrote(...args)),
+              delivered: all.some((o) => o.delivered) ? (...args) => all.forEach((o) => o.delivered?.(...args)) : undefined,
+            };
+  }
+}
