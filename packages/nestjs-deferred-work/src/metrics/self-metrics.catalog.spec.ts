@@ -46,7 +46,7 @@ describe('the self-metrics catalog', () => {
     expect(read('redriven_items')).toEqual([[{ sink: 'jobs' }, 7]]);
     // By reason: a closed set (never an error message), every reason of every sink, 0 until seen.
     const byReason = read('dead_lettered_items');
-    expect(byReason).toHaveLength(2 * 6);
+    expect(byReason).toHaveLength(2 * 8);
     expect(byReason).toEqual(expect.arrayContaining([[{ sink: 'jobs', reason: 'not-retryable' }, 1], [{ sink: 'jobs', reason: 'attempts-exhausted' }, 3], [{ sink: 'jobs', reason: 'shutdown' }, 0], [{ sink: 'callbacks', reason: 'timeout' }, 0]]));
   });
 
