@@ -10,6 +10,7 @@ import type { SinkItem } from '../core/items/deferred-item.interface';
 import type { DeferredSink, SinkItemFailure } from '../core/sink.interface';
 import type { FromHost, HostItemFailure, SinkHostData, ToHost } from '../sinks/offload/host-protocol';
 import { failureCode } from '../sinks/kit/failure-codes';
+import { throttledReport } from '../sinks/kit/throttled-report';
 import { buildSink } from './build-sink';
 import { threadCpuMs } from './thread-cpu';
 
@@ -90,15 +91,13 @@ async function shutdown(sink: DeferredSink<SinkItem>): Promise<void> {
 
 async function main(): Promise<void> {
   // Reported, never fatal: the first at once, then at most one report (with the count) per interval.
-  let unhandled = 0;
-  let reportedAt = 0;
-  process.on('unhandledRejection', (reason) => {
-    unhandled++;
-    if (reportedAt !== 0 && Date.now() - reportedAt < WARNING_INTERVAL_MS) return;
-    reportedAt = Date.now();
-    const count = unhandled === 1 ? '' : ` (${unhandled} so far)`;
-    send({ type: 'warning', message: `sink "${data.name}" in its worker thread: unhandled rejection (ignored)${count}: ${errorMessage(reason)}` });
-  });
+  process.on(
+    'unhandledRejection',
+    throttledReport(WARNING_INTERVAL_MS, (unhandled, reason: unknown) => {
+      const count = unhandled === 1 ? '' : ` (${unhandled} so far)`;
+      send({ type: 'warning', message: `sink "${data.name}" in its worker thread: unhandled rejection (ignored)${count}: ${errorMessage(reason)}` });
+    }),
+  );
   let sink: DeferredSink<SinkItem>;
   try {
     const warn = (message: string) => send({ type: 'warning', message });

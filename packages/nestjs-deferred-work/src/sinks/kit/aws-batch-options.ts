@@ -2,7 +2,7 @@ import type { SinkItem, SinkKind } from '../../core/items/deferred-item.interfac
 import type { SinkProcessorOptions } from '../../core/sink.interface';
 import { type AwsMessageAttribute, defaultAwsBody } from './aws-messages';
 import { itemParts } from './item-parts';
-import { checkOptionsObject, checkSinkKinds, checkSinkName, checkString, checkWholeNumber, optionError } from './option-checks';
+import { checkOptionsObject, checkSinkKinds, checkSinkName, checkString, checkWholeNumber, optionError, type SinkSettingsBase } from './option-checks';
 
 /** Options SQS and SNS sinks share (each sink adds its destination and documents its defaults). */
 export interface AwsBatchSinkOptions {
@@ -60,11 +60,7 @@ export interface AwsOptionsSpec {
 }
 
 /** An AWS sink's options, checked, every default applied. */
-export interface AwsBatchSinkSettings {
-  readonly name: string;
-  readonly label: string;
-  readonly kinds: readonly SinkKind[];
-  readonly client: unknown;
+export interface AwsBatchSinkSettings extends SinkSettingsBase {
   readonly destination: (item: SinkItem) => string;
   readonly body: (item: SinkItem) => string;
   readonly messageAttributes?: (item: SinkItem) => Record<string, AwsMessageAttribute>;

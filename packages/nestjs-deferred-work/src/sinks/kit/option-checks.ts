@@ -22,6 +22,33 @@ export function optionError(prefix: string, option: string, problem: string, fix
   return new SinkConfigError(`${prefix}: option "${option}" ${problem}${got}.${fix ? ` ${fix}` : ''}`, option);
 }
 
+/** What every sink's checked options begin with. */
+export interface SinkSettingsBase {
+  readonly name: string;
+  /** `<Sink> "<name>"`, what its messages start with. */
+  readonly label: string;
+  readonly kinds: readonly SinkKind[];
+  readonly client: unknown;
+}
+
+/**
+ * Checks what a sink's options that may be left out begin with: the options object (left out: `{}`),
+ * `name` and `kinds` (`defaults`' when left out). Returns them with the label its messages start with,
+ * `<Sink> "<name>"`.
+ */
+export function checkSinkBasics<T extends { name?: unknown; kinds?: unknown }>(
+  sinkClass: string,
+  options: T | undefined,
+  example: string,
+  defaults: { name: string; kinds: readonly SinkKind[] },
+): { o: T; name: string; label: string; kinds: readonly SinkKind[] } {
+  const o = checkOptionsObject(sinkClass, options, example, true);
+  const name = checkSinkName(sinkClass, o.name, defaults.name);
+  const label = `${sinkClass} "${name}"`;
+  const kinds = checkSinkKinds(label, o.kinds, defaults.kinds);
+  return { o, name, label, kinds };
+}
+
 /** Checks that a sink's options are an object (left out: `{}` when `optional`). */
 export function checkOptionsObject<T extends object>(sinkClass: string, options: T | undefined, example: string, optional = false): T {
   if (options === undefined && optional) return {} as T;

@@ -1,4 +1,5 @@
 import type { DeferredSink } from '../../core/sink.interface';
+import { throttledReport } from '../kit/throttled-report';
 
 /** A queue the sink host created and must close. */
 export interface ClosableQueue {
@@ -59,13 +60,9 @@ const ERROR_REPORT_INTERVAL_MS = 10_000;
  */
 export function reportQueueErrors(queues: ReadonlyArray<{ name: string; on(event: 'error', fn: (error: Error) => void): unknown }>, warn: (message: string) => void): void {
   for (const queue of queues) {
-    let count = 0;
-    let reportedAt = 0;
-    queue.on('error', (error) => {
-      count++;
-      if (reportedAt !== 0 && Date.now() - reportedAt < ERROR_REPORT_INTERVAL_MS) return;
-      reportedAt = Date.now();
-      warn(`queue "${queue.name}" in the sink's worker thread: ${error.message}${count > 1 ? ` (${count} errors so far)` : ''}`);
-    });
+    queue.on(
+      'error',
+      throttledReport(ERROR_REPORT_INTERVAL_MS, (count, error: Error) => warn(`queue "${queue.name}" in the sink's worker thread: ${error.message}${count > 1 ? ` (${count} errors so far)` : ''}`)),
+    );
   }
 }

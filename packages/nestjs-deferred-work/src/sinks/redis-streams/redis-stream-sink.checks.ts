@@ -1,15 +1,10 @@
-import type { SinkItem, SinkKind } from '../../core/items/deferred-item.interface';
-import { checkOptionsObject, checkSinkKinds, checkSinkName, checkString, optionError } from '../kit/option-checks';
+import type { SinkItem } from '../../core/items/deferred-item.interface';
+import { checkSinkBasics, checkString, optionError, type SinkSettingsBase } from '../kit/option-checks';
 import { defaultFields, defaultStream, type Trim } from './redis-stream-entries';
 import { REDIS_STREAM_SINK_DEFAULTS, type RedisStreamSinkOptions } from './redis-stream-sink.options';
 
 /** `RedisStreamSink`'s options, checked, every default applied. */
-export interface RedisStreamSinkSettings {
-  readonly name: string;
-  /** `RedisStreamSink "<name>"`, what its messages start with. */
-  readonly label: string;
-  readonly kinds: readonly SinkKind[];
-  readonly client: unknown;
+export interface RedisStreamSinkSettings extends SinkSettingsBase {
   readonly stream: (item: SinkItem) => string;
   readonly fields: (item: SinkItem) => Record<string, string>;
   readonly trim: Trim;
@@ -18,10 +13,8 @@ export interface RedisStreamSinkSettings {
 
 /** Checks `new RedisStreamSink(options)`'s options. */
 export function checkRedisStreamSinkOptions(options: RedisStreamSinkOptions | undefined): RedisStreamSinkSettings {
-  const o = checkOptionsObject('RedisStreamSink', options, "{ client: 'REDIS' } (the token of the app's ioredis client, the client itself, or a redis:// URL)", true);
-  const name = checkSinkName('RedisStreamSink', o.name, REDIS_STREAM_SINK_DEFAULTS.name);
-  const label = `RedisStreamSink "${name}"`;
-  const kinds = checkSinkKinds(label, o.kinds, REDIS_STREAM_SINK_DEFAULTS.kinds);
+  const example = "{ client: 'REDIS' } (the token of the app's ioredis client, the client itself, or a redis:// URL)";
+  const { o, name, label, kinds } = checkSinkBasics('RedisStreamSink', options, example, REDIS_STREAM_SINK_DEFAULTS);
   let stream: (item: SinkItem) => string;
   if (typeof o.stream === 'function') stream = o.stream;
   else if (o.stream === undefined) stream = defaultStream;

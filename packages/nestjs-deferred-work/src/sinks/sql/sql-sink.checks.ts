@@ -1,16 +1,11 @@
-import type { SinkItem, SinkKind } from '../../core/items/deferred-item.interface';
-import { checkOptionsObject, checkSinkKinds, checkSinkName, checkString, checkWholeNumber, optionError } from '../kit/option-checks';
+import type { SinkItem } from '../../core/items/deferred-item.interface';
+import { checkSinkBasics, checkString, checkWholeNumber, optionError, type SinkSettingsBase } from '../kit/option-checks';
 import { DEFAULT_COLUMNS, defaultRow } from './sql-rows';
 import { SQL_SINK_DEFAULTS, type SqlSinkOptions } from './sql-sink.options';
 import { tableParts } from './sql-tables';
 
 /** `SqlSink`'s options, checked, every default applied. */
-export interface SqlSinkSettings {
-  readonly name: string;
-  /** `SqlSink "<name>"`, what its messages start with. */
-  readonly label: string;
-  readonly kinds: readonly SinkKind[];
-  readonly client: unknown;
+export interface SqlSinkSettings extends SinkSettingsBase {
   readonly table: string | ((item: SinkItem) => string);
   readonly columns: readonly string[];
   readonly row: (item: SinkItem) => Record<string, unknown>;
@@ -23,10 +18,8 @@ export interface SqlSinkSettings {
 
 /** Checks `new SqlSink(options)`'s options. */
 export function checkSqlSinkOptions(options: SqlSinkOptions | undefined): SqlSinkSettings {
-  const o = checkOptionsObject('SqlSink', options, "{ client: getDataSourceToken() } (or a Knex, pg or mysql2 pool, its token, or a connection string)", true);
-  const name = checkSinkName('SqlSink', o.name, SQL_SINK_DEFAULTS.name);
-  const label = `SqlSink "${name}"`;
-  const kinds = checkSinkKinds(label, o.kinds, SQL_SINK_DEFAULTS.kinds);
+  const example = '{ client: getDataSourceToken() } (or a Knex, pg or mysql2 pool, its token, or a connection string)';
+  const { o, name, label, kinds } = checkSinkBasics('SqlSink', options, example, SQL_SINK_DEFAULTS);
   let table: string | ((item: SinkItem) => string);
   if (typeof o.table === 'function') table = o.table;
   else {
