@@ -40,6 +40,20 @@ function switchable() {
   return { sink, state };
 }
 
+/** A sink that fails (retryable) the item of value `value` while `refusing()` holds and writes the rest of each batch; records the values written. */
+function refusingOne(name: string, value: number, refusing: () => boolean, message: string) {
+  const got: number[] = [];
+  const sink: DeferredSink = {
+    name,
+    write: async (batch) => {
+      const failed = batch.flatMap((i, index) => (refusing() && valueOf(i) === value ? [{ index, error: new Error(message) }] : []));
+      for (const [index, i] of batch.entries()) if (!failed.some((f) => f.index === index)) got.push(valueOf(i));
+      return { failed };
+    },
+  };
+  return { sink, got };
+}
+
 function processorOn(sink: DeferredSink, settings: SinkSpoolSettings, options: Partial<typeof PROCESSOR_DEFAULTS> = {}) {
   const letters: DeadLetter[] = [];
   const logs: string[] = [];
@@ -233,16 +247,8 @@ describe('SinkProcessor with a spool', () => {
 
   it('with requeue, an item that keeps failing goes to the back of the spool after maxAttempts tries instead of holding the others (never dead-lettered), and is delivered once it goes through', async () => {
     let poisoned = true;
-    const got: number[] = [];
-    const sink: DeferredSink = {
-      name: 'picky',
-      // Item 3 fails (retryable) while poisoned; the rest of each batch goes through.
-      write: async (batch) => {
-        const failed = batch.flatMap((i, index) => (poisoned && valueOf(i) === 3 ? [{ index, error: new Error('upstream refuses 3') }] : []));
-        for (const [index, i] of batch.entries()) if (!failed.some((f) => f.index === index)) got.push(valueOf(i));
-        return { failed };
-      },
-    };
+    // Item 3 fails (retryable) while poisoned; the rest of each batch goes through.
+    const { sink, got } = refusingOne('picky', 3, () => poisoned, 'upstream refuses 3');
     const { processor, letters, identity } = processorOn(sink, { dir: tempDir(), requeue: true }, { maxAttempts: 3, maxBatchSize: 4, maxQueueSize: 8 });
     processor.start();
     for (let n = 0; n < 6; n++) processor.enqueue(item(n));
@@ -296,15 +302,7 @@ describe('SinkProcessor with a spool', () => {
 
   it('an item sent to the back is read back after the items appended before it, ahead of those appended after', async () => {
     let refusing = true;
-    const got: number[] = [];
-    const sink: DeferredSink = {
-      name: 'order',
-      write: async (batch) => {
-        const failed = batch.flatMap((i, index) => (refusing && valueOf(i) === 0 ? [{ index, error: new Error('not yet') }] : []));
-        for (const [index, i] of batch.entries()) if (!failed.some((f) => f.index === index)) got.push(valueOf(i));
-        return { failed };
-      },
-    };
+    const { sink, got } = refusingOne('order', 0, () => refusing, 'not yet');
     const { processor, identity } = processorOn(sink, { dir: tempDir(), requeue: true }, { maxAttempts: 2, maxBatchSize: 1, maxQueueSize: 1 });
     for (let n = 0; n < 4; n++) processor.enqueue(item(n));
     processor.start();
