@@ -4,6 +4,19 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { jest } from '@jest/globals';
 import { item, later, ok, setup, useFakeClock } from '../../../../../test/support/processor-harness';
 
+/** A write that takes `ms`, and the most writes it found in flight at once (itself included). */
+function overlapWatch(ms: number) {
+  let inFlight = 0;
+  let most = 0;
+  const write = async () => {
+    inFlight++;
+    most = Math.max(most, inFlight);
+    await later(ms);
+    inFlight--;
+  };
+  return { write, most: () => most };
+}
+
 describe('SinkProcessor', () => {
   beforeEach(() => useFakeClock(true));
   afterEach(() => useFakeClock(false));
@@ -30,20 +43,11 @@ describe('SinkProcessor', () => {
   });
 
   it('keeps one write in flight per sink', async () => {
-    let inFlight = 0;
-    let most = 0;
-    const { processor, identity } = setup(
-      async () => {
-        inFlight++;
-        most = Math.max(most, inFlight);
-        await later(5);
-        inFlight--;
-      },
-      { maxBatchSize: 2 },
-    );
+    const watch = overlapWatch(5);
+    const { processor, identity } = setup(watch.write, { maxBatchSize: 2 });
     for (let i = 0; i < 20; i++) processor.enqueue(item(i));
     expect(await processor.flush(Date.now() + 2000)).toBe(true);
-    expect(most).toBe(1);
+    expect(watch.most()).toBe(1);
     expect(identity().delivered).toBe(20);
   });
 
@@ -244,20 +248,11 @@ describe('SinkProcessor', () => {
   });
 
   it('a write that settles within the grace period after its timeout counts, and writes never overlap', async () => {
-    let inFlight = 0;
-    let most = 0;
-    const { processor, identity } = setup(
-      async () => {
-        inFlight++;
-        most = Math.max(most, inFlight);
-        await later(15); // past the 10 ms timeout, within the grace period (another 10 ms)
-        inFlight--;
-      },
-      { writeTimeoutMs: 10, maxBatchSize: 1, maxAttempts: 1 },
-    );
+    const watch = overlapWatch(15); // past the 10 ms timeout, within the grace period (another 10 ms)
+    const { processor, identity } = setup(watch.write, { writeTimeoutMs: 10, maxBatchSize: 1, maxAttempts: 1 });
     for (let i = 0; i < 3; i++) processor.enqueue(item(i));
     await processor.flush(Date.now() + 2000);
-    expect(most).toBe(1);
+    expect(watch.most()).toBe(1);
     expect(identity()).toMatchObject({ delivered: 3, deadLettered: 0 });
   });
 
