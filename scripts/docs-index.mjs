@@ -4,6 +4,15 @@
 // absolute to the repository on GitHub, since npm does not resolve relative links). The package's
 // README is the root README's first screen (between the npm-page markers) followed by that index.
 //
+// For maintainers: docs/README.md's index is the one list of the documentation, grouped for readers
+// (tutorial, how-to guides, reference, explanation). Edit it there, never in the two READMEs, then run
+// `pnpm docs:index` and commit the three files. The test suite (test/docs/docs-index.spec.ts) fails
+// when either README differs from what this script would write, when a page under docs/ (the
+// troubleshooting pages included) is missing from the index, or when the npm page has a relative
+// link; test/docs/links-and-dates.spec.ts checks that every relative link and anchor resolves, and
+// test/docs/docs.spec.ts compiles every TypeScript snippet of the pages. None of this belongs on the
+// pages themselves: they are for the library's users.
+//
 //   node scripts/docs-index.mjs           write both READMEs
 //   node scripts/docs-index.mjs --check   exit 1 and name the file if one is not up to date
 //   node scripts/docs-index.mjs --published

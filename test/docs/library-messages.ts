@@ -33,6 +33,16 @@ const USER_ERRORS = new Set([
 const SELF_WORDED = ['DeferredContextError', 'DeferredResponseNotFoundError', 'SpoolLockedError', 'SpoolFullError', 'RedriveInProgressError', 'DeadLetterStoreMissingError'];
 /** Files that build a warning as `{ key, message }` for their caller to log. */
 const LOGGED_MESSAGE_FILES = ['pipeline/sink-admission.ts'];
+/**
+ * Functions that build a message and return it for their caller to log or throw (`apps[0].log(drainMessage(…))`,
+ * `logger.warn(warning)`, `throw new Error(problem)`): each string they return is a message. By file, then function name.
+ */
+const RETURNED_MESSAGES: Readonly<Record<string, readonly string[]>> = {
+  'nest/stop-signals.ts': ['drainMessage'], // the stop-signal warning
+  'serverless/platform.ts': ['platformWarning'], // the bootstrap warning on Lambda, Vercel, Cloud Run
+  'serverless/invocation.ts': ['reportLine'], // an invocation's work not all delivered
+  'sinks/bullmq/bullmq-job-options.ts': ['bullMqOptionsProblem'], // a job option BullMQ refuses: the item is rejected when deferred
+};
 /** The kit's functions that build a `SinkWriteError` from the message given first (`redisNotConnected(message, cause?)`). */
 const ERROR_BUILDERS = new Set(['redisNotConnected']);
 /** Calls that log a message for the user: `logger.warn(msg)`, `warnings.warn(key, msg)`, `context.warn(msg)`, … */
@@ -123,6 +133,7 @@ export function libraryMessages(srcDir: string): LibraryMessage[] {
   for (const path of sourceFiles(srcDir)) {
     const text = readFileSync(path, 'utf8');
     const file = ts.createSourceFile(path, text, ts.ScriptTarget.Latest, true);
+    const returned = Object.entries(RETURNED_MESSAGES).find(([f]) => path.endsWith(f))?.[1] ?? [];
     const at = (node: ts.Node) => `${relative(join(srcDir, '..'), path)}:${file.getLineAndCharacterOfPosition(node.getStart()).line + 1}`;
     const add = (node: ts.Node, via: string, found: string[]) => {
       for (const pattern of found) if (pattern.replaceAll(HOLE, '').trim().length > 0) out.push({ at: at(node), via, pattern });
@@ -150,6 +161,13 @@ export function libraryMessages(srcDir: string): LibraryMessage[] {
       } else if (ts.isCallExpression(node)) {
         const message = loggedMessage(node);
         if (message) add(node, 'log', patterns(message));
+      } else if (ts.isFunctionDeclaration(node) && node.name && returned.includes(node.name.text) && node.body) {
+        // Its own return statements, not those of the functions it declares.
+        const visitReturns = (inner: ts.Node) => {
+          if (ts.isReturnStatement(inner) && inner.expression) add(inner, 'log', patterns(inner.expression));
+          if (!ts.isFunctionLike(inner)) ts.forEachChild(inner, visitReturns);
+        };
+        ts.forEachChild(node.body, visitReturns);
       } else if (ts.isPropertyAssignment(node) && node.name.getText() === 'message' && LOGGED_MESSAGE_FILES.some((f) => path.endsWith(f))) {
         // Warnings built in one place and logged in another (`{ key, message }` handed to the logger).
         add(node, 'log', patterns(node.initializer));

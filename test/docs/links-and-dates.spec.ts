@@ -27,6 +27,8 @@ describe('the checks themselves', () => {
     expect(slug("deferred-offload and the worker's CPU")).toBe('deferred-offload-and-the-workers-cpu');
     expect(slug('Packing jobs (`packJobs`)')).toBe('packing-jobs-packjobs');
     expect(slug('Handles — and the [async context](x.md)')).toBe('handles--and-the-async-context');
+    expect(slug('`A redrive is running (started <time>, <n> of <m> handed back)`')).toBe('a-redrive-is-running-started-time-n-of-m-handed-back');
+    expect(slug('Kafka <a id="x"></a>keys')).toBe('kafka-keys');
     expect(anchorsOf(join(root, 'docs/benchmark.md'))).toContain('how-to-read-a-ratio');
   });
 

@@ -26,11 +26,16 @@ export function withoutFences(text: string): string {
   return text.replace(/^ {0,3}(```|~~~)[^\n]*\n[\s\S]*?^ {0,3}\1[^\n]*$/gm, (block) => block.replace(/[^\n]/g, ''));
 }
 
-/** GitHub's anchor for a heading's text (github-slugger): lowercase, punctuation dropped, spaces to hyphens. */
+/**
+ * GitHub's anchor for a heading's text (github-slugger): lowercase, punctuation dropped, spaces to
+ * hyphens. HTML tags are dropped, but not in code: `` `<name>` `` is the text `<name>`, whose letters stay.
+ */
 export function slug(heading: string): string {
   const text = heading
     .replace(/!?\[([^\]]*)\]\([^)]*\)/g, '$1') // links and images: their text
-    .replace(/<[^>]+>/g, '') // HTML tags
+    .split(/(`[^`]*`)/)
+    .map((part) => (part.startsWith('`') && part.endsWith('`') && part.length > 1 ? part.slice(1, -1) : part.replace(/<[^>]+>/g, ''))) // code: its text; elsewhere HTML tags dropped
+    .join('')
     .replace(/`/g, '');
   return text
     .toLowerCase()

@@ -1,10 +1,17 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { HOLE, headingPattern, type LibraryMessage, libraryMessages, longestWords, names } from './library-messages';
 
 const root = join(import.meta.dirname, '..', '..');
 const src = join(root, 'packages/nestjs-deferred-work/src');
-const page = readFileSync(join(root, 'docs/troubleshooting.md'), 'utf8');
+/** The troubleshooting pages: docs/troubleshooting/README.md (how to use them, the index) and one page per area. */
+const dir = join(root, 'docs/troubleshooting');
+const pages = readdirSync(dir)
+  .filter((name) => name.endsWith('.md'))
+  .sort()
+  .map((name) => ({ name, text: readFileSync(join(dir, name), 'utf8') }));
+/** Most lines a page may have: a page longer than that is split by area. */
+const MAX_LINES = 600;
 
 /**
  * Messages that never reach the user as they are: placeholders wrapped into a message the page does
@@ -48,12 +55,15 @@ const INTERNAL: ReadonlyArray<readonly [string, string]> = [
 ];
 
 interface Heading {
+  /** The page the heading is on. */
+  readonly page: string;
   readonly text: string;
   readonly pattern: string;
 }
 
+/** The headings that are a message of the library: a whole `###` or `####` heading in backticks. */
 function headings(): Heading[] {
-  return [...page.matchAll(/^#{3,4} `([^`]+)`\s*$/gm)].map((m) => ({ text: m[1], pattern: headingPattern(m[1]) }));
+  return pages.flatMap(({ name, text }) => [...text.matchAll(/^#{3,4} `([^`]+)`\s*$/gm)].map((m) => ({ page: name, text: m[1], pattern: headingPattern(m[1]) })));
 }
 
 /** Characters of a heading that are words, not placeholders. */
@@ -77,15 +87,41 @@ function documents(heading: Heading, message: LibraryMessage): boolean {
 
 const show = (pattern: string) => pattern.replaceAll(HOLE, '<…>');
 
-describe('docs/troubleshooting.md', () => {
+describe('docs/troubleshooting/', () => {
   const messages = libraryMessages(src);
   const found = headings();
 
-  it('reads the messages from the source, and headings from the page', () => {
+  it('reads the messages from the source, and headings from the pages', () => {
     expect(messages.length).toBeGreaterThan(150);
     expect(messages.filter((m) => m.via === 'DeferredWorkConfigError').length).toBeGreaterThan(20);
     expect(messages.filter((m) => m.via === 'log').length).toBeGreaterThan(15);
     expect(found.length).toBeGreaterThan(60);
+    expect(pages.length).toBeGreaterThan(8);
+    // messages built by a function and logged or thrown by its caller: the stop signal's, the serverless platform's, an invocation's, BullMQ's option checks
+    for (const file of ['nest/stop-signals.ts', 'serverless/platform.ts', 'serverless/invocation.ts', 'sinks/bullmq/bullmq-job-options.ts']) {
+      expect({ file, read: messages.some((m) => m.via === 'log' && m.at.startsWith(`src/${file}:`)) }).toEqual({ file, read: true });
+    }
+  });
+
+  it(`every page is at most ${MAX_LINES} lines`, () => {
+    expect(pages.filter((p) => p.text.split('\n').length > MAX_LINES).map((p) => `${p.name}: ${p.text.split('\n').length} lines`)).toEqual([]);
+  });
+
+  it('the README links every page of the folder', () => {
+    const readme = pages.find((p) => p.name === 'README.md')!.text;
+    const linked = new Set([...readme.matchAll(/\]\(([\w.-]+\.md)(?:#[^)]*)?\)/g)].map((m) => m[1]));
+    expect(pages.map((p) => p.name).filter((name) => name !== 'README.md' && !linked.has(name))).toEqual([]);
+  });
+
+  it('each message heading is on one page only', () => {
+    const seen = new Map<string, string>();
+    const twice: string[] = [];
+    for (const heading of found) {
+      const first = seen.get(heading.text);
+      if (first !== undefined) twice.push(`${heading.text} (${first}, ${heading.page})`);
+      else seen.set(heading.text, heading.page);
+    }
+    expect(twice).toEqual([]);
   });
 
   it('every heading is specific: at least 16 characters of words, 8 of them in a row', () => {
@@ -94,7 +130,7 @@ describe('docs/troubleshooting.md', () => {
 
   it('every message heading still occurs in the library source (a reworded message fails here)', () => {
     const stale = found.filter((heading) => !messages.some((message) => documents(heading, message)));
-    expect(stale.map((h) => h.text)).toEqual([]);
+    expect(stale.map((h) => `${h.page}: ${h.text}`)).toEqual([]);
   });
 
   it('every message a user can meet is documented (internal ones are listed above, with why)', () => {
