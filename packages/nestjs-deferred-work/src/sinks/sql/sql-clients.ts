@@ -226,18 +226,26 @@ export function isSqlClient(value: unknown): boolean {
   return isDataSource(value) || isKnex(value) || isPgPool(value) || mysqlCallbackPool(value) !== undefined;
 }
 
-/** The sink's own pool, from a connection string (the only pool it opens): its driver and how to close it. */
-export async function openOwnPool(url: string, max: number): Promise<{ driver: SqlDriver; close(): Promise<void> }> {
+/**
+ * The sink's own pool, from a connection string (the only pool it opens): its driver and how to close
+ * it. An idle connection's error (the database restarting) goes to `warn`: a pool's `error` event
+ * with no listener would end the process.
+ */
+export async function openOwnPool(url: string, max: number, label: string, warn: (message: string) => void): Promise<{ driver: SqlDriver; close(): Promise<void> }> {
+  const heard = (pool: { on?(event: 'error', listener: (error: Error) => void): unknown }) =>
+    pool.on?.('error', (error: Error) => warn(`${label}: its own pool lost an idle connection (the database restarted, or the connection was cut): ${error.message}; the pool opens a new one when needed`));
   const protocol = url.slice(0, url.indexOf(':')).toLowerCase();
   if (protocol === 'postgres' || protocol === 'postgresql') {
     const pg = (await importPeer('pg')) as { Pool?: new (options: object) => PgPoolLike; default?: { Pool: new (options: object) => PgPoolLike } };
     const Pool = pg.Pool ?? pg.default!.Pool;
     const pool = new Pool({ connectionString: url, max });
+    heard(pool as never);
     return { driver: pgPoolDriver(pool, 'its own pg Pool', pool), close: () => pool.end() };
   }
   const mysql2 = (await importPeer('mysql2')) as { createPool?: (options: object) => MysqlPoolLike; default?: { createPool: (options: object) => MysqlPoolLike } };
   const createPool = mysql2.createPool ?? mysql2.default!.createPool;
   const pool = createPool({ uri: url.replace(/^mariadb:/i, 'mysql:'), connectionLimit: max });
+  heard(pool as never);
   return {
     driver: mysqlPoolDriver((callback) => pool.getConnection(callback), 'its own mysql2 pool', pool),
     close: () => promised<void>((callback) => void pool.end(callback)),

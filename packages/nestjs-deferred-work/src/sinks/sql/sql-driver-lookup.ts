@@ -38,7 +38,7 @@ export async function findSqlDriver(
   }
   if (typeof client === 'string' && CONNECTION_STRING.test(client)) {
     try {
-      const own = await openOwnPool(client, maxConnections);
+      const own = await openOwnPool(client, maxConnections, label, (message) => context.warn(message));
       return { driver: own.driver, closeOwnPool: own.close };
     } catch (error) {
       throw fail(`cannot open a pool for the connection string: ${(error as Error).message}`);

@@ -141,7 +141,7 @@ export class DeferredOutbox implements OnApplicationBootstrap, OnModuleDestroy, 
         'client',
       );
     if (typeof client === 'string' && CONNECTION_STRING.test(client)) {
-      const own = await openOwnPool(client, 1).catch((error: Error) => {
+      const own = await openOwnPool(client, 1, LABEL, (message) => this.logger.warn(message)).catch((error: Error) => {
         throw fail(`cannot open a pool for the connection string: ${error.message}`);
       });
       this.closeOwnPool = own.close;
