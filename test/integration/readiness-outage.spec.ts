@@ -8,7 +8,7 @@ import { useProxiedReceiver } from '../support/tcp-proxy';
 /**
  * Readiness means one thing through a 20-s outage of an HTTP receiver (its connections reset and
  * refused by a proxy), under steady load, with the sink's default retries (a probe every 0–5 s): with
- * `failingForMs` 1,500, `isReady` turns down about 1.5 s after the first failed write and stays down,
+ * `failingForMs` 1,500, `isReady` turns down about 1.5 s into the outage and stays down,
  * at every probe, until the backlog has drained — although the retry gap is often longer than 1.5 s;
  * with 60,000 it stays up throughout. Both read from the same app at the same moments.
  */
@@ -51,6 +51,7 @@ describe.each(platforms)('readiness through a 20-s outage ($name)', (platform) =
     try {
       const load = loadAtRate(started.url, 50, OUTAGE_MS + 8_000, (i) => `/entries/r-${i}`);
       await new Promise((resolve) => setTimeout(resolve, 3_000));
+      const stoppedAt = Date.now();
       await link.proxy.stop();
       await new Promise((resolve) => setTimeout(resolve, OUTAGE_MS));
       await link.proxy.start();
@@ -61,9 +62,11 @@ describe.each(platforms)('readiness through a 20-s outage ($name)', (platform) =
       const firstFailure = probes.find((p) => p.failedWrites > 0)!.at;
       const drainedAt = probes.find((p) => p.at > upAt && p.state === 'up')!.at;
       const turnedDown = probes.find((p) => p.short === 'down')!.at;
-      // Down within about 1.5 s of the first failed write (probes are 250 ms apart; a busy machine adds some).
-      expect(turnedDown - firstFailure).toBeGreaterThanOrEqual(1000);
-      expect(turnedDown - firstFailure).toBeLessThanOrEqual(3000);
+      // Down about 1.5 s into the outage: after a failed write, or a write in flight, that has lasted
+      // failingForMs (a write cut by the outage can stay in flight a while before it fails: then readiness
+      // turns down before the first failure is counted). Probes are 250 ms apart; a busy machine adds some.
+      expect(turnedDown - stoppedAt).toBeGreaterThanOrEqual(1000);
+      expect(turnedDown - stoppedAt).toBeLessThanOrEqual(3500);
       // Then down at every probe until the backlog drained: no flapping with the retry gap.
       const between = probes.filter((p) => p.at >= turnedDown && p.at < drainedAt - 250);
       expect(between.length).toBeGreaterThan(60);
@@ -72,7 +75,7 @@ describe.each(platforms)('readiness through a 20-s outage ($name)', (platform) =
       // With 60 s it never turned down: the outage was shorter.
       expect(probes.filter((p) => p.long !== 'up')).toEqual([]);
       expect(work.stats().sinks.http).toMatchObject({ deadLettered: 0, dropped: 0 });
-      console.log(`[readiness, ${platform.name}] down ${turnedDown - firstFailure} ms after the first failed write, for ${between.length} probes in a row, drained ${drainedAt - upAt} ms after the return`);
+      console.log(`[readiness, ${platform.name}] down ${turnedDown - stoppedAt} ms into the outage (first failed write counted at ${firstFailure - stoppedAt} ms), for ${between.length} probes in a row, drained ${drainedAt - upAt} ms after the return`);
     } finally {
       clearInterval(timer);
       await started.close();

@@ -131,8 +131,8 @@ describe.each(platforms)('the library\'s own metrics through a Redis outage ($na
     expect(await value('deferred_work_send_failed_items_total{sink="bull"}')).toEqual([0]);
     // Dead letters by reason: every reason present at 0 (a closed set), none counted.
     const reasons = await prometheus.query('deferred_work_dead_lettered_items_total{sink="bull"}');
-    expect(reasons.map((s) => s.metric.reason).sort()).toEqual(['attempts-exhausted', 'closed', 'expired', 'not-retryable', 'shutdown', 'timeout', 'unreadable']);
-    expect(reasons.map((s) => s.value)).toEqual([0, 0, 0, 0, 0, 0]);
+    expect(reasons.map((s) => s.metric.reason).sort()).toEqual(['attempts-exhausted', 'closed', 'expired', 'not-retryable', 'shutdown', 'shutdown-in-flight', 'timeout', 'unreadable']);
+    expect(reasons.map((s) => s.value)).toEqual([0, 0, 0, 0, 0, 0, 0, 0]);
     expect(await value('deferred_work_enqueue_failed_items_total{sink="bull"}')).toEqual([0]);
     expect(await value('deferred_work_sent_items_total{sink="callbacks",kind="callback"}')).toEqual([REQUESTS]);
     expect((await value('deferred_work_failed_writes_total{sink="bull"}'))[0]).toBeGreaterThan(0);

@@ -1,78 +1,74 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import {
+  answerFault,
+  type EmulatorOptions,
+  type Extension,
+  type ExtensionFault,
+  type FunctionProcess,
+  header,
+  type Invocation,
+  type InvokeOptions,
+  invokeEvent,
+  later,
+  readPosted,
+  runtimeHeaders,
+  type Queued,
+  type Reset,
+  SHUTDOWN_GRACE_MS,
+  send,
+  text,
+  unregistrable,
+} from './lambda-emulator-parts';
+import { FunctionSlot } from './lambda-emulator-process';
+
+export type { EmulatorOptions, Extension, ExtensionFault, FunctionProcess, Invocation, InvokeOptions, Reset } from './lambda-emulator-parts';
 
 /**
  * The Lambda Runtime API (2018-06-01) and Extensions API (2020-01-01) on 127.0.0.1, written from AWS's
  * documented protocol, with the environment's lifecycle that decides when Lambda freezes a function:
  *
- * - runtime: `GET /runtime/invocation/next` (the event, with `Lambda-Runtime-Aws-Request-Id`,
- *   `Lambda-Runtime-Deadline-Ms`, `Lambda-Runtime-Invoked-Function-Arn`, `Lambda-Runtime-Trace-Id`),
- *   `POST /runtime/invocation/{id}/response` (buffered, or streamed: `Lambda-Runtime-Function-Response-Mode:
- *   streaming`, chunked, error trailers), `POST /runtime/invocation/{id}/error`, `POST /runtime/init/error`;
- * - extensions: `POST /extension/register` (`Lambda-Extension-Name`; refused once the runtime has asked
- *   for its first invocation — the Init phase is over — and for SHUTDOWN, which internal extensions may not
- *   take), `GET /extension/event/next` (`Lambda-Extension-Identifier`), `/extension/init/error`, `/extension/exit/error`.
+ * - runtime: `GET /runtime/invocation/next` (the event and its headers), `POST /runtime/invocation/{id}/response`
+ *   (buffered, or streamed with its error trailers) or `/error` — one per invocation: a second is refused
+ *   (403 `InvalidStateTransition`) — and `POST /runtime/init/error`;
+ * - extensions: `POST /extension/register` (refused once the runtime has asked for its first invocation, and
+ *   for SHUTDOWN, which internal extensions may not take), `GET /extension/event/next`, `/extension/init/error`
+ *   and `/extension/exit/error`: after those no call of the extension succeeds (403), and the Invoke phase
+ *   still waits for it — the invocation runs to its timeout.
  *
  * The function process is frozen with SIGSTOP exactly when Lambda freezes an environment — the runtime and
  * every registered extension have signalled completion with a Next request and no event is pending (for an
  * invocation: after its response or error was posted) — and thawed with SIGCONT before the next event is
- * handed out. An invocation not released by its deadline is a timeout: the environment is reset (SIGKILL).
- * Shutdown: SIGTERM, then SIGKILL after 500 ms with an extension registered (0 ms without one).
+ * handed out. An invocation not released by its deadline is a timeout: the environment is reset — SIGTERM,
+ * then SIGKILL 500 ms later with an extension registered (at once without one) — and the next invocation
+ * gets a fresh Init (a new process, from {@link LambdaEmulator.launch}). A process that ends by itself ends
+ * its invocation (`Runtime.ExitError` without a response) and the environment. Shutdown: SIGTERM and SIGKILL alike.
  */
-
-const ARN = 'arn:aws:lambda:us-east-1:123456789012:function:emulated';
-
-/** One invocation as the emulator saw it (times are `performance.now()` of the test process). */
-export interface Invocation {
-  requestId: string;
-  event: unknown;
-  deadlineMs: number;
-  invokedAt: number;
-  /** The whole response received (the end of a streamed body). */
-  responseAt?: number;
-  /** A streamed response's first body byte. */
-  firstByteAt?: number;
-  streamed: boolean;
-  /** The response body (a streamed HTTP-integration response: the body after its prelude). */
-  body?: string;
-  prelude?: unknown;
-  error?: { type?: string; body: string };
-  /** Extensions' `event/next` calls after the event was handed out (their completion). */
-  extensionNextAt: number[];
-  runtimeNextAt?: number;
-  frozenAt?: number;
-  timedOut: boolean;
-  /** Resolves once the invocation is over: frozen after it, or timed out. */
-  done: Promise<Invocation>;
-}
-
-interface Extension {
-  id: string;
-  name: string;
-  waiting: ServerResponse | undefined;
-  failed?: { path: string; type?: string; body: string };
-}
-
-/** Options of {@link LambdaEmulator.start}. */
-export interface EmulatorOptions {
-  /** The function's timeout (each invocation's deadline is this long after it is handed out). Default 3000 ms. */
-  timeoutMs?: number;
-}
-
 export class LambdaEmulator {
   readonly invocations: Invocation[] = [];
+  /** The extensions of the current environment (a reset starts with none). */
   readonly extensions: Extension[] = [];
   readonly refusedRegistrations: Array<{ status: number; reason: string }> = [];
   readonly initErrors: Array<{ type?: string; body: string }> = [];
+  /** Every end of an environment: resets and shutdowns. */
+  readonly resets: Reset[] = [];
+  /** Faults for the next extension `event/next` requests, in order; each applied one is moved to `faultsApplied`. */
+  readonly faults: ExtensionFault[] = [];
+  readonly faultsApplied: Array<{ fault: ExtensionFault; at: number }> = [];
   /** Called right after each freeze, while the process is stopped (what is at the destinations then was delivered before it). */
   onFreeze: ((invocation: Invocation | undefined) => void | Promise<void>) | undefined;
+  /** The function process's pid (LambdaFunction sets it). */
   pid: number | undefined;
-  frozen = false;
   private runtimeWaiting: ServerResponse | undefined;
   private runtimeAskedOnce = false;
-  private readonly queue: Array<{ invocation: Invocation; resolve: (i: Invocation) => void }> = [];
-  private current: { invocation: Invocation; resolve: (i: Invocation) => void; timer: NodeJS.Timeout } | undefined;
+  private readonly queue: Queued[] = [];
+  private current: (Queued & { timer: NodeJS.Timeout }) | undefined;
+  private readonly answered = new Set<string>();
+  private readonly slot = new FunctionSlot();
+  /** While the emulator ends an environment: its calls get no answer. */
+  private ending = false;
+  private closed = false;
   private port = 0;
 
   private constructor(
@@ -94,35 +90,45 @@ export class LambdaEmulator {
     return `127.0.0.1:${this.port}`;
   }
 
+  /** Starts the function process with `start` (its Init), and again after each reset, for the next invocation. */
+  launch<F extends FunctionProcess>(start: () => F): F {
+    this.slot.use(start);
+    return this.slot.start((exit) => this.exitedByItself(exit)) as F;
+  }
+
   /** Hands `event` to the function (thawing it) once the environment is ready; resolves with the invocation's record. */
-  invoke(event: unknown): Invocation {
-    const invocation = { requestId: randomUUID(), event, deadlineMs: 0, invokedAt: 0, streamed: false, extensionNextAt: [], timedOut: false } as unknown as Invocation;
-    invocation.done = new Promise((resolve) => this.queue.push({ invocation, resolve }));
+  invoke(event: unknown, options: InvokeOptions = {}): Invocation {
+    const invocation = { requestId: randomUUID(), event, deadlineMs: 0, invokedAt: 0, streamed: false, refused: [], extensionNextAt: [], timedOut: false } as unknown as Invocation;
+    invocation.done = new Promise((resolve) => this.queue.push({ invocation, options, resolve }));
     this.dispatch();
     return invocation;
   }
 
-  /** Ends the environment: thaws it, SIGTERM, then SIGKILL after 500 ms with an extension registered (at once without). */
-  async shutdown(exited: Promise<unknown>): Promise<'exited' | 'killed'> {
-    if (this.pid === undefined) return 'exited';
-    this.thaw();
-    const graceMs = this.extensions.length > 0 ? 500 : 0;
-    if (graceMs > 0) signal(this.pid, 'SIGTERM');
-    const ended = await Promise.race([exited.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), graceMs))]);
-    if (!ended) this.kill();
-    return ended ? 'exited' : 'killed';
+  /** Ends the environment (Lambda's Shutdown): thaws it, SIGTERM, then SIGKILL after 500 ms with an extension registered (at once without). */
+  shutdown(): Promise<Reset> {
+    return this.endEnvironment('shutdown');
   }
 
-  kill(): void {
-    if (this.pid !== undefined) signal(this.pid, 'SIGKILL');
+  /** Whether the function process is frozen (stopped). */
+  get frozen(): boolean {
+    return this.slot.frozen;
   }
+
+  /** Kills the function process for good (a test's end): no fresh Init follows. */
+  kill(): void {
+    this.closed = true;
+    this.slot.kill();
+  }
+
   async close(): Promise<void> {
-    this.thaw();
+    this.closed = true;
+    this.slot.thaw();
     this.server.closeAllConnections();
     await new Promise((resolve) => this.server.close(resolve));
   }
 
   private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (this.ending || req.socket.destroyed) return; // the environment is ending: its calls go unanswered
     const path = (req.url ?? '').split('?')[0];
     const match = /^\/2018-06-01\/runtime\/invocation\/([^/]+)\/(response|error)$/.exec(path);
     if (req.method === 'GET' && path === '/2018-06-01/runtime/invocation/next') return this.runtimeNext(res);
@@ -133,8 +139,12 @@ export class LambdaEmulator {
     }
     if (req.method === 'POST' && path === '/2020-01-01/extension/register') return this.register(req, res);
     const ext = this.extensions.find((e) => e.id === header(req, 'lambda-extension-identifier'));
-    if (!ext || ext.failed) return send(res, 403, { errorMessage: 'unknown or failed extension identifier', errorType: 'Extension.Forbidden' });
-    if (req.method === 'GET' && path === '/2020-01-01/extension/event/next') return this.extensionNext(ext, res);
+    if (!ext) return send(res, 403, { errorMessage: 'unknown extension identifier', errorType: 'Extension.UnknownExtensionIdentifier' });
+    if (ext.failed) {
+      ext.refusedCalls.push(path);
+      return send(res, 403, { errorMessage: `the extension reported ${ext.failed.path}: no further call succeeds`, errorType: 'Extension.InvalidExtensionState' });
+    }
+    if (req.method === 'GET' && path === '/2020-01-01/extension/event/next') return this.extensionNext(ext, req, res);
     if (req.method === 'POST' && /^\/2020-01-01\/extension\/(init|exit)\/error$/.test(path)) {
       ext.failed = { path, type: header(req, 'lambda-extension-function-error-type'), body: await text(req) };
       return send(res, 202, { status: 'OK' });
@@ -145,68 +155,62 @@ export class LambdaEmulator {
   private async register(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const name = header(req, 'lambda-extension-name');
     const body = await text(req);
-    const refuse = (status: number, reason: string) => {
-      this.refusedRegistrations.push({ status, reason });
-      send(res, status, { errorMessage: reason, errorType: 'Extension.RegistrationError' });
-    };
-    if (this.runtimeAskedOnce) return refuse(403, 'registration after Init: the runtime has already asked for its first invocation');
-    if (!name) return refuse(400, 'missing Lambda-Extension-Name header');
-    let events: unknown;
-    try {
-      events = (JSON.parse(body || '{}') as { events?: unknown }).events ?? [];
-    } catch {
-      return refuse(400, 'body is not JSON');
+    const refused = unregistrable(name, body, this.runtimeAskedOnce, this.extensions.length);
+    if (refused) {
+      this.refusedRegistrations.push(refused);
+      return send(res, refused.status, { errorMessage: refused.reason, errorType: 'Extension.RegistrationError' });
     }
-    if (!Array.isArray(events) || events.some((e) => e !== 'INVOKE' && e !== 'SHUTDOWN')) return refuse(400, 'events must be INVOKE and/or SHUTDOWN');
-    if (events.includes('SHUTDOWN')) return refuse(400, 'an internal extension may not register for SHUTDOWN');
-    if (this.extensions.length >= 10) return refuse(400, 'at most 10 extensions');
     const id = randomUUID();
-    this.extensions.push({ id, name, waiting: undefined });
-    res.writeHead(200, { 'Content-Type': 'application/json', 'Lambda-Extension-Identifier': id });
-    res.end(JSON.stringify({ functionName: 'emulated', functionVersion: '$LATEST', handler: 'index.handler' }));
+    this.extensions.push({ id, name: name ?? '', waiting: undefined, refusedCalls: [] });
+    send(res, 200, { functionName: 'emulated', functionVersion: '$LATEST', handler: 'index.handler' }, { 'Lambda-Extension-Identifier': id });
   }
 
   private runtimeNext(res: ServerResponse): void {
     this.runtimeAskedOnce = true;
     this.runtimeWaiting = res;
+    res.once('close', () => this.runtimeWaiting === res && (this.runtimeWaiting = undefined));
     if (this.current?.invocation.responseAt !== undefined || this.current?.invocation.error) this.current.invocation.runtimeNextAt = performance.now();
     this.settle();
   }
 
-  private extensionNext(ext: Extension, res: ServerResponse): void {
+  private extensionNext(ext: Extension, req: IncomingMessage, res: ServerResponse): void {
+    const fault = this.faults.shift();
+    if (fault !== undefined) {
+      this.faultsApplied.push({ fault, at: performance.now() });
+      return answerFault(fault, req, res);
+    }
     ext.waiting = res;
+    res.once('close', () => ext.waiting === res && (ext.waiting = undefined));
     this.current?.invocation.extensionNextAt.push(performance.now());
     this.settle();
   }
 
   private async posted(requestId: string, kind: 'response' | 'error', req: IncomingMessage, res: ServerResponse): Promise<void> {
     const invocation = this.current?.invocation;
-    if (!invocation || invocation.requestId !== requestId) return send(res, 400, { errorMessage: `no invocation ${requestId} in progress`, errorType: 'InvalidRequestID' });
-    if (kind === 'error') {
-      invocation.error = { type: header(req, 'lambda-runtime-function-error-type'), body: await text(req) };
-    } else {
-      invocation.streamed = header(req, 'lambda-runtime-function-response-mode') === 'streaming';
-      const chunks: Buffer[] = [];
-      req.on('data', (chunk: Buffer) => {
-        invocation.firstByteAt ??= performance.now();
-        chunks.push(chunk);
-      });
-      await new Promise((resolve) => req.on('end', resolve));
-      const type = header(req, 'lambda-runtime-function-error-type', req.trailers);
-      if (type) invocation.error = { type, body: Buffer.from(header(req, 'lambda-runtime-function-error-body', req.trailers) ?? '', 'base64').toString() };
-      readBody(invocation, Buffer.concat(chunks), header(req, 'content-type') ?? '');
+    if (this.answered.has(requestId)) {
+      await text(req);
+      this.invocations.find((i) => i.requestId === requestId)?.refused.push({ kind, at: performance.now() });
+      return send(res, 403, { errorMessage: `invocation ${requestId} has its response or error already`, errorType: 'InvalidStateTransition' });
     }
+    if (!invocation || invocation.requestId !== requestId) return send(res, 400, { errorMessage: `no invocation ${requestId} in progress`, errorType: 'InvalidRequestID' });
+    this.answered.add(requestId);
+    await readPosted(invocation, kind, req);
     invocation.responseAt = performance.now();
     send(res, 202, { status: 'OK' });
     this.settle();
   }
 
-  /** Hands out the next event once the runtime and every extension wait on Next, thawing the process first. */
+  /** Hands out the next event once the runtime and every extension wait on Next, thawing the process first; starts a fresh Init after a reset. */
   private dispatch(): void {
-    if (this.current || this.queue.length === 0 || !this.runtimeWaiting || this.extensions.some((e) => !e.waiting && !e.failed)) return;
+    if (this.current || this.ending || this.queue.length === 0) return;
+    if (!this.slot.running) {
+      if (this.slot.launchable && !this.closed) this.slot.start((exit) => this.exitedByItself(exit));
+      return;
+    }
+    if (!this.runtimeWaiting || this.extensions.some((e) => !e.waiting && !e.failed)) return;
     const next = this.queue.shift()!;
     const invocation = next.invocation;
-    this.thaw();
+    this.slot.thaw();
     invocation.invokedAt = performance.now();
     invocation.deadlineMs = Date.now() + this.timeoutMs;
     const timer = setTimeout(() => this.timeout(), this.timeoutMs);
@@ -214,22 +218,22 @@ export class LambdaEmulator {
     this.invocations.push(invocation);
     const runtime = this.runtimeWaiting;
     this.runtimeWaiting = undefined;
-    runtime.writeHead(200, {
-      'Content-Type': 'application/json',
-      'Lambda-Runtime-Aws-Request-Id': invocation.requestId,
-      'Lambda-Runtime-Deadline-Ms': String(invocation.deadlineMs),
-      'Lambda-Runtime-Invoked-Function-Arn': ARN,
-      'Lambda-Runtime-Trace-Id': `Root=1-${Date.now().toString(16)}-${randomUUID().replace(/-/g, '').slice(0, 24)};Sampled=0`,
+    later(next.options.runtimeDelayMs, () => {
+      invocation.runtimeEventAt = performance.now();
+      send(runtime, 200, invocation.event, runtimeHeaders(invocation));
     });
-    runtime.end(JSON.stringify(invocation.event));
-    const invoke = { eventType: 'INVOKE', deadlineMs: invocation.deadlineMs, requestId: invocation.requestId, invokedFunctionArn: ARN, tracing: { type: 'X-Amzn-Trace-Id', value: 'Root=1-0-0;Sampled=0' } };
-    for (const ext of this.extensions.filter((e) => e.waiting)) send(ext.waiting!, 200, invoke, { 'Lambda-Extension-Event-Identifier': randomUUID() });
+    const waiting = this.extensions.flatMap((e) => (e.waiting ? [e.waiting] : []));
     for (const ext of this.extensions) ext.waiting = undefined;
+    later(next.options.extensionsDelayMs, () => {
+      invocation.extensionEventAt = performance.now();
+      for (const res of waiting) send(res, 200, invokeEvent(invocation), { 'Lambda-Extension-Event-Identifier': randomUUID() });
+    });
   }
 
   /** Freezes when everyone has signalled completion and nothing is pending; else hands out a queued event. */
   private settle(): void {
-    const everyoneWaits = this.runtimeWaiting !== undefined && this.extensions.every((e) => e.waiting || e.failed);
+    // A failed extension never signals completion again: the Invoke phase waits for it until the timeout.
+    const everyoneWaits = this.runtimeWaiting !== undefined && this.extensions.every((e) => e.waiting);
     if (!everyoneWaits) return;
     const current = this.current;
     if (current && current.invocation.responseAt === undefined && !current.invocation.error) return;
@@ -241,16 +245,9 @@ export class LambdaEmulator {
   }
 
   private freeze(invocation: Invocation | undefined): void {
-    if (this.pid === undefined || this.frozen || !signal(this.pid, 'SIGSTOP')) return;
-    this.frozen = true;
+    if (!this.slot.freeze()) return;
     if (invocation) invocation.frozenAt = performance.now();
     void this.onFreeze?.(invocation);
-  }
-
-  private thaw(): void {
-    if (!this.frozen || this.pid === undefined) return;
-    this.frozen = false;
-    signal(this.pid, 'SIGCONT');
   }
 
   private timeout(): void {
@@ -258,43 +255,46 @@ export class LambdaEmulator {
     if (!current) return;
     current.invocation.timedOut = true;
     this.current = undefined;
-    this.kill(); // a timeout resets the environment
-    current.resolve(current.invocation);
+    void this.endEnvironment('timeout', current.invocation).then((reset) => {
+      current.invocation.reset = reset;
+      current.resolve(current.invocation);
+      this.dispatch();
+    });
   }
-}
 
-/** Sends `name` to the process; `false` when it is gone. */
-function signal(pid: number, name: NodeJS.Signals): boolean {
-  try {
-    process.kill(pid, name);
-    return true;
-  } catch {
-    return false;
+  /** Ends the environment: SIGTERM, then SIGKILL after the grace (500 ms with an extension registered, at once without). */
+  private async endEnvironment(reason: 'timeout' | 'shutdown', invocation?: Invocation): Promise<Reset> {
+    this.ending = true;
+    const graceMs = this.extensions.length > 0 ? SHUTDOWN_GRACE_MS : 0;
+    const at = performance.now();
+    const extensions = [...this.extensions];
+    const { ended, exit } = await this.slot.end(graceMs);
+    const reset: Reset = { reason, requestId: invocation?.requestId, graceMs, at, endedAt: performance.now(), ended, exit, extensions };
+    this.newEnvironment(reset);
+    this.ending = false;
+    return reset;
   }
-}
 
-function header(req: IncomingMessage, name: string, from: Record<string, string | string[] | undefined> = req.headers): string | undefined {
-  const value = from[name] ?? from[name.toLowerCase()];
-  return Array.isArray(value) ? value[0] : value;
-}
-
-async function text(req: IncomingMessage): Promise<string> {
-  let body = '';
-  for await (const chunk of req) body += String(chunk);
-  return body;
-}
-
-function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  res.writeHead(status, { 'Content-Type': 'application/json', ...headers }).end(JSON.stringify(body));
-}
-
-/** A streamed HTTP-integration response is a JSON prelude, 8 NUL bytes, then the body. */
-function readBody(invocation: Invocation, raw: Buffer, contentType: string): void {
-  if (!contentType.includes('application/vnd.awslambda.http-integration-response')) {
-    invocation.body = raw.toString();
-    return;
+  /** The function process ended without the emulator ending it: Lambda ends the invocation in progress (`Runtime.ExitError` without a response) and resets. */
+  private exitedByItself(exit: Reset['exit']): void {
+    const now = performance.now();
+    const current = this.current;
+    const reset: Reset = { reason: 'exit', requestId: current?.invocation.requestId, graceMs: 0, at: now, endedAt: now, ended: 'exited', exit, extensions: [...this.extensions] };
+    this.newEnvironment(reset);
+    if (current) {
+      clearTimeout(current.timer);
+      this.current = undefined;
+      const { invocation } = current;
+      if (invocation.responseAt === undefined && !invocation.error) invocation.error = { type: 'Runtime.ExitError', body: JSON.stringify({ exit }) };
+      current.resolve(Object.assign(invocation, { reset }));
+    }
+    this.dispatch();
   }
-  const split = raw.indexOf(Buffer.alloc(8));
-  invocation.prelude = JSON.parse(raw.subarray(0, split).toString()) as unknown;
-  invocation.body = raw.subarray(split + 8).toString();
+
+  private newEnvironment(reset: Reset): void {
+    this.resets.push(reset);
+    this.runtimeWaiting = undefined;
+    this.runtimeAskedOnce = false;
+    this.extensions.length = 0;
+  }
 }

@@ -43,11 +43,19 @@ export class ExtensionsApi {
     return id;
   }
 
-  /** Signals this invocation done and waits (across a freeze) for the next event. */
+  /**
+   * Signals this invocation done and waits (across a freeze) for the next event. Rejects with an
+   * {@link ExtensionsApiError} when Lambda answered otherwise (`403`, `500`: no further call succeeds),
+   * and with the transport's error (`ECONNRESET`, …) when no answer came.
+   */
   async next(id: string): Promise<ExtensionEvent> {
     const { status, body } = await this.call('GET', '/event/next', { 'Lambda-Extension-Identifier': id });
     if (status !== 200) throw new ExtensionsApiError(status, `event/next answered HTTP ${status}${body ? `: ${body.slice(0, 300)}` : ''}`);
-    return JSON.parse(body) as ExtensionEvent;
+    try {
+      return JSON.parse(body) as ExtensionEvent;
+    } catch {
+      throw new ExtensionsApiError(status, `event/next answered HTTP 200 with a body that is not JSON: ${body.slice(0, 300)}`);
+    }
   }
 
   /** Reports a failure to initialise after registering (Lambda then fails the Init). */

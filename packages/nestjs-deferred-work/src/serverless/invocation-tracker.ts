@@ -7,6 +7,9 @@ import { clearItemDeadline, itemBudgets, setItemDeadline } from '../pipeline/ite
 import { itemWatch } from '../pipeline/item-watch';
 import { Invocation, type InvocationReport, reportLine } from './invocation';
 
+/** How many released request ids are remembered: an INVOKE event comes at most one invocation late. */
+const RECENT_RELEASES = 64;
+
 /** An item's deliveries still owed, and the invocations waiting for them. */
 interface Owed {
   owed: number;
@@ -31,6 +34,10 @@ export class InvocationTracker {
   private orphans: DeferredItem[] = [];
   private readonly orphanDispatchers = new Set<Dispatcher>();
   private installed = false;
+  /** The request ids of the last invocations released, oldest first (an INVOKE that comes after its release holds nothing). */
+  private readonly recentlyReleased = new Set<string>();
+  /** The extension's release bound of each invocation it holds. */
+  private readonly deadlineTimers = new WeakMap<Invocation, NodeJS.Timeout>();
   private readonly logger = new Logger('DeferredWork');
   /** Set by the Vercel mode. */
   attribution: Attribution | undefined;
@@ -43,12 +50,34 @@ export class InvocationTracker {
     itemWatch.listen((item, outcome) => this.outcome(item, outcome));
   }
 
-  /** The open invocation `requestId`, opened now (deadline epoch ms, less `marginMs` for the work) if it is not. */
+  /**
+   * The open invocation `requestId` as a handler wrapper begins it, opened now (deadline epoch ms, less
+   * `marginMs` for the work) if it is not. The wrapper's margin is final: an invocation the extension
+   * opened first (its INVOKE came before the handler ran) takes it.
+   */
   begin(requestId: string, deadline: number, marginMs: number, label = 'Lambda invocation'): Invocation {
-    let invocation = this.open.get(requestId);
-    if (invocation) return invocation;
-    invocation = new Invocation(requestId, deadline, deadline - marginMs, label);
-    this.open.set(requestId, invocation);
+    const invocation = this.open.get(requestId);
+    if (!invocation) return this.opened(new Invocation(requestId, deadline, deadline - marginMs, label), true);
+    if (!invocation.marginFixed) {
+      invocation.marginFixed = true;
+      this.rebudget(invocation, invocation.deadline - marginMs);
+    }
+    return invocation;
+  }
+
+  /**
+   * The invocation of the extension's INVOKE event: opened now with the extension's margin, until the
+   * handler wrapper's begin gives its own; `undefined` when the wrapper has released it already (its
+   * handler returned and its work settled before the INVOKE reached the extension): nothing to hold.
+   */
+  beginInvoke(requestId: string, deadline: number, marginMs: number): Invocation | undefined {
+    if (this.recentlyReleased.has(requestId)) return undefined;
+    return this.open.get(requestId) ?? this.opened(new Invocation(requestId, deadline, deadline - marginMs, 'Lambda invocation'), false);
+  }
+
+  private opened(invocation: Invocation, marginFixed: boolean): Invocation {
+    invocation.marginFixed = marginFixed;
+    this.open.set(invocation.requestId, invocation);
     this.adoptOrphans(invocation);
     return invocation;
   }
@@ -72,9 +101,30 @@ export class InvocationTracker {
 
   /** Releases `invocation` at its `releaseBy` at the latest, whether or not its handler returned (the extension's bound). */
   releaseByDeadline(invocation: Invocation): Promise<InvocationReport> {
-    const timer = setTimeout(() => void this.release(invocation), Math.max(0, invocation.releaseBy - Date.now()));
-    void invocation.report.then(() => clearTimeout(timer));
+    this.armDeadline(invocation);
+    void invocation.report.then(() => {
+      clearTimeout(this.deadlineTimers.get(invocation));
+      this.deadlineTimers.delete(invocation);
+    });
     return invocation.report;
+  }
+
+  private armDeadline(invocation: Invocation): void {
+    clearTimeout(this.deadlineTimers.get(invocation));
+    this.deadlineTimers.set(invocation, setTimeout(() => void this.release(invocation), Math.max(0, invocation.releaseBy - Date.now())));
+  }
+
+  /** Moves the end of `invocation`'s budget (the wrapper's margin replacing the extension's): its items' deadlines and its release bound follow. */
+  private rebudget(invocation: Invocation, budgetEnd: number): void {
+    if (budgetEnd === invocation.budgetEnd) return;
+    invocation.budgetEnd = budgetEnd;
+    for (const item of invocation.items) {
+      const owed = this.owedBy.get(item);
+      if (!owed) continue;
+      clearItemDeadline(item);
+      setItemDeadline(item, Math.min(...owed.invocations.map((i) => i.budgetEnd)));
+    }
+    if (this.deadlineTimers.has(invocation)) this.armDeadline(invocation);
   }
 
   private observe(item: DeferredItem, dispatcher: Dispatcher): void {
@@ -100,6 +150,7 @@ export class InvocationTracker {
     let budgetEnd = Number.POSITIVE_INFINITY;
     for (const invocation of invocations) {
       invocation.owe(owed);
+      invocation.items.add(item);
       invocation.dispatchers.add(dispatcher);
       budgetEnd = Math.min(budgetEnd, invocation.budgetEnd);
     }
@@ -112,6 +163,7 @@ export class InvocationTracker {
     owed.owed--;
     for (const invocation of owed.invocations) invocation.settle(outcome);
     if (owed.owed > 0) return;
+    for (const invocation of owed.invocations) invocation.items.delete(item);
     this.owedBy.delete(item);
     clearItemDeadline(item);
   }
@@ -125,12 +177,19 @@ export class InvocationTracker {
       if (!owed) continue;
       owed.invocations.push(invocation);
       invocation.owe(owed.owed);
+      invocation.items.add(item);
       setItemDeadline(item, invocation.budgetEnd);
     }
     this.orphans = [];
   }
 
   private readonly releasing = new WeakMap<Invocation, Promise<void>>();
+
+  private rememberReleased(requestId: string): void {
+    this.recentlyReleased.add(requestId);
+    // A Set iterates in insertion order: the oldest goes first.
+    if (this.recentlyReleased.size > RECENT_RELEASES) this.recentlyReleased.delete(this.recentlyReleased.values().next().value as string);
+  }
 
   private release(invocation: Invocation): Promise<void> {
     let done = this.releasing.get(invocation);
@@ -159,6 +218,7 @@ export class InvocationTracker {
     for (const dispatcher of [...invocation.dispatchers]) unstored += await dispatcher.deadLetterDesk.stored(invocation.releaseBy - Date.now());
     invocation.released = true;
     this.open.delete(invocation.requestId);
+    this.rememberReleased(invocation.requestId);
     const report = invocation.toReport(callbacksDone, unstored, !settled || Date.now() >= invocation.budgetEnd);
     const line = reportLine(report, invocation.label);
     if (line !== undefined) this.logger.warn(line);

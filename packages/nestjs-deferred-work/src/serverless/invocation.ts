@@ -1,4 +1,5 @@
 import type { ItemOutcome } from '../core/intake.interface';
+import type { DeferredItem } from '../core/items/deferred-item.interface';
 import type { Dispatcher } from '../pipeline/dispatcher';
 
 /** What became of one invocation's deferred work when it was released (its environment may freeze after). */
@@ -36,6 +37,10 @@ export class Invocation {
   readonly outcomes: Record<ItemOutcome, number> = { delivered: 0, 'dead-lettered': 0, kept: 0, dropped: 0, rejected: 0 };
   callbacks = 0;
   readonly dispatchers = new Set<Dispatcher>();
+  /** Its items still owed (their deadlines follow its budget's end). */
+  readonly items = new Set<DeferredItem>();
+  /** Whether its margin is the handler wrapper's (final), rather than the extension's (until the wrapper's comes). */
+  marginFixed = false;
   handlerDoneAt: number | undefined;
   released = false;
   /** Resolves with the report once released. */
@@ -48,7 +53,7 @@ export class Invocation {
     /** Its deadline (epoch ms): the function's timeout. */
     readonly deadline: number,
     /** When its deferred work stops (epoch ms): `deadline` less the margin. */
-    readonly budgetEnd: number,
+    public budgetEnd: number,
     /** How its log line names it (`Lambda invocation`, `Vercel request`). */
     readonly label: string,
   ) {

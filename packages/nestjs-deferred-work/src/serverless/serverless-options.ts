@@ -4,7 +4,9 @@ export interface LambdaOptions {
    * How long before the invocation's deadline (the function's timeout) its deferred work stops: items
    * not delivered by then are expired — dead-lettered `expired`, or kept by their sink's spool when
    * the spool takes such items (`requeue`) — and the rest of the margin stores those dead letters and
-   * releases the invocation. Between 50 ms and 10 minutes. Default `500`.
+   * releases the invocation. Between 50 ms and 10 minutes. Default `500`. A wrapper's own value holds
+   * for its invocations, whether the extension or the wrapper sees an invocation first; left out, the
+   * wrapper takes the extension's.
    */
   deadlineMarginMs?: number;
 }

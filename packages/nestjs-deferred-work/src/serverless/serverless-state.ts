@@ -1,7 +1,7 @@
 /** Which serverless mode this process uses, as the bootstrap check and the stop-signal drain read it. */
 export type ServerlessMode = 'lambda' | 'lambda-streaming' | 'vercel';
 
-/** The internal extension's registration: registered, refused by Lambda, or not attempted (off Lambda, or not called). */
+/** The internal extension's registration: registered, refused by Lambda (or stopped: its `event/next` failed), or not attempted (off Lambda, or not called). */
 export type ExtensionState = 'registered' | 'refused' | 'not-registered';
 
 /** @internal What the serverless mode keeps for the whole process (on `globalThis`: both builds share it). */
