@@ -19,4 +19,8 @@ export default {
     '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: '<rootDir>/tsconfig.json' }],
   },
   testTimeout: 30000,
+  // Two suites at a time, also on a 2-core machine (Jest's default there is one): most integration suites
+  // spend their time waiting on outages, brokers and child processes, not on the CPU, and every suite
+  // starts its own servers on free ports or uses its own keys, tables and queues.
+  maxWorkers: 2,
 };
