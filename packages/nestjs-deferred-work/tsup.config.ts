@@ -27,8 +27,7 @@ export default defineConfig([{
   esbuildOptions(options) {
     options.sourcesContent = false;
   },
-  // The second build's file (below) is left alone, whichever build finishes first.
-  clean: ['!serverless/register.js', '!serverless/register.js.map'],
+  clean: true,
   // Never bundle a package: the optional integrations (nestjs-cls, found with a dynamic import) must be
   // the app's own copy, or the app's providers are not found by their class.
   skipNodeModulesBundle: true,
@@ -37,18 +36,5 @@ export default defineConfig([{
   treeshake: true,
   // import.meta.url in the CommonJS build (OffloadedSink finds its worker script from it)
   shims: true,
-  tsconfig: 'tsconfig.build.json',
-}, {
-  // The Lambda extension's preload (NODE_OPTIONS=--import=nestjs-deferred-work/serverless/register): an ES
-  // module only, for its top-level await; it imports the package's own serverless entry by name.
-  entry: { 'serverless/register': 'src/serverless/register.ts' },
-  format: ['esm'],
-  sourcemap: true,
-  esbuildOptions(options) {
-    options.sourcesContent = false;
-  },
-  external: ['nestjs-deferred-work/serverless'],
-  skipNodeModulesBundle: true,
-  target: 'node20',
   tsconfig: 'tsconfig.build.json',
 }]);

@@ -19,10 +19,12 @@ export type { DeferredJobReceipt } from './nest/handles/deferred-queue.handle';
 export type {
   AnyDeferrableQueue,
   DeferredBulkJob,
+  DeferredBullDefaultAdd,
   DeferredClient,
   DeferredQueue,
   DeferredQueueJobOptions,
   DeferredQueueMethods,
+  HasUnnamedAdd,
   KnownDeferredJobOptions,
   QueueJobData,
   QueueJobName,
@@ -99,7 +101,7 @@ export { MemoryDeadLetterStore } from './pipeline/dead-letters/memory-dead-lette
 export type { DeadLetterBounds } from './pipeline/dead-letters/dead-letter-index';
 export { RedriveInProgressError } from './core/errors/redrive-in-progress.error';
 export { DeadLetterStoreMissingError } from './core/errors/dead-letter-store-missing.error';
-export type { CallbackRunnerStats, DeadLetteredReason, DeferredStats, RouteTimingStats, SinkSpoolStats, SinkStats } from './core/stats.interface';
+export type { CallbackRunnerStats, DeadLetteredReason, DeferredStats, DropReason, RouteTimingStats, SinkSpoolStats, SinkState, SinkStats } from './core/stats.interface';
 export type { CorrelationOptions } from './core/correlation-options.interface';
 export type { CallbackRunnerOptions } from './pipeline/callbacks/callback-runner.options';
 export type { ResolvedDeferredWorkOptions } from './pipeline/resolved-options.interface';

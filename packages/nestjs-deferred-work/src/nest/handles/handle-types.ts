@@ -31,7 +31,7 @@ export type QueueJobOptions<Q> = Q extends { add(name: never, data: never, opts?
 export type DeferredQueueJobOptions<Q = AnyDeferrableQueue> = QueueJobOptions<Q> & DeferredItemOptions;
 
 /** Whether a queue type has Bull 4's `add(data, opts?)` (a job without a name); BullMQ's has not. */
-type HasUnnamedAdd<Q> = Q extends { add(data: never): unknown } ? true : false;
+export type HasUnnamedAdd<Q> = Q extends { add(data: never): unknown } ? true : false;
 
 /** One job of a deferred `addBulk(jobs)`: `name` may be left out where the queue allows it (Bull 4). */
 export type DeferredBulkJob<Q = AnyDeferrableQueue> = { data: QueueJobData<Q>; opts?: DeferredQueueJobOptions<Q> } & (HasUnnamedAdd<Q> extends true
