@@ -69,7 +69,7 @@ function main() {
   try {
     mkdirSync(pkgDir, { recursive: true });
     cpSync(join(ROOT, 'tsconfig.base.json'), join(work, 'tsconfig.base.json'));
-    for (const entry of ['package.json', 'tsup.config.ts', 'tsconfig.build.json', 'README.md', 'LICENSE', 'src']) {
+    for (const entry of ['package.json', 'tsup.config.ts', 'tsup.register.config.ts', 'tsconfig.build.json', 'README.md', 'LICENSE', 'src']) {
       cpSync(join(ROOT, PKG, entry), join(pkgDir, entry), { recursive: true, filter: (src) => !src.endsWith('.spec.ts') });
     }
     // What the build needs, at the versions the workspace builds with (the package's own, then the root's).
@@ -91,7 +91,10 @@ function main() {
       /* no du on this system */
     }
     const installMs = Date.now() - started;
-    sh(process.execPath, [join(pkgDir, 'node_modules', 'tsup', 'dist', 'cli-default.js')], pkgDir);
+    // the package's build script: the main entries, then the Lambda preload (built after the main build's clean)
+    const tsup = join(pkgDir, 'node_modules', 'tsup', 'dist', 'cli-default.js');
+    sh(process.execPath, [tsup], pkgDir);
+    sh(process.execPath, [tsup, '--config', 'tsup.register.config.ts'], pkgDir);
     mkdirSync(OUT, { recursive: true });
     const report = JSON.parse(sh('npm', ['pack', '--ignore-scripts', '--json', '--loglevel=error', '--pack-destination', OUT], pkgDir));
     const tarball = join(OUT, report[0].filename);
