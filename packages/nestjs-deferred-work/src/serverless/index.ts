@@ -3,7 +3,7 @@ export type { LambdaContextLike, ResponseStreamLike } from './lambda-handler';
 export { registerLambdaExtension } from './lambda-extension';
 export type { LambdaExtensionStatus } from './lambda-extension';
 export { enableVercelWaitUntil } from './vercel';
-export { detectPlatform, platformWarning, SERVERLESS_ENV } from './platform';
+export { detectPlatform, type PlatformEnv, platformWarning, SERVERLESS_ENV } from './platform';
 export type { ServerlessPlatform } from './platform';
 export { SERVERLESS_DEFAULTS } from './serverless-options';
 export type { LambdaExtensionOptions, LambdaOptions, VercelOptions } from './serverless-options';

@@ -3,13 +3,14 @@ import { serverlessState, warnedOnce } from './serverless-state';
 /** A platform that stops or throttles a process once its response is sent. */
 export type ServerlessPlatform = 'lambda' | 'vercel' | 'cloud-run';
 
-type Env = Record<string, string | undefined>;
+/** The environment variables the checks read (`process.env` by default). */
+export type PlatformEnv = Record<string, string | undefined>;
 
 /**
  * The platform this process runs on, read from the variables each one sets: `AWS_LAMBDA_FUNCTION_NAME`
  * (AWS Lambda), `VERCEL` (Vercel), `K_SERVICE` (Cloud Run, Cloud Functions). `undefined` elsewhere.
  */
-export function detectPlatform(env: Env = process.env): ServerlessPlatform | undefined {
+export function detectPlatform(env: PlatformEnv = process.env): ServerlessPlatform | undefined {
   if (env.AWS_LAMBDA_FUNCTION_NAME) return 'lambda';
   if (env.VERCEL) return 'vercel';
   if (env.K_SERVICE) return 'cloud-run';
@@ -20,7 +21,7 @@ export function detectPlatform(env: Env = process.env): ServerlessPlatform | und
  * Whether this is a Lambda Managed Instances environment (several invocations at once, never frozen
  * between them): Lambda sets `AWS_LAMBDA_MAX_CONCURRENCY` there.
  */
-export function onManagedInstances(env: Env = process.env): boolean {
+export function onManagedInstances(env: PlatformEnv = process.env): boolean {
   return Number(env.AWS_LAMBDA_MAX_CONCURRENCY ?? 0) > 1;
 }
 
@@ -31,7 +32,7 @@ export const SERVERLESS_ENV = 'DEFERRED_WORK_SERVERLESS';
  * The warning for a platform that freezes or throttles the process after the response while no
  * serverless mode is in use, naming the risk and the fix; `undefined` when there is none to give.
  */
-export function platformWarning(env: Env = process.env): string | undefined {
+export function platformWarning(env: PlatformEnv = process.env): string | undefined {
   if (env[SERVERLESS_ENV] === 'off') return undefined;
   const platform = detectPlatform(env);
   const modes = serverlessState().modes;
@@ -62,7 +63,7 @@ export function platformWarning(env: Env = process.env): string | undefined {
 }
 
 /** @internal At bootstrap: the platform warning, once per process. */
-export function checkServerlessPlatform(logger: { warn(message: string): void }, env: Env = process.env): void {
+export function checkServerlessPlatform(logger: { warn(message: string): void }, env: PlatformEnv = process.env): void {
   // A turn later: a handler module wraps its handler once the app it serves has started.
   setImmediate(() => {
     const warning = platformWarning(env);
