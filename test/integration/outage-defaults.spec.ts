@@ -83,7 +83,7 @@ describe.each(platforms)('every sink with its defaults through a %s outage of ev
         if (name === 'pg' || name === 'maria' || name === 'bullmq') expect({ name, duplicates }).toEqual({ name, duplicates: 0 });
         // Others may write twice what was in flight when the links dropped (a reply lost with the connection).
         else expect(duplicates).toBeLessThanOrEqual(Math.max(inFlightAtOutage[name], work.stats().sinks[name].failedWrites > 0 ? 512 : 0));
-        lines.push(`${name}: ${read[name].length} entries for ${marks.length} marks, ${duplicates} duplicate(s), drained ${drained[name] ?? '?'} ms after the return, ${stats.sinks[name].failedWrites} failed writes, last code ${during.sinks[name].lastErrorCode}`);
+        lines.push(`${name}: ${read[name].length} entries for ${marks.length} marks, ${duplicates} duplicate(s), drained ${drained[name] ?? '?'} ms after the return, ${stats.sinks[name].failedWrites} failed writes, last code ${during.sinks[name].lastErrorCode} (${during.sinks[name].lastError})`);
       }
       console.log(`[outage ${OUTAGE_MS / 1000} s, ${platform.name}] ${total} requests, ${RATE}/s, peak RSS growth ${Math.round((rss.peak - rss.base) / 1_048_576)} MiB\n  ${lines.join('\n  ')}`);
     } finally {
