@@ -14,6 +14,12 @@ export const NOT_CONNECTED = 'ENOTCONN';
 export const TIMED_OUT = 'ETIMEDOUT';
 
 /**
+ * The code of a failure the library raises itself when a client's connection broke while a write was
+ * under way and the client's error says no more (NATS's flush on a dropped connection): POSIX `ECONNRESET`.
+ */
+export const CONNECTION_LOST = 'ECONNRESET';
+
+/**
  * Errors that client libraries raise without a code when a connection is lost, refused or missing,
  * by their exact message, with the errno that says the same.
  */

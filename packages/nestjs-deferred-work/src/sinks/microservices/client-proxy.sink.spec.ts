@@ -499,6 +499,28 @@ describe('ClientProxySink and the client\'s emit', () => {
     }
   });
 
+  it('core NATS: a flush cut by a dropped connection fails the batch, retryable, with the code ECONNRESET when the client gives none', async () => {
+    const client = new ClientNats({ servers: ['nats://127.0.0.1:4222'] });
+    try {
+      const sink = new ClientProxySink({ client, name: 'events' });
+      await sink.attach(context());
+      await write(sink, [job('events', `dw.flush.${process.pid}`, { n: 0 })]); // connected
+      // nats.js rejects a pending flush with a codeless error when its connection drops under it
+      const nc = (client as unknown as { natsClient: { flush(): Promise<void> } }).natsClient;
+      const flush = jest.spyOn(nc, 'flush').mockRejectedValueOnce(new Error('connection disconnected'));
+      const result = (await write(sink, ids(3).map((n) => job('events', `dw.flush.${process.pid}`, { n })))) as Exclude<SinkWriteResult, void>;
+      expect(flush).toHaveBeenCalledTimes(1);
+      expect(result.failed.map((f) => [f.index, f.retryable ?? true, (f.error as { code?: string }).code])).toEqual([
+        [0, true, 'ECONNRESET'],
+        [1, true, 'ECONNRESET'],
+        [2, true, 'ECONNRESET'],
+      ]);
+      expect(String(result.failed[0].error)).toContain('the connection failed before the batch was flushed: connection disconnected');
+    } finally {
+      await client.close();
+    }
+  });
+
   it("core NATS: ClientProxy's emit wrapped by a shimmer-style instrumentation (__wrapped, __original) is called for every message", async () => {
     const { ClientProxy, ClientNats } = await import('@nestjs/microservices');
     const subject = `dw.dispatch.wrapped.${process.pid}`;

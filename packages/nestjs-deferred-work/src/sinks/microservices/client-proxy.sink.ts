@@ -4,7 +4,7 @@ import type { JobItem, SinkItem, SinkKind } from '../../core/items/deferred-item
 import type { DeferredSink, HeldClient, SinkAttachContext, SinkItemFailure, SinkProcessorOptions, SinkWriteContext, SinkWriteResult } from '../../core/sink.interface';
 import { abortable } from '../kit/abortable';
 import { chunk } from '../kit/chunks';
-import { failureCode } from '../kit/failure-codes';
+import { CONNECTION_LOST, failureCode } from '../kit/failure-codes';
 import { inTurns } from '../kit/in-turns';
 import { findAppClient } from '../kit/app-client';
 import { itemId } from '../kit/item-id';
@@ -193,7 +193,7 @@ export class ClientProxySink implements DeferredSink<SinkItem> {
         await abortable(transport.afterBatch(), signal);
       } catch (error) {
         if (signal.aborted) throw signal.reason;
-        const failure = new SinkWriteError(`${transport.transport}: the connection failed before the batch was flushed: ${errorMessage(error)}`, { cause: error });
+        const failure = new SinkWriteError(`${transport.transport}: the connection failed before the batch was flushed: ${errorMessage(error)}`, { cause: error, code: failureCode(error) ?? CONNECTION_LOST });
         const counted = new Set(failed.map((f) => f.index));
         for (const { index } of waiting) if (!counted.has(index)) failed.push({ index, error: failure });
       }
