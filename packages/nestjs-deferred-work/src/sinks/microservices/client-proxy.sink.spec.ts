@@ -510,12 +510,12 @@ describe('ClientProxySink and the client\'s emit', () => {
       const flush = jest.spyOn(nc, 'flush').mockRejectedValueOnce(new Error('connection disconnected'));
       const result = (await write(sink, ids(3).map((n) => job('events', `dw.flush.${process.pid}`, { n })))) as Exclude<SinkWriteResult, void>;
       expect(flush).toHaveBeenCalledTimes(1);
-      expect(result.failed.map((f) => [f.index, f.retryable ?? true, (f.error as { code?: string }).code])).toEqual([
+      expect(result.failed!.map((f) => [f.index, f.retryable ?? true, (f.error as { code?: string }).code])).toEqual([
         [0, true, 'ECONNRESET'],
         [1, true, 'ECONNRESET'],
         [2, true, 'ECONNRESET'],
       ]);
-      expect(String(result.failed[0].error)).toContain('the connection failed before the batch was flushed: connection disconnected');
+      expect(String(result.failed![0].error)).toContain('the connection failed before the batch was flushed: connection disconnected');
     } finally {
       await client.close();
     }
