@@ -58,9 +58,12 @@ describe('serverless mode on Lambda (internal extension)', () => {
     expect(missing).toBeGreaterThan(0);
     process.stdout.write(`[serverless-lambda] without the serverless mode: ${missing} of 10 items not delivered at the freeze\n`);
     expect(app.fn.lines('without the serverless mode')).toHaveLength(1);
-    // Thawed by the next invocation, the frozen work goes on.
-    app.emulator.invoke(apiEvent('order/p-last'));
-    await app.receiver.waitUntil(() => logCount('p9') === 1, 'the last frozen item after the thaw');
+    // Thawed by later invocations, the frozen work goes on — while each lasts: the last item may need a
+    // few of them on a busy machine (the process is frozen again as soon as an invocation's response is posted).
+    let thaws = 0;
+    while (logCount('p9') === 0 && thaws < 20) await invoke(`p-thaw-${thaws++}`);
+    expect(logCount('p9')).toBe(1);
+    process.stdout.write(`[serverless-lambda] without the serverless mode: the last frozen item delivered after ${thaws} later invocation(s)\n`);
   });
 
   it('a bootstrap inside the first invocation: the registration is refused, one warning, the fallback waits and loses nothing', async () => {
