@@ -102,6 +102,17 @@ describe.each(setups)('dead letters in the console on $platform.name (prefix $pr
   });
 
   it('changes nothing for a post from another origin, a post without the token, or a GET to an action', async () => {
+    const logged = browser.errors.length;
+    try {
+      await refusesForeignPosts();
+    } finally {
+      // the refused posts' 403s are logged by the browser, as they should; anything else stays for the next check
+      const others = browser.errors.splice(logged).filter((error) => !/status of 403/.test(error));
+      browser.errors.push(...others);
+    }
+  });
+
+  async function refusesForeignPosts(): Promise<void> {
     await page.goto(`${app.consoleUrl}/dead-letters`);
     const token = (await browser.context.cookies()).find((c) => c.name === 'dw-console-csrf')!.value;
     const purgeUrl = `${app.consoleUrl}/dead-letters/purge`;
@@ -113,6 +124,9 @@ describe.each(setups)('dead letters in the console on $platform.name (prefix $pr
     await attacker.click('button');
     const response = await answered;
     expect(response.status()).toBe(403);
+    // Close only once the navigation has loaded: Chromium can drop a close that races a cross-origin
+    // navigation's commit, and page.close() then never returns.
+    await attacker.waitForURL(purgeUrl, { waitUntil: 'load', timeout: 10_000 });
     await attacker.close();
     // the console's own origin, without the token
     const status = await page.evaluate(
@@ -126,8 +140,7 @@ describe.each(setups)('dead letters in the console on $platform.name (prefix $pr
       expect([action, res.status]).toEqual([action, 404]);
     }
     expect(await count()).toBe(50);
-    browser.errors.length = 0; // the refused posts' 403s were logged by the browser, as they should
-  });
+  }
 
   it('discards the selected and purges all matching (after the count), each reporting its counts', async () => {
     await page.goto(`${app.consoleUrl}/dead-letters?code=400`);
