@@ -89,6 +89,18 @@ describe.each(Object.keys(databases))('SqlDeadLetterStore on %s', (name) => {
     expect((await s.list({})).records.map((r) => r.id)).toEqual(['dw-1:odd', 'dw-5:odd']);
   });
 
+  it('counts only what each call deleted when two replicas purge and remove the same records at once', async () => {
+    const s = await store();
+    const other = new SqlDeadLetterStore({ client: db.client, table: made[made.length - 1]! });
+    const ids = Array.from({ length: 200 }, (_, i) => record(i).id);
+    for (let round = 0; round < 5; round++) {
+      await s.add(Array.from({ length: 200 }, (_, i) => record(i)));
+      const counts = await Promise.all([s.purge({}), other.purge({ sink: 'even' }), s.remove(ids.slice(0, 50)), other.purge({})]);
+      expect([round, counts.reduce((sum, n) => sum + n, 0)]).toEqual([round, 200]);
+      expect(await s.count({})).toBe(0);
+    }
+  });
+
   it('holds maxCount and maxAgeMs, the oldest going first', async () => {
     const byCount = await store({ maxCount: 3 });
     await byCount.add(Array.from({ length: 5 }, (_, i) => record(i)));

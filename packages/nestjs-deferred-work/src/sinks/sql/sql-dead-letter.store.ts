@@ -133,40 +133,57 @@ export class SqlDeadLetterStore implements DeadLetterStore {
   async remove(ids: readonly string[]): Promise<number> {
     const unique = [...new Set(ids)];
     if (unique.length === 0) return 0;
-    const inIds = (p: Params) => ` WHERE id IN (${unique.map((id) => p.add(id)).join(', ')})`;
-    if (this.dialect === 'postgres') {
-      const p = this.params();
-      const rows = await this.with((c) => c.query({ text: `DELETE FROM ${this.table}${inIds(p)} RETURNING id`, values: p.values }));
-      return rows.length;
-    }
-    return this.with(async (c) => {
-      const p = this.params();
-      const where = inIds(p);
-      await c.query({ text: 'BEGIN', values: [] });
-      try {
-        const rows = await c.query({ text: `SELECT id FROM ${this.table}${where} FOR UPDATE`, values: p.values });
-        if (rows.length > 0) await c.query({ text: `DELETE FROM ${this.table}${where}`, values: p.values });
-        await c.query({ text: 'COMMIT', values: [] });
-        return rows.length;
-      } catch (error) {
-        await c.query({ text: 'ROLLBACK', values: [] }).catch(() => undefined);
-        throw error;
-      }
-    });
+    return this.deleteWhere((p) => ` WHERE id IN (${unique.map((id) => p.add(id)).join(', ')})`);
   }
 
   async purge(filter: DeadLetterFilter): Promise<number> {
     return this.deleteWhere((p) => this.where(filter, p));
   }
 
-  /** Counts, then deletes, the rows of a condition (the clients report no affected rows). */
+  /**
+   * Deletes the rows of a condition and returns how many this call deleted (the clients report no
+   * affected rows): PostgreSQL counts its `DELETE … RETURNING`; MySQL counts the rows it locked
+   * (`FOR UPDATE`) and deletes them in the same transaction, so a concurrent purge or redrive is not
+   * counted twice.
+   */
   private async deleteWhere(condition: (p: Params) => string): Promise<number> {
-    return this.with(async (c) => {
-      const p = this.params();
-      const where = condition(p);
-      const rows = await c.query({ text: `SELECT COUNT(*) AS n FROM ${this.table}${where}`, values: p.values });
-      await c.query({ text: `DELETE FROM ${this.table}${where}`, values: p.values });
+    const p = this.params();
+    const where = condition(p);
+    if (this.dialect === 'postgres') {
+      const rows = await this.with((c) => c.query({ text: `WITH gone AS (DELETE FROM ${this.table}${where} RETURNING 1) SELECT COUNT(*) AS n FROM gone`, values: p.values }));
       return Number(rows[0]?.n ?? 0);
+    }
+    return this.lockedDelete(where, p.values);
+  }
+
+  /**
+   * MySQL: locks the rows of a condition (`SELECT … FOR UPDATE`) and deletes them in one transaction;
+   * returns how many. Two such deletes over overlapping rows (a purge and a redrive on two replicas) can
+   * deadlock: the one MySQL rolls back is started again, up to `DEADLOCK_TRIES` times.
+   */
+  private async lockedDelete(where: string, values: unknown[]): Promise<number> {
+    for (let tries = 1; ; tries++) {
+      try {
+        return await this.lockedDeleteOnce(where, values);
+      } catch (error) {
+        if (tries >= DEADLOCK_TRIES || (error as { code?: unknown })?.code !== 'ER_LOCK_DEADLOCK') throw error;
+        await new Promise((resolve) => setTimeout(resolve, 5 + Math.random() * 20 * tries));
+      }
+    }
+  }
+
+  private lockedDeleteOnce(where: string, values: unknown[]): Promise<number> {
+    return this.with(async (c) => {
+      await c.query({ text: 'BEGIN', values: [] });
+      try {
+        const rows = await c.query({ text: `SELECT id FROM ${this.table}${where} FOR UPDATE`, values });
+        if (rows.length > 0) await c.query({ text: `DELETE FROM ${this.table}${where}`, values });
+        await c.query({ text: 'COMMIT', values: [] });
+        return rows.length;
+      } catch (error) {
+        await c.query({ text: 'ROLLBACK', values: [] }).catch(() => undefined);
+        throw error;
+      }
     });
   }
 
@@ -206,6 +223,9 @@ function addChunks(records: readonly DeadLetterRecord[]): Array<Array<{ record: 
 }
 
 /** A statement's values and their placeholders (`$1` on PostgreSQL, `?` on MySQL). */
+/** How many times a MySQL delete that lost a deadlock is tried in all. */
+const DEADLOCK_TRIES = 5;
+
 class Params {
   readonly values: unknown[] = [];
   constructor(private readonly dialect: SqlDialect) {}
