@@ -29,7 +29,9 @@ type Entry = [string, string[]];
  * Dead letters in a Redis Stream, through the app's ioredis client: one entry per record (fields `id`
  * and `record`, its JSON), trimmed to `maxCount` on every add and to `maxAgeMs` before every read. They
  * outlive the process and are shared by every replica that names the same key. Bounded by count and age
- * (not bytes: Redis's `maxmemory` is the byte bound). Paging follows the stream's entry ids.
+ * (not bytes: Redis's `maxmemory` is the byte bound). Paging follows the stream's entry ids. An add
+ * appends, unlike the other stores: a record whose id is already kept (dead-lettered again by a spool's
+ * replay after a crash) is kept twice.
  */
 export class RedisStreamDeadLetterStore implements DeadLetterStore {
   readonly description: string;
