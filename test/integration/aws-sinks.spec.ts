@@ -1,6 +1,6 @@
 import { getMaxListeners } from 'node:events';
 import { SNSClient } from '@aws-sdk/client-sns';
-import { CreateQueueCommand, DeleteMessageBatchCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { CreateQueueCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { Controller, Get, Param } from '@nestjs/common';
 import { AfterResponse, Deferred, type DeferredScope, DeferredWork, DeferredWorkModule, type LogItem } from 'nestjs-deferred-work';
 import { SnsSink } from 'nestjs-deferred-work/sns';
@@ -8,7 +8,7 @@ import { SqsSink } from 'nestjs-deferred-work/sqs';
 import { sinkAttachContext } from 'nestjs-deferred-work/testing';
 import type { AwsBatchEndpoint } from '../support/aws-batch-rules';
 import { eventually } from '../support/eventually';
-import { startLocalSqs } from '../support/local-sqs';
+import { receiveAll, startLocalSqs } from '../support/local-sqs';
 import { load, range, watchIdentity } from '../support/load';
 import { failOnUnhandledRejection, platforms, startApp } from '../support/platforms';
 import { SnsEndpoint } from '../support/sns-endpoint';
@@ -50,15 +50,11 @@ async function createQueue(client: SQSClient, name: string, fifo = false): Promi
 }
 
 /** Every message of the queue, received and deleted, as bodies with their attributes. */
-async function receiveAll(client: SQSClient, queueUrl: string): Promise<Array<{ body: Record<string, unknown>; attributes: Record<string, string | undefined> }>> {
-  const read: Array<{ body: Record<string, unknown>; attributes: Record<string, string | undefined> }> = [];
-  for (;;) {
-    const out = await client.send(new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, MessageAttributeNames: ['All'], WaitTimeSeconds: 0 }));
-    const messages = out.Messages ?? [];
-    if (messages.length === 0) return read;
-    for (const m of messages) read.push({ body: JSON.parse(m.Body!) as Record<string, unknown>, attributes: Object.fromEntries(Object.entries(m.MessageAttributes ?? {}).map(([k, v]) => [k, v.StringValue])) });
-    await client.send(new DeleteMessageBatchCommand({ QueueUrl: queueUrl, Entries: messages.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })) }));
-  }
+async function receiveBodies(client: SQSClient, queueUrl: string): Promise<Array<{ body: Record<string, unknown>; attributes: Record<string, string | undefined> }>> {
+  return (await receiveAll(client, queueUrl)).map((m) => ({
+    body: JSON.parse(m.Body!) as Record<string, unknown>,
+    attributes: Object.fromEntries(Object.entries(m.MessageAttributes ?? {}).map(([k, v]) => [k, v.StringValue])),
+  }));
 }
 
 @Controller()
@@ -118,7 +114,7 @@ describe.each(platforms)('SqsSink against local-aws-sqs ($name)', (platform) => 
       expect((await load(started.url, marks.map((m) => `/entries/${m}`), 5)).every((s) => s === 200)).toBe(true);
       expect((await fetch(`${started.url}/entries/tagged`, { headers: { 'x-request-id': 'req-7' } })).status).toBe(200);
       await eventually(async () => expect(work.stats().sinks.sqs).toMatchObject({ accepted: 101, delivered: 101, pending: 0 }), 10_000);
-      const messages = await receiveAll(client, queueUrl);
+      const messages = await receiveBodies(client, queueUrl);
       expect(messages.map((m) => markOf(m.body)).sort()).toEqual([...marks, 'tagged'].sort());
       expect(new Set(messages.map((m) => m.body.id)).size).toBe(101);
       expect(messages.find((m) => markOf(m.body) === 'tagged')!.attributes).toMatchObject({ requestId: 'req-7' });
@@ -142,7 +138,7 @@ describe('SqsSink writes against local-aws-sqs', () => {
     const batch = range(0, 25).map((i) => item(`f${i}`));
     expect(await sink.write(batch, context())).toBeUndefined();
     expect(await sink.write(batch.map((b) => ({ ...b })), context())).toBeUndefined(); // a spool replay: copies with the same ids
-    const messages = await receiveAll(client, queueUrl);
+    const messages = await receiveBodies(client, queueUrl);
     expect(messages.map((m) => markOf(m.body)).sort()).toEqual(batch.map((b) => (b.fields as { mark: string }).mark).sort());
     client.destroy();
   });
@@ -156,7 +152,7 @@ describe('SqsSink writes against local-aws-sqs', () => {
     expect(result?.failed).toHaveLength(1);
     expect(result!.failed![0]).toMatchObject({ index: 17, retryable: false, code: 'InvalidParameterValue' });
     expect((result!.failed![0].error as Error).message).toContain('SQS refused the message');
-    const messages = await receiveAll(client, queueUrl);
+    const messages = await receiveBodies(client, queueUrl);
     expect(messages).toHaveLength(29);
     expect(messages.map((m) => markOf(m.body))).not.toContain('b17');
     client.destroy();

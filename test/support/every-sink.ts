@@ -1,4 +1,4 @@
-import { CreateQueueCommand, DeleteMessageBatchCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { CreateQueueCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { BullModule } from '@nestjs/bullmq';
 import { Controller, Get, type ModuleMetadata, Param } from '@nestjs/common';
 import { Queue } from 'bullmq';
@@ -11,7 +11,7 @@ import { SqlSink } from 'nestjs-deferred-work/sql';
 import { SqsSink } from 'nestjs-deferred-work/sqs';
 import pg from 'pg';
 import { HttpReceiver } from './http-receiver';
-import { startLocalSqs } from './local-sqs';
+import { receiveAll, startLocalSqs } from './local-sqs';
 import { MYSQL_URL, requireMariaDb } from './mariadb';
 import { PG_URL, requirePostgres } from './postgres';
 import { RedisServer } from './redis-server';
@@ -150,14 +150,7 @@ export class EverySinkDestinations {
 
   /** Every message of the SQS queue, received (and deleted) through the server's own port. */
   private async sqsMarks(queueUrl: string): Promise<string[]> {
-    const marks: string[] = [];
-    for (;;) {
-      const out = await this.sqsAdmin.send(new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 0 }));
-      const messages = out.Messages ?? [];
-      if (messages.length === 0) return marks;
-      for (const m of messages) marks.push((JSON.parse(m.Body!) as { payload: { fields: { mark: string } } }).payload.fields.mark);
-      await this.sqsAdmin.send(new DeleteMessageBatchCommand({ QueueUrl: queueUrl, Entries: messages.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })) }));
-    }
+    return (await receiveAll(this.sqsAdmin, queueUrl)).map((m) => (JSON.parse(m.Body!) as { payload: { fields: { mark: string } } }).payload.fields.mark);
   }
 
   async dispose(): Promise<void> {
