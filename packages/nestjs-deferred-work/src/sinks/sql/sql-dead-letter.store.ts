@@ -222,10 +222,10 @@ function addChunks(records: readonly DeadLetterRecord[]): Array<Array<{ record: 
   return chunk(rows, { maxCount: ADD_ROWS, maxBytes: ADD_BYTES }, size).chunks.map((c) => c.values);
 }
 
-/** A statement's values and their placeholders (`$1` on PostgreSQL, `?` on MySQL). */
 /** How many times a MySQL delete that lost a deadlock is tried in all. */
 const DEADLOCK_TRIES = 5;
 
+/** A statement's values and their placeholders (`$1` on PostgreSQL, `?` on MySQL). */
 class Params {
   readonly values: unknown[] = [];
   constructor(private readonly dialect: SqlDialect) {}
