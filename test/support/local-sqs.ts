@@ -14,10 +14,10 @@ const COUNTS = ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVi
 
 /**
  * Every message of the queue, received (with all their message attributes) and deleted, in the order
- * received. An empty receive does not end it: a short poll may come back empty while messages remain
- * (SQS samples a subset of its servers; local-aws-sqs polls for 40 ms, which a busy event loop can
- * miss), so it ends when the queue itself counts no message, visible, in flight or delayed. Fails
- * after `timeoutMs` (default 60000) saying how many it had read.
+ * received. An empty receive does not end it (a short poll may come back empty while messages remain:
+ * SQS samples a subset of its servers): it ends when the queue itself counts no message, visible, in
+ * flight or delayed, polling again every 50 ms until then. Fails after `timeoutMs` (default 60000)
+ * saying how many it had read.
  */
 export async function receiveAll(client: SQSClient, queueUrl: string, timeoutMs = 60_000): Promise<Message[]> {
   const read: Message[] = [];
@@ -33,5 +33,6 @@ export async function receiveAll(client: SQSClient, queueUrl: string, timeoutMs 
     const { Attributes: counts = {} } = await client.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: [...COUNTS] }));
     if (COUNTS.every((name) => Number(counts[name] ?? 0) === 0)) return read;
     if (Date.now() > deadline) throw new Error(`receiveAll: ${read.length} message(s) read from ${queueUrl}, and the queue still counts ${JSON.stringify(counts)} after ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
